@@ -1,0 +1,273 @@
+//! The shared-memory ABI: the bytes both processes see. Nothing else lives
+//! here.
+//!
+//! **Do not change this layout** without bumping [`VERSION_MAJOR`] (or, for
+//! an addition the other side may ignore, [`VERSION_MINOR`] and a feature
+//! bit). Every size and offset below is asserted at compile time.
+//!
+//! ```text
+//!  offset 0                        region (one memfd per link generation)
+//!  +-----------------------------+
+//!  | RegionHeader        256 B   |  written by the master before the fd is
+//!  |   magic, version, features, |  handed out; never re-read by the master
+//!  |   geometry, region size,    |
+//!  |   generation, reserved      |
+//!  +-----------------------------+  HEADER_AREA = 4096
+//!  | ring 0: master -> slave     |
+//!  |  +-----------------------+  |
+//!  |  | RingControl   128 B   |  |  +0    producer line: head (64 B line)
+//!  |  |                       |  |  +64   consumer line: tail (64 B line)
+//!  |  +-----------------------+  |
+//!  |  | SlotDesc[slot_count]  |  |  +128  4 B each: len (bits 0..16),
+//!  |  |                       |  |        flags (bits 16..32)
+//!  |  +-----------------------+  |  rounded up to 4096
+//!  |  | slot data             |  |  slot_count * slot_size bytes,
+//!  |  | [slot_count][slot_sz] |  |  each slot 64-byte aligned
+//!  |  +-----------------------+  |
+//!  +-----------------------------+  HEADER_AREA + ring_area_size
+//!  | ring 1: slave -> master     |  same layout
+//!  +-----------------------------+  rounded up to the page size
+//! ```
+//!
+//! Indices are free-running `u64`s; a slot is `index & (slot_count - 1)`.
+//! The producer owns `head`, the consumer owns `tail`; each keeps a private
+//! copy of its own index and never trusts the shared one after start-up.
+//!
+//! A frame occupies one slot, or for frames larger than a slot, consecutive
+//! slots: every slot but the last is full (`len == slot_size`) and carries
+//! [`SLOT_FLAG_MORE`]. Metadata lives in a compact array of its own so a
+//! 64-byte frame touches one data cache line and 1/16 of a metadata line.
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// `b"VECRING\0"` read as a little-endian `u64`.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
+/// Incompatible layout changes bump this; peers with different majors refuse.
+pub const VERSION_MAJOR: u16 = 1;
+/// Compatible additions bump this; informational.
+pub const VERSION_MINOR: u16 = 0;
+/// Feature bits this build understands. None are defined yet.
+pub const FEATURES_KNOWN: u64 = 0;
+
+/// Bytes reserved at the start of the region for [`RegionHeader`].
+pub const HEADER_AREA: u64 = 4096;
+/// Number of rings in a region: master→slave and slave→master.
+pub const RING_COUNT: u32 = 2;
+/// Index of the master→slave ring.
+pub const RING_MASTER_TO_SLAVE: usize = 0;
+/// Index of the slave→master ring.
+pub const RING_SLAVE_TO_MASTER: usize = 1;
+/// Alignment of every ABI structure and of each slot.
+pub const CACHE_LINE: usize = 64;
+/// Offset of the descriptor array inside a ring area.
+pub const DESC_OFFSET: u64 = 2 * CACHE_LINE as u64;
+
+/// The frame continues in the next slot.
+pub const SLOT_FLAG_MORE: u16 = 1 << 0;
+/// All flag bits this version defines; any other bit set is corruption.
+pub const SLOT_FLAGS_KNOWN: u16 = SLOT_FLAG_MORE;
+
+/// Smallest frame the link carries.
+pub const MIN_FRAME_LEN: usize = 1;
+/// Largest frame the link carries (jumbo).
+pub const MAX_FRAME_LEN: usize = 9216;
+/// Slot sizes are powers of two in this range (the length field is 16 bits).
+pub const MIN_SLOT_SIZE: u32 = 64;
+/// See [`MIN_SLOT_SIZE`].
+pub const MAX_SLOT_SIZE: u32 = 32768;
+/// Slot counts are powers of two in this range.
+pub const MIN_SLOT_COUNT: u32 = 2;
+/// See [`MIN_SLOT_COUNT`].
+pub const MAX_SLOT_COUNT: u32 = 1 << 20;
+/// Upper bound on one ring's data area, so geometry cannot ask for absurd
+/// mappings.
+pub const MAX_RING_DATA: u64 = 1 << 30;
+
+/// The region header. Written once by the master, validated once by the
+/// slave, never read again.
+#[repr(C, align(64))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionHeader {
+    /// [`MAGIC`].
+    pub magic: u64,
+    /// [`VERSION_MAJOR`] of the creator.
+    pub version_major: u16,
+    /// [`VERSION_MINOR`] of the creator.
+    pub version_minor: u16,
+    /// `size_of::<RegionHeader>()`, so a reader can tell a grown header.
+    pub header_size: u32,
+    /// Feature bits in use on this region.
+    pub features: u64,
+    /// Slots per ring, a power of two.
+    pub slot_count: u32,
+    /// Bytes per slot, a power of two.
+    pub slot_size: u32,
+    /// Largest frame carried on this link.
+    pub max_frame_len: u32,
+    /// Rings in the region ([`RING_COUNT`]).
+    pub ring_count: u32,
+    /// Total bytes of the region (the memfd size).
+    pub region_size: u64,
+    /// Link generation this region belongs to; a new region is made for
+    /// every connection.
+    pub generation: u64,
+    /// Zero; room to grow.
+    pub reserved: [u64; 25],
+}
+
+/// One 64-byte line holding one index, so producer and consumer never
+/// write the same line.
+#[repr(C, align(64))]
+pub struct IndexLine {
+    /// The free-running index.
+    pub index: AtomicU64,
+    _pad: [u8; CACHE_LINE - 8],
+}
+
+/// Control block of one ring.
+#[repr(C, align(64))]
+pub struct RingControl {
+    /// Written only by the producer: the index one past the last published slot.
+    pub head: IndexLine,
+    /// Written only by the consumer: the index of the next slot to release.
+    pub tail: IndexLine,
+}
+
+/// Per-slot metadata word: length in bits 0..16, flags in bits 16..32.
+#[repr(transparent)]
+pub struct SlotDesc(pub AtomicU32);
+
+impl SlotDesc {
+    /// Packs a length and flags into the descriptor word.
+    #[inline]
+    pub const fn pack(len: u16, flags: u16) -> u32 {
+        (len as u32) | ((flags as u32) << 16)
+    }
+
+    /// Splits a descriptor word into (length, flags).
+    #[inline]
+    pub const fn unpack(word: u32) -> (u16, u16) {
+        (word as u16, (word >> 16) as u16)
+    }
+}
+
+impl IndexLine {
+    /// A line holding `index`.
+    pub fn new(index: u64) -> Self {
+        Self { index: AtomicU64::new(index), _pad: [0; CACHE_LINE - 8] }
+    }
+}
+
+impl RingControl {
+    /// A control block with both indices at zero.
+    pub fn new() -> Self {
+        Self { head: IndexLine::new(0), tail: IndexLine::new(0) }
+    }
+}
+
+impl Default for RingControl {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Rounds `value` up to a multiple of `align` (a power of two).
+pub const fn align_up(value: u64, align: u64) -> u64 {
+    (value + align - 1) & !(align - 1)
+}
+
+/// Bytes of one ring's descriptor array.
+pub const fn desc_bytes(slot_count: u32) -> u64 {
+    slot_count as u64 * 4
+}
+
+/// Offset of the slot data inside a ring area.
+pub const fn data_offset(slot_count: u32) -> u64 {
+    align_up(DESC_OFFSET + desc_bytes(slot_count), 4096)
+}
+
+/// Bytes of one ring area (control, descriptors, data), page aligned.
+pub const fn ring_area_size(slot_count: u32, slot_size: u32) -> u64 {
+    align_up(data_offset(slot_count) + slot_count as u64 * slot_size as u64, 4096)
+}
+
+/// Offset of ring `ring` inside the region.
+pub const fn ring_offset(ring: usize, slot_count: u32, slot_size: u32) -> u64 {
+    HEADER_AREA + ring as u64 * ring_area_size(slot_count, slot_size)
+}
+
+/// Smallest region that holds the header and both rings.
+pub const fn min_region_size(slot_count: u32, slot_size: u32) -> u64 {
+    HEADER_AREA + RING_COUNT as u64 * ring_area_size(slot_count, slot_size)
+}
+
+// ---- compile-time layout assertions (std atomics only; loom's differ) ----
+#[cfg(not(loom))]
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<RegionHeader>() == 256);
+    assert!(align_of::<RegionHeader>() == 64);
+    assert!(offset_of!(RegionHeader, magic) == 0);
+    assert!(offset_of!(RegionHeader, version_major) == 8);
+    assert!(offset_of!(RegionHeader, version_minor) == 10);
+    assert!(offset_of!(RegionHeader, header_size) == 12);
+    assert!(offset_of!(RegionHeader, features) == 16);
+    assert!(offset_of!(RegionHeader, slot_count) == 24);
+    assert!(offset_of!(RegionHeader, slot_size) == 28);
+    assert!(offset_of!(RegionHeader, max_frame_len) == 32);
+    assert!(offset_of!(RegionHeader, ring_count) == 36);
+    assert!(offset_of!(RegionHeader, region_size) == 40);
+    assert!(offset_of!(RegionHeader, generation) == 48);
+    assert!(offset_of!(RegionHeader, reserved) == 56);
+    assert!(size_of::<RegionHeader>() as u64 <= HEADER_AREA);
+
+    assert!(size_of::<IndexLine>() == CACHE_LINE);
+    assert!(align_of::<IndexLine>() == CACHE_LINE);
+    assert!(offset_of!(IndexLine, index) == 0);
+    assert!(size_of::<RingControl>() == 2 * CACHE_LINE);
+    assert!(offset_of!(RingControl, head) == 0);
+    assert!(offset_of!(RingControl, tail) == CACHE_LINE);
+    assert!(DESC_OFFSET == 128);
+    assert!(size_of::<SlotDesc>() == 4);
+    assert!(align_of::<SlotDesc>() == 4);
+
+    assert!(MAX_SLOT_SIZE <= u16::MAX as u32);
+    assert!(MIN_SLOT_SIZE as usize % CACHE_LINE == 0);
+    assert!(HEADER_AREA % 4096 == 0);
+    // Default geometry: 1024 x 2048 B per direction.
+    assert!(data_offset(1024) == 8192);
+    assert!(ring_area_size(1024, 2048) == 8192 + 2 * 1024 * 1024);
+    assert!(ring_offset(1, 1024, 2048) == 4096 + 8192 + 2 * 1024 * 1024);
+};
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_word_round_trips() {
+        for (len, flags) in [(0u16, 0u16), (1, 0), (2048, SLOT_FLAG_MORE), (u16::MAX, u16::MAX)] {
+            assert_eq!(SlotDesc::unpack(SlotDesc::pack(len, flags)), (len, flags));
+        }
+    }
+
+    #[test]
+    fn magic_spells_vecring() {
+        assert_eq!(&MAGIC.to_le_bytes(), b"VECRING\0");
+    }
+
+    #[test]
+    fn rings_do_not_overlap_and_are_aligned() {
+        for (count, size) in [(2u32, 64u32), (1024, 2048), (4096, 256), (8, 32768)] {
+            let r0 = ring_offset(0, count, size);
+            let r1 = ring_offset(1, count, size);
+            assert!(r0 >= HEADER_AREA);
+            assert!(r0 + ring_area_size(count, size) <= r1);
+            assert!(r1 + ring_area_size(count, size) <= min_region_size(count, size));
+            assert_eq!(r0 % 4096, 0);
+            assert_eq!(data_offset(count) % 4096, 0);
+            assert!(data_offset(count) >= DESC_OFFSET + desc_bytes(count));
+        }
+    }
+}

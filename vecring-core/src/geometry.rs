@@ -1,0 +1,160 @@
+//! Ring geometry: how many slots, how large, and the largest frame.
+
+use crate::abi;
+
+/// The shape of both rings of a link.
+///
+/// Slot count and slot size are powers of two; a frame larger than one slot
+/// spans consecutive slots, so any slot size carries frames up to
+/// [`max_frame_len`](Geometry::max_frame_len).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Geometry {
+    slot_count: u32,
+    slot_size: u32,
+    max_frame_len: u32,
+}
+
+/// Why a geometry was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    /// The slot count is not a power of two in range.
+    #[error("slot count {0} is not a power of two between {min} and {max}", min = abi::MIN_SLOT_COUNT, max = abi::MAX_SLOT_COUNT)]
+    SlotCount(u64),
+    /// The slot size is not a power of two in range.
+    #[error("slot size {0} is not a power of two between {min} and {max} bytes", min = abi::MIN_SLOT_SIZE, max = abi::MAX_SLOT_SIZE)]
+    SlotSize(u64),
+    /// The maximum frame length is out of range.
+    #[error("maximum frame length {0} is not between {min} and {max} bytes", min = abi::MIN_FRAME_LEN, max = abi::MAX_FRAME_LEN)]
+    MaxFrameLen(u64),
+    /// The ring cannot hold even two maximum-size frames, or is too large.
+    #[error("{slot_count} slots of {slot_size} bytes cannot carry frames of {max_frame_len} bytes (need at least two per ring, at most 1 GiB per ring)")]
+    Capacity {
+        /// Slots per ring.
+        slot_count: u32,
+        /// Bytes per slot.
+        slot_size: u32,
+        /// Largest frame.
+        max_frame_len: u32,
+    },
+}
+
+impl Geometry {
+    /// Default: 1024 slots of 2048 bytes (one 2 MiB hugepage of data per
+    /// direction), jumbo frames up to 9216 bytes.
+    pub const DEFAULT: Geometry =
+        Geometry { slot_count: 1024, slot_size: 2048, max_frame_len: abi::MAX_FRAME_LEN as u32 };
+
+    /// A geometry of `slot_count` slots of `slot_size` bytes carrying frames
+    /// up to 9216 bytes.
+    ///
+    /// # Errors
+    /// [`GeometryError`] names the value out of range.
+    pub fn new(slot_count: u32, slot_size: u32) -> Result<Self, GeometryError> {
+        Self::with_max_frame_len(slot_count, slot_size, abi::MAX_FRAME_LEN as u32)
+    }
+
+    /// Like [`new`](Self::new) with a smaller largest frame.
+    ///
+    /// # Errors
+    /// [`GeometryError`] names the value out of range.
+    pub fn with_max_frame_len(
+        slot_count: u32,
+        slot_size: u32,
+        max_frame_len: u32,
+    ) -> Result<Self, GeometryError> {
+        if !slot_count.is_power_of_two()
+            || !(abi::MIN_SLOT_COUNT..=abi::MAX_SLOT_COUNT).contains(&slot_count)
+        {
+            return Err(GeometryError::SlotCount(slot_count.into()));
+        }
+        if !slot_size.is_power_of_two() || !(abi::MIN_SLOT_SIZE..=abi::MAX_SLOT_SIZE).contains(&slot_size) {
+            return Err(GeometryError::SlotSize(slot_size.into()));
+        }
+        if !(abi::MIN_FRAME_LEN as u32..=abi::MAX_FRAME_LEN as u32).contains(&max_frame_len) {
+            return Err(GeometryError::MaxFrameLen(max_frame_len.into()));
+        }
+        let geometry = Geometry { slot_count, slot_size, max_frame_len };
+        if slot_count < 2 * geometry.max_slots_per_frame()
+            || u64::from(slot_count) * u64::from(slot_size) > abi::MAX_RING_DATA
+        {
+            return Err(GeometryError::Capacity { slot_count, slot_size, max_frame_len });
+        }
+        Ok(geometry)
+    }
+
+    /// Slots per ring.
+    pub const fn slot_count(&self) -> u32 {
+        self.slot_count
+    }
+
+    /// Bytes per slot.
+    pub const fn slot_size(&self) -> u32 {
+        self.slot_size
+    }
+
+    /// Largest frame the link carries.
+    pub const fn max_frame_len(&self) -> u32 {
+        self.max_frame_len
+    }
+
+    /// Slots a frame of `len` bytes occupies.
+    #[inline]
+    pub const fn slots_for(&self, len: usize) -> u32 {
+        len.div_ceil(self.slot_size as usize) as u32
+    }
+
+    /// Slots the largest frame occupies.
+    pub const fn max_slots_per_frame(&self) -> u32 {
+        self.slots_for(self.max_frame_len as usize)
+    }
+
+    /// Bytes of a region holding both rings (before page rounding).
+    pub const fn min_region_size(&self) -> u64 {
+        abi::min_region_size(self.slot_count, self.slot_size)
+    }
+}
+
+impl Default for Geometry {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        let g = Geometry::default();
+        assert_eq!(Geometry::new(g.slot_count(), g.slot_size()), Ok(g));
+        assert_eq!(g.max_slots_per_frame(), 5);
+    }
+
+    #[test]
+    fn rejects_out_of_range_values() {
+        assert_eq!(Geometry::new(1000, 2048), Err(GeometryError::SlotCount(1000)));
+        assert_eq!(Geometry::new(0, 2048), Err(GeometryError::SlotCount(0)));
+        assert_eq!(Geometry::new(1024, 100), Err(GeometryError::SlotSize(100)));
+        assert_eq!(Geometry::new(1024, 32), Err(GeometryError::SlotSize(32)));
+        assert_eq!(Geometry::new(1024, 65536), Err(GeometryError::SlotSize(65536)));
+        assert!(matches!(Geometry::new(4, 64), Err(GeometryError::Capacity { .. })));
+        assert_eq!(
+            Geometry::with_max_frame_len(1024, 2048, 0),
+            Err(GeometryError::MaxFrameLen(0))
+        );
+        assert_eq!(
+            Geometry::with_max_frame_len(1024, 2048, 9217),
+            Err(GeometryError::MaxFrameLen(9217))
+        );
+    }
+
+    #[test]
+    fn slot_arithmetic() {
+        let g = Geometry::new(1024, 2048).unwrap();
+        assert_eq!(g.slots_for(1), 1);
+        assert_eq!(g.slots_for(2048), 1);
+        assert_eq!(g.slots_for(2049), 2);
+        assert_eq!(g.slots_for(9216), 5);
+    }
+}

@@ -1,0 +1,62 @@
+//! vecring: a shared-memory virtual Ethernet link between two processes.
+//!
+//! This crate holds everything that is not DPDK: the shared-memory ABI
+//! ([`abi`]), the lock-free single-producer/single-consumer frame ring
+//! ([`ring`]), hugepage/NUMA-aware memory regions ([`memory`], [`numa`]).
+//!
+//! A ring moves frames of 1 to 9216 bytes; a frame larger than a slot
+//! continues in the following slots. Each side caches the other's index and
+//! publishes its own once per batch. The peer is untrusted: every value it
+//! can write is checked before use, and a corrupt ring reports a
+//! [`ring::Corruption`] instead of misbehaving.
+//!
+//! ```
+//! use vecring_core::{heap_channel, Geometry};
+//!
+//! let (mut tx, mut rx) = heap_channel(Geometry::default());
+//!
+//! // Copying API.
+//! tx.send(b"hello").unwrap();
+//! let mut buf = [0u8; 9216];
+//! let n = rx.recv(&mut buf).unwrap();
+//! assert_eq!(&buf[..n], b"hello");
+//!
+//! // Zero-copy batch API: reserve, write in place, commit once.
+//! let mut chunk = tx.write_chunk(32).unwrap();
+//! for i in 0..3u8 {
+//!     chunk.push_with(64, |frame| {
+//!         for seg in frame.segments_mut() {
+//!             seg.fill(i);
+//!         }
+//!     }).unwrap();
+//! }
+//! assert_eq!(chunk.commit(), 3);
+//!
+//! // Read in place, release once (when the chunk drops).
+//! let mut chunk = rx.read_chunk(32).unwrap();
+//! let mut seen = 0;
+//! while let Some(frame) = chunk.next_frame().unwrap() {
+//!     assert_eq!(frame.len(), 64);
+//!     assert!(frame.first_segment().iter().all(|&b| b == seen));
+//!     seen += 1;
+//! }
+//! assert_eq!(seen, 3);
+//! ```
+#![deny(missing_docs)]
+
+pub mod abi;
+pub mod geometry;
+#[cfg(not(loom))]
+pub mod memory;
+#[cfg(not(loom))]
+pub mod numa;
+pub mod ring;
+mod sync;
+
+pub use geometry::{Geometry, GeometryError};
+#[cfg(not(loom))]
+pub use memory::{HugepagePolicy, Region, RegionOptions};
+pub use ring::{
+    heap_channel, Consumer, Corruption, Frame, FrameWriter, HeapRing, Producer, PushError, ReadChunk,
+    RecvError, RingStorage, SendError, WriteChunk,
+};

@@ -1,0 +1,535 @@
+//! Shared-memory regions: a sealed memfd (2 MiB hugepages when available),
+//! mapped with `memmap2`, holding the header and both rings.
+//!
+//! The master [`create`](Region::create)s a region; the slave
+//! [`attach`](Region::attach)es to the fd it received, checking the fd's
+//! seals and size and every header field before trusting the layout.
+
+use crate::abi::{self, RegionHeader, RingControl, SlotDesc};
+use crate::geometry::Geometry;
+use crate::numa::{self, NumaError};
+use crate::ring::RingStorage;
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// 2 MiB, the hugepage size used.
+pub const HUGEPAGE_SIZE: u64 = 2 << 20;
+const SMALL_PAGE: u64 = 4096;
+/// Largest region a slave accepts (both rings at their maximum plus header).
+const MAX_REGION_SIZE: u64 = 4 << 30;
+
+/// Whether a region uses hugepages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HugepagePolicy {
+    /// Use 2 MiB hugepages; fall back to ordinary pages with one warning.
+    #[default]
+    Prefer,
+    /// Use 2 MiB hugepages or fail.
+    Require,
+    /// Use ordinary pages.
+    Never,
+}
+
+impl std::str::FromStr for HugepagePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "prefer" => Ok(Self::Prefer),
+            "require" => Ok(Self::Require),
+            "never" => Ok(Self::Never),
+            _ => Err(format!("'{s}' is not one of prefer, require, never")),
+        }
+    }
+}
+
+/// Why a region could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum RegionError {
+    /// Hugepages were required and none could be had.
+    #[error("hugepages required but unavailable ({detail}); reserve some with `echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages`")]
+    NoHugepages {
+        /// What failed.
+        detail: String,
+    },
+    /// A system call failed.
+    #[error("{what} failed: {source}")]
+    Os {
+        /// The call.
+        what: &'static str,
+        /// The system error.
+        source: io::Error,
+    },
+    /// NUMA placement failed.
+    #[error(transparent)]
+    Numa(#[from] NumaError),
+}
+
+/// Why a received region was refused. Each mismatch names our expectation
+/// and the peer's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    /// The fd is not sealed against shrinking: the peer could truncate it
+    /// under us.
+    #[error("region fd is not sealed against shrinking (seals {seals:#x})")]
+    NotSealed {
+        /// The seals found.
+        seals: u32,
+    },
+    /// A header field differs from what we require.
+    #[error("region {field} mismatch: ours {ours}, theirs {theirs}")]
+    Mismatch {
+        /// Which field.
+        field: &'static str,
+        /// What we expect.
+        ours: u64,
+        /// What the region says.
+        theirs: u64,
+    },
+    /// The header's geometry is not a valid geometry.
+    #[error("region geometry invalid: {0}")]
+    Geometry(#[from] crate::geometry::GeometryError),
+    /// The fd's size is outside what the header allows.
+    #[error("region size {size} is not acceptable (need {min}..={max})")]
+    Size {
+        /// The fd's real size.
+        size: u64,
+        /// Smallest acceptable.
+        min: u64,
+        /// Largest acceptable.
+        max: u64,
+    },
+    /// A system call failed.
+    #[error("{what} failed: {errno}")]
+    Os {
+        /// The call.
+        what: &'static str,
+        /// errno.
+        errno: i32,
+    },
+}
+
+/// Options for [`Region::create`].
+#[derive(Debug, Clone, Default)]
+pub struct RegionOptions {
+    /// Hugepage use.
+    pub hugepages: HugepagePolicy,
+    /// NUMA node to bind the memory to.
+    pub numa_node: Option<u32>,
+}
+
+/// A mapped region holding the header and both rings.
+pub struct Region {
+    map: memmap2::MmapRaw,
+    fd: OwnedFd,
+    header: RegionHeader,
+    geometry: Geometry,
+    hugepages: bool,
+}
+
+static FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
+
+fn os_err(what: &'static str) -> RegionError {
+    RegionError::Os { what, source: io::Error::last_os_error() }
+}
+
+fn memfd(name: &CStr, huge: bool) -> io::Result<OwnedFd> {
+    let mut flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    if huge {
+        flags |= libc::MFD_HUGETLB | libc::MFD_HUGE_2MB;
+    }
+    // SAFETY: `name` is a valid C string; the returned fd is checked.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned to us and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sizes `fd` and maps it; for hugepages the kernel reserves the pages at
+/// `mmap`, so a shortage fails here instead of as SIGBUS on first touch.
+fn size_and_map(fd: &OwnedFd, size: u64) -> io::Result<memmap2::MmapRaw> {
+    // SAFETY: ftruncate on an fd we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    memmap2::MmapOptions::new().len(size as usize).map_raw(fd.as_raw_fd())
+}
+
+impl Region {
+    /// Creates, sizes, places, seals and initialises a region for
+    /// `geometry`, stamped with `generation`.
+    ///
+    /// # Errors
+    /// [`RegionError`] names the failing step.
+    pub fn create(geometry: Geometry, generation: u64, opts: &RegionOptions) -> Result<Region, RegionError> {
+        if let Some(node) = opts.numa_node {
+            numa::check_node(node)?;
+        }
+        let min = geometry.min_region_size();
+        let mut attempt = None;
+        if opts.hugepages != HugepagePolicy::Never {
+            let size = abi::align_up(min, HUGEPAGE_SIZE);
+            let node_short = opts.numa_node.and_then(|n| {
+                numa::free_hugepages_on(n).filter(|&free| free < size / HUGEPAGE_SIZE).map(|free| (n, free))
+            });
+            let tried = match node_short {
+                Some((n, free)) => Err(format!("NUMA node {n} has {free} free 2 MiB pages, {} needed", size / HUGEPAGE_SIZE)),
+                None => memfd(c"vecring", true)
+                    .and_then(|fd| size_and_map(&fd, size).map(|m| (fd, m, size)))
+                    .map_err(|e| format!("{} MiB of 2 MiB pages: {e}", size >> 20)),
+            };
+            match tried {
+                Ok(found) => attempt = Some((found, true)),
+                Err(detail) if opts.hugepages == HugepagePolicy::Require => {
+                    return Err(RegionError::NoHugepages { detail })
+                }
+                Err(detail) => {
+                    if !FALLBACK_WARNED.swap(true, Ordering::Relaxed) {
+                        log::warn!("vecring: no hugepages ({detail}); using ordinary 4 KiB pages (slower; set hugepages=require to make this an error)");
+                    }
+                }
+            }
+        }
+        let ((fd, map, size), hugepages) = match attempt {
+            Some(found) => found,
+            None => {
+                let size = abi::align_up(min, SMALL_PAGE);
+                let fd = memfd(c"vecring", false).map_err(|source| RegionError::Os { what: "memfd_create", source })?;
+                let map = size_and_map(&fd, size).map_err(|source| RegionError::Os { what: "ftruncate/mmap", source })?;
+                ((fd, map, size), false)
+            }
+        };
+        if let Some(node) = opts.numa_node {
+            numa::bind(map.as_mut_ptr(), size as usize, node)?;
+        }
+        // First touch, after the binding, so pages land on the chosen node.
+        let page = if hugepages { HUGEPAGE_SIZE } else { SMALL_PAGE } as usize;
+        for off in (0..size as usize).step_by(page) {
+            // SAFETY: `off < size`, inside our fresh private mapping.
+            unsafe { map.as_mut_ptr().add(off).write_volatile(0) };
+        }
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on an fd we own.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(os_err("sealing the memfd"));
+        }
+        let header = RegionHeader {
+            magic: abi::MAGIC,
+            version_major: abi::VERSION_MAJOR,
+            version_minor: abi::VERSION_MINOR,
+            header_size: size_of::<RegionHeader>() as u32,
+            features: 0,
+            slot_count: geometry.slot_count(),
+            slot_size: geometry.slot_size(),
+            max_frame_len: geometry.max_frame_len(),
+            ring_count: abi::RING_COUNT,
+            region_size: size,
+            generation,
+            reserved: [0; 25],
+        };
+        // SAFETY: the mapping is at least HEADER_AREA bytes, page aligned,
+        // and not yet shared with anyone.
+        unsafe { (map.as_mut_ptr() as *mut RegionHeader).write_volatile(header) };
+        Ok(Region { map, fd, header, geometry, hugepages })
+    }
+
+    /// Maps a region received from the master and checks it: the fd must be
+    /// sealed against shrinking, its size must match the header, and every
+    /// header field must be valid and match `expect` where given.
+    ///
+    /// # Errors
+    /// [`AttachError`] names the first field that differs.
+    pub fn attach(fd: OwnedFd, expect: &Expectation) -> Result<Region, AttachError> {
+        let raw = fd.as_raw_fd();
+        // SAFETY: fcntl on an fd we own.
+        let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(AttachError::Os { what: "F_GET_SEALS", errno: io::Error::last_os_error().raw_os_error().unwrap_or(0) });
+        }
+        if seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(AttachError::NotSealed { seals: seals as u32 });
+        }
+        // SAFETY: zeroed stat is a valid out-parameter for fstat.
+        let mut st: libc::stat = unsafe { core::mem::zeroed() };
+        // SAFETY: fstat writes into `st`, which outlives the call.
+        if unsafe { libc::fstat(raw, &mut st) } != 0 {
+            return Err(AttachError::Os { what: "fstat", errno: io::Error::last_os_error().raw_os_error().unwrap_or(0) });
+        }
+        let size = st.st_size as u64;
+        if !(abi::HEADER_AREA..=MAX_REGION_SIZE).contains(&size) {
+            return Err(AttachError::Size { size, min: abi::HEADER_AREA, max: MAX_REGION_SIZE });
+        }
+        let map = memmap2::MmapOptions::new()
+            .len(size as usize)
+            .map_raw(raw)
+            .map_err(|e| AttachError::Os { what: "mmap", errno: e.raw_os_error().unwrap_or(0) })?;
+        // Read the header once, into a local; only the copy is used.
+        // SAFETY: the mapping holds at least HEADER_AREA bytes, page aligned.
+        let header = unsafe { (map.as_ptr() as *const RegionHeader).read_volatile() };
+        let geometry = validate_header(&header, size, expect)?;
+        // SAFETY: statfs-style check of the fd's filesystem.
+        let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
+        // SAFETY: fstatfs writes into `fs`, which outlives the call.
+        let hugepages = unsafe { libc::fstatfs(raw, &mut fs) } == 0 && fs.f_type == libc::HUGETLBFS_MAGIC;
+        Ok(Region { map, fd, header, geometry, hugepages })
+    }
+
+    /// The memfd, to hand to the peer.
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The header as written (master) or validated (slave).
+    pub fn header(&self) -> &RegionHeader {
+        &self.header
+    }
+
+    /// The rings' geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// The generation stamped in the header.
+    pub fn generation(&self) -> u64 {
+        self.header.generation
+    }
+
+    /// Whether the region is backed by hugepages.
+    pub fn hugepages(&self) -> bool {
+        self.hugepages
+    }
+
+    /// The region's size in bytes.
+    pub fn size(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The region's first byte (for diagnostics such as NUMA queries).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.map.as_ptr()
+    }
+
+    /// The NUMA node of each page of the region (see
+    /// [`numa::nodes_of_pages`]).
+    ///
+    /// # Errors
+    /// The system error if the query fails.
+    pub fn page_nodes(&self) -> io::Result<Vec<i32>> {
+        let page = if self.hugepages { HUGEPAGE_SIZE } else { SMALL_PAGE } as usize;
+        numa::nodes_of_pages(self.map.as_ptr(), self.map.len(), page)
+    }
+
+    /// Ring `ring` ([`abi::RING_MASTER_TO_SLAVE`] or
+    /// [`abi::RING_SLAVE_TO_MASTER`]) of the region.
+    ///
+    /// # Panics
+    /// If `ring >= 2` (a programming error, never peer input).
+    pub fn ring(self: &Arc<Self>, ring: usize) -> RegionRing {
+        assert!(ring < abi::RING_COUNT as usize, "ring index {ring} out of range");
+        let g = self.geometry;
+        let base = abi::ring_offset(ring, g.slot_count(), g.slot_size()) as usize;
+        // SAFETY: `validate_header`/`create` ensured the mapping holds
+        // `min_region_size`, which covers both ring areas; all offsets are
+        // 64-byte aligned.
+        let area = unsafe { self.map.as_mut_ptr().add(base) };
+        RegionRing {
+            region: Arc::clone(self),
+            control: area as *const RingControl,
+            // SAFETY: DESC_OFFSET and data_offset lie inside the ring area.
+            descs: unsafe { area.add(abi::DESC_OFFSET as usize) } as *const SlotDesc,
+            // SAFETY: as above.
+            data: unsafe { area.add(abi::data_offset(g.slot_count()) as usize) },
+        }
+    }
+}
+
+impl core::fmt::Debug for Region {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Region")
+            .field("size", &self.map.len())
+            .field("geometry", &self.geometry)
+            .field("generation", &self.header.generation)
+            .field("hugepages", &self.hugepages)
+            .finish()
+    }
+}
+
+/// What a slave requires of a received region.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Expectation {
+    /// The geometry the slave was configured with, if any; otherwise the
+    /// master's is accepted.
+    pub geometry: Option<Geometry>,
+    /// The generation announced in the handshake.
+    pub generation: Option<u64>,
+}
+
+fn mismatch(field: &'static str, ours: u64, theirs: u64) -> Result<(), AttachError> {
+    if ours == theirs {
+        Ok(())
+    } else {
+        Err(AttachError::Mismatch { field, ours, theirs })
+    }
+}
+
+/// Checks a header copy against the fd's real size and our expectations.
+pub(crate) fn validate_header(h: &RegionHeader, fd_size: u64, expect: &Expectation) -> Result<Geometry, AttachError> {
+    mismatch("magic", abi::MAGIC, h.magic)?;
+    mismatch("major version", abi::VERSION_MAJOR.into(), h.version_major.into())?;
+    mismatch("header size", size_of::<RegionHeader>() as u64, h.header_size.into())?;
+    if h.features & !abi::FEATURES_KNOWN != 0 {
+        mismatch("features", abi::FEATURES_KNOWN, h.features)?;
+    }
+    mismatch("ring count", abi::RING_COUNT.into(), h.ring_count.into())?;
+    let geometry = Geometry::with_max_frame_len(h.slot_count, h.slot_size, h.max_frame_len)?;
+    if let Some(ours) = expect.geometry {
+        mismatch("slot count", ours.slot_count().into(), h.slot_count.into())?;
+        mismatch("slot size", ours.slot_size().into(), h.slot_size.into())?;
+        mismatch("max frame length", ours.max_frame_len().into(), h.max_frame_len.into())?;
+    }
+    if let Some(generation) = expect.generation {
+        mismatch("generation", generation, h.generation)?;
+    }
+    mismatch("region size (fd size vs header)", fd_size, h.region_size)?;
+    let min = geometry.min_region_size();
+    if fd_size < min {
+        return Err(AttachError::Size { size: fd_size, min, max: MAX_REGION_SIZE });
+    }
+    Ok(geometry)
+}
+
+/// One ring inside a [`Region`]; keeps the region mapped.
+#[derive(Clone)]
+pub struct RegionRing {
+    region: Arc<Region>,
+    control: *const RingControl,
+    descs: *const SlotDesc,
+    data: *mut u8,
+}
+
+// SAFETY: the pointers target the shared mapping, which `region` keeps
+// alive; all access through them is atomic or follows the ring protocol.
+unsafe impl Send for RegionRing {}
+// SAFETY: as above.
+unsafe impl Sync for RegionRing {}
+
+// SAFETY: `Region::ring` derives the pointers from a validated layout inside
+// the mapping that `self.region` keeps alive; geometry is fixed.
+unsafe impl RingStorage for RegionRing {
+    fn control(&self) -> &RingControl {
+        // SAFETY: see the impl's contract; RingControl is all atomics, so
+        // concurrent peer writes are fine.
+        unsafe { &*self.control }
+    }
+    fn descs(&self) -> &[SlotDesc] {
+        // SAFETY: `slot_count` atomic descriptors at a 4-aligned offset.
+        unsafe { core::slice::from_raw_parts(self.descs, self.region.geometry.slot_count() as usize) }
+    }
+    fn data(&self) -> *mut u8 {
+        self.data
+    }
+    fn geometry(&self) -> Geometry {
+        self.region.geometry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> Geometry {
+        Geometry::new(64, 2048).unwrap()
+    }
+
+    #[test]
+    fn create_then_attach_round_trips() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let region = Region::create(small(), 7, &opts).unwrap();
+        let fd = region.fd().try_clone_to_owned().unwrap();
+        let peer = Region::attach(fd, &Expectation { geometry: Some(small()), generation: Some(7) }).unwrap();
+        assert_eq!(peer.geometry(), small());
+        assert_eq!(peer.generation(), 7);
+        assert_eq!(peer.size(), region.size());
+    }
+
+    #[test]
+    fn attach_names_each_mismatch() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let region = Region::create(small(), 3, &opts).unwrap();
+        let other = Geometry::new(128, 2048).unwrap();
+        let fd = region.fd().try_clone_to_owned().unwrap();
+        let err = Region::attach(fd, &Expectation { geometry: Some(other), generation: None }).unwrap_err();
+        assert_eq!(err, AttachError::Mismatch { field: "slot count", ours: 128, theirs: 64 });
+        assert!(err.to_string().contains("ours 128, theirs 64"));
+        let fd = region.fd().try_clone_to_owned().unwrap();
+        let err = Region::attach(fd, &Expectation { geometry: None, generation: Some(4) }).unwrap_err();
+        assert_eq!(err, AttachError::Mismatch { field: "generation", ours: 4, theirs: 3 });
+    }
+
+    #[test]
+    fn header_checks_catch_every_field() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let region = Region::create(small(), 1, &opts).unwrap();
+        let good = *region.header();
+        let size = region.size() as u64;
+        let none = Expectation::default();
+        assert!(validate_header(&good, size, &none).is_ok());
+        let cases: [(fn(&mut RegionHeader), &str); 8] = [
+            (|h| h.magic = 0, "magic"),
+            (|h| h.version_major = 9, "major version"),
+            (|h| h.header_size = 8, "header size"),
+            (|h| h.features = 1 << 63, "features"),
+            (|h| h.ring_count = 3, "ring count"),
+            (|h| h.slot_count = 1 << 30, "geometry"),
+            (|h| h.slot_size = 3, "geometry"),
+            (|h| h.region_size = 1, "region size"),
+        ];
+        for (corrupt, what) in cases {
+            let mut h = good;
+            corrupt(&mut h);
+            let err = validate_header(&h, size, &none).unwrap_err();
+            assert!(err.to_string().contains(what), "{what}: {err}");
+        }
+        // A header claiming rings larger than the fd.
+        let mut h = good;
+        h.slot_count = 4096;
+        assert!(matches!(validate_header(&h, size, &none), Err(AttachError::Size { .. })));
+    }
+
+    #[test]
+    fn unsealed_fd_is_refused() {
+        let fd = memfd(c"plain", false).unwrap();
+        // SAFETY: ftruncate on our own fd.
+        assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), 1 << 20) }, 0);
+        assert!(matches!(Region::attach(fd, &Expectation::default()), Err(AttachError::NotSealed { .. })));
+    }
+
+    #[test]
+    fn sealed_against_resize() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let region = Region::create(small(), 1, &opts).unwrap();
+        // SAFETY: ftruncate on a borrowed fd; expected to fail.
+        let rc = unsafe { libc::ftruncate(region.fd().as_raw_fd(), 4096) };
+        assert_eq!(rc, -1);
+    }
+
+    #[test]
+    fn absent_numa_node_is_a_clear_error() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: Some(4000) };
+        let err = Region::create(small(), 1, &opts).unwrap_err();
+        assert!(err.to_string().contains("NUMA node 4000 does not exist"), "{err}");
+    }
+
+    #[test]
+    fn numa_binding_places_pages() {
+        let opts = RegionOptions { hugepages: HugepagePolicy::Prefer, numa_node: Some(0) };
+        let region = Region::create(small(), 1, &opts).unwrap();
+        let nodes = region.page_nodes().unwrap();
+        assert!(!nodes.is_empty());
+        assert!(nodes.iter().all(|&n| n == 0), "{nodes:?}");
+    }
+}

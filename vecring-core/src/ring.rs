@@ -1,0 +1,1162 @@
+//! The single-producer/single-consumer frame ring.
+//!
+//! A Lamport ring with free-running indices (as in rtrb and DPDK's
+//! `rte_ring`), each side caching the other's index so that the shared index
+//! lines are read only when the cached view runs out, and written once per
+//! batch:
+//!
+//! - the producer fills slots and their descriptors, then publishes `head`
+//!   with one `Release` store per [`WriteChunk::commit`];
+//! - the consumer loads `head` with `Acquire` only when it has consumed
+//!   everything it knew of, reads the frames, then publishes `tail` with one
+//!   `Release` store per [`ReadChunk::release`].
+//!
+//! The other side may be a hostile process. Every value read from shared
+//! memory (the peer's index, every descriptor) is loaded once into a local,
+//! checked, and only then used. A bad value *poisons* the endpoint: it
+//! returns [`Corruption`] from then on, counts it, and never touches memory
+//! outside the ring. The endpoint's own index is private and never re-read.
+
+use crate::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE, SLOT_FLAGS_KNOWN};
+use crate::geometry::Geometry;
+use crate::sync::Ordering;
+use core::marker::PhantomData;
+use core::ptr;
+
+/// Memory that holds one ring: its control block, descriptors and slot data.
+///
+/// Implemented for the heap ([`HeapRing`]) and for a shared-memory region
+/// ([`crate::memory::RegionRing`]); the ring code is the same for both.
+///
+/// # Safety
+/// `control`, `descs` and `data` must stay valid for as long as the storage
+/// (or any clone of it) lives: `descs()` has `geometry().slot_count()`
+/// entries and `data()` points to `slot_count * slot_size` bytes, valid for
+/// reads and writes and aligned to 64 bytes. The geometry must never change.
+pub unsafe trait RingStorage: Send + Sync {
+    /// The ring's control block.
+    fn control(&self) -> &RingControl;
+    /// The slot descriptors, `slot_count` of them.
+    fn descs(&self) -> &[SlotDesc];
+    /// The first byte of slot 0.
+    fn data(&self) -> *mut u8;
+    /// The ring's shape.
+    fn geometry(&self) -> Geometry;
+}
+
+/// Which shared index a corrupt value was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    /// The producer's index, as seen by the consumer.
+    Head,
+    /// The consumer's index, as seen by the producer.
+    Tail,
+}
+
+/// A value the peer wrote that breaks the ring protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Corruption {
+    /// The peer's index moved backwards or past what the ring can hold.
+    #[error("peer moved the {kind:?} index from {old} to {new}, impossible for a ring of {slot_count} slots")]
+    Index {
+        /// Which index.
+        kind: IndexKind,
+        /// The last valid value seen.
+        old: u64,
+        /// The value read.
+        new: u64,
+        /// Ring capacity.
+        slot_count: u32,
+    },
+    /// A descriptor holds a length of zero or more than a slot, or a
+    /// continued slot that is not full.
+    #[error("slot {slot} holds an invalid length {len} (flags {flags:#x})")]
+    Length {
+        /// Slot index.
+        slot: u32,
+        /// Length read.
+        len: u16,
+        /// Flags read.
+        flags: u16,
+    },
+    /// A descriptor holds flag bits this version does not define.
+    #[error("slot {slot} holds unknown flags {flags:#x}")]
+    Flags {
+        /// Slot index.
+        slot: u32,
+        /// Flags read.
+        flags: u16,
+    },
+    /// A chain of continued slots exceeds the largest frame.
+    #[error("frame starting at slot {slot} exceeds the maximum frame length {max}")]
+    FrameTooLong {
+        /// First slot of the frame.
+        slot: u32,
+        /// The maximum frame length.
+        max: u32,
+    },
+    /// A frame continues past the last published slot.
+    #[error("frame starting at slot {slot} continues past the published head")]
+    Truncated {
+        /// First slot of the frame.
+        slot: u32,
+    },
+}
+
+/// Why a frame could not be queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// Not enough free slots; nothing was written.
+    #[error("ring is full")]
+    Full,
+    /// The frame is longer than the link's maximum frame length.
+    #[error("frame of {len} bytes exceeds the maximum of {max}")]
+    TooLarge {
+        /// Frame length.
+        len: usize,
+        /// The maximum frame length.
+        max: usize,
+    },
+    /// Frames carry at least one byte.
+    #[error("empty frame")]
+    Empty,
+}
+
+/// Why a frame could not be sent with [`Producer::send`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The frame cannot be queued.
+    #[error(transparent)]
+    Push(#[from] PushError),
+    /// The peer corrupted the ring.
+    #[error("ring corrupted by peer: {0}")]
+    Corrupt(#[from] Corruption),
+}
+
+/// Why a frame could not be received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecvError {
+    /// No frame is waiting.
+    #[error("no frame waiting")]
+    Empty,
+    /// The next frame needs a larger buffer; it stays in the ring.
+    #[error("frame of {needed} bytes does not fit the buffer")]
+    BufferTooSmall {
+        /// The frame's length.
+        needed: usize,
+    },
+    /// The peer corrupted the ring.
+    #[error("ring corrupted by peer: {0}")]
+    Corrupt(#[from] Corruption),
+}
+
+/// Counters kept by one endpoint (local, not shared).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Frames sent or received.
+    pub frames: u64,
+    /// Payload bytes sent or received.
+    pub bytes: u64,
+    /// Times the peer's corruption was detected (0 or 1 per endpoint: the
+    /// endpoint stays poisoned).
+    pub corruptions: u64,
+}
+
+/// Geometry in the form the hot path wants, copied out of the storage once.
+#[derive(Clone, Copy)]
+struct Shape {
+    mask: u64,
+    slot_size: usize,
+    slot_shift: u32,
+    max_frame: usize,
+    slot_count: u32,
+}
+
+impl Shape {
+    fn of(g: Geometry) -> Self {
+        Shape {
+            mask: u64::from(g.slot_count()) - 1,
+            slot_size: g.slot_size() as usize,
+            slot_shift: g.slot_size().trailing_zeros(),
+            max_frame: g.max_frame_len() as usize,
+            slot_count: g.slot_count(),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, index: u64) -> usize {
+        (index & self.mask) as usize
+    }
+
+    #[inline]
+    fn slots_for(&self, len: usize) -> u64 {
+        ((len + self.slot_size - 1) >> self.slot_shift) as u64
+    }
+}
+
+/// The writing end of a ring.
+pub struct Producer<S: RingStorage> {
+    storage: S,
+    shape: Shape,
+    /// Private copy of our index: the next slot to fill. Never re-read from
+    /// shared memory, so a peer scribbling on it cannot mislead us.
+    head: u64,
+    /// Last validated value of the consumer's `tail`; `head - cached_tail`
+    /// is in `0..=slot_count`.
+    cached_tail: u64,
+    poisoned: Option<Corruption>,
+    stats: EndpointStats,
+}
+
+/// The reading end of a ring.
+pub struct Consumer<S: RingStorage> {
+    storage: S,
+    shape: Shape,
+    /// Private copy of our index: the next slot to read.
+    tail: u64,
+    /// Last validated value of the producer's `head`; `cached_head - tail`
+    /// is in `0..=slot_count`.
+    cached_head: u64,
+    poisoned: Option<Corruption>,
+    stats: EndpointStats,
+}
+
+impl<S: RingStorage> Producer<S> {
+    /// The producer of the ring in `storage`, starting at the shared head.
+    ///
+    /// # Safety
+    /// At most one `Producer` may exist for a ring in this process at a
+    /// time (a second one in the *peer* process is tolerated: it can only
+    /// garble frame contents).
+    pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
+        let shape = Shape::of(storage.geometry());
+        let ctl = storage.control();
+        // Relaxed: start-up read, validated below; the peer publishes
+        // nothing before it has seen our first head.
+        let head = ctl.head.index.load(Ordering::Relaxed);
+        let tail = ctl.tail.index.load(Ordering::Acquire);
+        let used = head.wrapping_sub(tail);
+        if used > u64::from(shape.slot_count) {
+            return Err(Corruption::Index {
+                kind: IndexKind::Tail,
+                old: head,
+                new: tail,
+                slot_count: shape.slot_count,
+            });
+        }
+        Ok(Producer { storage, shape, head, cached_tail: tail, poisoned: None, stats: EndpointStats::default() })
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.storage.geometry()
+    }
+
+    /// Counters of this endpoint.
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    /// The corruption that poisoned this endpoint, if any.
+    pub fn corruption(&self) -> Option<Corruption> {
+        self.poisoned
+    }
+
+    fn poison(&mut self, c: Corruption) -> Corruption {
+        if self.poisoned.is_none() {
+            log::error!("vecring: producer stops: {c}");
+            self.stats.corruptions += 1;
+            self.poisoned = Some(c);
+        }
+        c
+    }
+
+    /// Reads the consumer's index once and checks it moved forward, by no
+    /// more than the slots we have published.
+    fn refresh_tail(&mut self) -> Result<(), Corruption> {
+        // Acquire: pairs with the Release store of `tail` in
+        // `ReadChunk::release`, so the consumer's reads of those slots
+        // happen before we overwrite them.
+        let tail = self.storage.control().tail.index.load(Ordering::Acquire);
+        let advanced = tail.wrapping_sub(self.cached_tail);
+        let outstanding = self.head.wrapping_sub(self.cached_tail);
+        if advanced > outstanding {
+            return Err(self.poison(Corruption::Index {
+                kind: IndexKind::Tail,
+                old: self.cached_tail,
+                new: tail,
+                slot_count: self.shape.slot_count,
+            }));
+        }
+        self.cached_tail = tail;
+        Ok(())
+    }
+
+    /// Slots free for writing, refreshing the consumer's index if fewer than
+    /// `wanted` are known to be free.
+    fn free_slots(&mut self, wanted: u64) -> Result<u64, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        let cap = u64::from(self.shape.slot_count);
+        let mut free = cap - self.head.wrapping_sub(self.cached_tail);
+        if free < wanted {
+            self.refresh_tail()?;
+            free = cap - self.head.wrapping_sub(self.cached_tail);
+        }
+        Ok(free)
+    }
+
+    /// Reserves up to `max_slots` free slots for writing frames in place.
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
+        let max = max_slots.min(self.shape.slot_count as usize) as u64;
+        let free = self.free_slots(max)?;
+        let reserved = free.min(max);
+        Ok(WriteChunk { start: self.head, reserved, used: 0, frames: 0, bytes: 0, producer: self })
+    }
+
+    /// Copies one frame into the ring and publishes it.
+    ///
+    /// # Errors
+    /// [`PushError::Full`] when there is no room (nothing is written),
+    /// [`PushError::TooLarge`]/[`PushError::Empty`] for a bad length,
+    /// [`SendError::Corrupt`] if the peer corrupted the ring.
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
+        let slots = self.shape.slots_for(frame.len()) as usize;
+        let mut chunk = self.write_chunk(slots.max(1))?;
+        chunk.push(frame)?;
+        chunk.commit();
+        Ok(())
+    }
+
+    /// Copies as many of `frames` as fit, in order, and publishes them with
+    /// one index update. Returns how many were sent; stops at the first
+    /// frame that does not fit.
+    ///
+    /// # Errors
+    /// [`SendError::Push`] if the *first* frame has a bad length,
+    /// [`SendError::Corrupt`] if the peer corrupted the ring.
+    pub fn send_batch<'f, I>(&mut self, frames: I) -> Result<usize, SendError>
+    where
+        I: IntoIterator<Item = &'f [u8]>,
+    {
+        let mut chunk = self.write_chunk(usize::MAX)?;
+        for frame in frames {
+            match chunk.push(frame) {
+                Ok(()) => {}
+                Err(PushError::Full) => break,
+                Err(e) if chunk.frames == 0 => return Err(e.into()),
+                Err(_) => break,
+            }
+        }
+        Ok(chunk.commit())
+    }
+}
+
+/// Slots reserved for writing by [`Producer::write_chunk`]. Frames pushed
+/// become visible to the consumer at [`commit`](WriteChunk::commit);
+/// dropping the chunk discards them.
+pub struct WriteChunk<'p, S: RingStorage> {
+    producer: &'p mut Producer<S>,
+    start: u64,
+    reserved: u64,
+    used: u64,
+    frames: usize,
+    bytes: u64,
+}
+
+impl<S: RingStorage> WriteChunk<'_, S> {
+    /// Slots still free in this chunk.
+    pub fn free_slots(&self) -> usize {
+        (self.reserved - self.used) as usize
+    }
+
+    /// Frames pushed so far.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Whether a frame of `len` bytes would fit in what is left.
+    pub fn fits(&self, len: usize) -> bool {
+        self.producer.shape.slots_for(len) <= self.reserved - self.used
+    }
+
+    fn check_len(&self, len: usize) -> Result<u64, PushError> {
+        let shape = &self.producer.shape;
+        if len == 0 {
+            return Err(PushError::Empty);
+        }
+        if len > shape.max_frame {
+            return Err(PushError::TooLarge { len, max: shape.max_frame });
+        }
+        let slots = shape.slots_for(len);
+        if slots > self.reserved - self.used {
+            return Err(PushError::Full);
+        }
+        Ok(slots)
+    }
+
+    /// Copies `frame` into the next slot(s).
+    ///
+    /// # Errors
+    /// [`PushError`] says why; nothing was written.
+    pub fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
+        self.push_with(frame.len(), |w| {
+            w.append(frame);
+        })
+    }
+
+    /// Reserves the next slot(s) for a frame of `len` bytes and lets `fill`
+    /// write it in place through a [`FrameWriter`]. Bytes `fill` leaves
+    /// unwritten keep whatever the slot held before.
+    ///
+    /// # Errors
+    /// [`PushError`] says why; `fill` is not called.
+    pub fn push_with<F>(&mut self, len: usize, fill: F) -> Result<(), PushError>
+    where
+        F: FnOnce(&mut FrameWriter<'_>),
+    {
+        let slots = self.check_len(len)?;
+        let shape = self.producer.shape;
+        let first = self.start.wrapping_add(self.used);
+        let mut writer = FrameWriter {
+            data: self.producer.storage.data(),
+            shape,
+            first,
+            len,
+            written: 0,
+            _ring: PhantomData,
+        };
+        fill(&mut writer);
+        let descs = self.producer.storage.descs();
+        let mut left = len;
+        for k in 0..slots {
+            let seg = left.min(shape.slot_size);
+            left -= seg;
+            let flags = if left > 0 { SLOT_FLAG_MORE } else { 0 };
+            // Relaxed: published by the Release store of `head` in `commit`.
+            descs[shape.slot(first.wrapping_add(k))]
+                .0
+                .store(SlotDesc::pack(seg as u16, flags), Ordering::Relaxed);
+        }
+        self.used += slots;
+        self.frames += 1;
+        self.bytes += len as u64;
+        Ok(())
+    }
+
+    /// Publishes every frame pushed, with one index store. Returns how many.
+    pub fn commit(self) -> usize {
+        let p = self.producer;
+        if self.used > 0 {
+            p.head = self.start.wrapping_add(self.used);
+            // Release: pairs with the consumer's Acquire load of `head` in
+            // `Consumer::refresh_head`, publishing the slots and descriptors.
+            p.storage.control().head.index.store(p.head, Ordering::Release);
+            p.stats.frames += self.frames as u64;
+            p.stats.bytes += self.bytes;
+        }
+        self.frames
+    }
+}
+
+/// Writes one frame into its reserved slot(s); see [`WriteChunk::push_with`].
+pub struct FrameWriter<'c> {
+    data: *mut u8,
+    shape: Shape,
+    first: u64,
+    len: usize,
+    written: usize,
+    _ring: PhantomData<&'c mut [u8]>,
+}
+
+impl FrameWriter<'_> {
+    /// The frame's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: frames carry at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copies `bytes` after what was appended before; returns how many fit.
+    pub fn append(&mut self, mut bytes: &[u8]) -> usize {
+        let start = self.written;
+        while !bytes.is_empty() && self.written < self.len {
+            let seg_index = self.written >> self.shape.slot_shift;
+            let offset = self.written & (self.shape.slot_size - 1);
+            let room = (self.shape.slot_size - offset).min(self.len - self.written);
+            let n = room.min(bytes.len());
+            let slot = self.shape.slot(self.first.wrapping_add(seg_index as u64));
+            // SAFETY: `slot < slot_count` (masked) and `offset + n <=
+            // slot_size`, so the destination lies inside the data area the
+            // `RingStorage` contract guarantees; the slot is reserved for
+            // this producer, and `bytes` is local memory, so they do not
+            // overlap.
+            unsafe {
+                ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    self.data.add(slot * self.shape.slot_size + offset),
+                    n,
+                );
+            }
+            self.written += n;
+            bytes = &bytes[n..];
+        }
+        self.written - start
+    }
+
+    /// The frame's slots as mutable slices (all full but the last), to be
+    /// written in place.
+    pub fn segments_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
+        let shape = self.shape;
+        let (data, first, len) = (self.data, self.first, self.len);
+        self.written = len;
+        (0..shape.slots_for(len)).map(move |k| {
+            let seg = (len - (k as usize) * shape.slot_size).min(shape.slot_size);
+            let slot = shape.slot(first.wrapping_add(k));
+            // SAFETY: the slot is inside the data area (masked index), is
+            // reserved for this producer until commit, and each `k` yields a
+            // distinct slot, so the slices do not alias.
+            unsafe { core::slice::from_raw_parts_mut(data.add(slot * shape.slot_size), seg) }
+        })
+    }
+}
+
+impl<S: RingStorage> Consumer<S> {
+    /// The consumer of the ring in `storage`, starting at the shared tail.
+    ///
+    /// # Safety
+    /// At most one `Consumer` may exist for a ring in this process at a time.
+    pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
+        let shape = Shape::of(storage.geometry());
+        let ctl = storage.control();
+        let tail = ctl.tail.index.load(Ordering::Relaxed);
+        // Acquire: pairs with the producer's Release store in `commit`.
+        let head = ctl.head.index.load(Ordering::Acquire);
+        if head.wrapping_sub(tail) > u64::from(shape.slot_count) {
+            return Err(Corruption::Index {
+                kind: IndexKind::Head,
+                old: tail,
+                new: head,
+                slot_count: shape.slot_count,
+            });
+        }
+        Ok(Consumer { storage, shape, tail, cached_head: head, poisoned: None, stats: EndpointStats::default() })
+    }
+
+    /// The ring's geometry.
+    pub fn geometry(&self) -> Geometry {
+        self.storage.geometry()
+    }
+
+    /// Counters of this endpoint.
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    /// The corruption that poisoned this endpoint, if any.
+    pub fn corruption(&self) -> Option<Corruption> {
+        self.poisoned
+    }
+
+    fn poison(&mut self, c: Corruption) -> Corruption {
+        if self.poisoned.is_none() {
+            log::error!("vecring: consumer stops: {c}");
+            self.stats.corruptions += 1;
+            self.poisoned = Some(c);
+        }
+        c
+    }
+
+    /// Reads the producer's index once and checks it moved forward, to at
+    /// most a full ring ahead of us.
+    fn refresh_head(&mut self) -> Result<(), Corruption> {
+        // Acquire: pairs with the Release store of `head` in
+        // `WriteChunk::commit`, making the slots and descriptors visible.
+        let head = self.storage.control().head.index.load(Ordering::Acquire);
+        let ready = head.wrapping_sub(self.tail);
+        let known = self.cached_head.wrapping_sub(self.tail);
+        if ready > u64::from(self.shape.slot_count) || ready < known {
+            return Err(self.poison(Corruption::Index {
+                kind: IndexKind::Head,
+                old: self.cached_head,
+                new: head,
+                slot_count: self.shape.slot_count,
+            }));
+        }
+        self.cached_head = head;
+        Ok(())
+    }
+
+    /// Slots published and not yet read, refreshing the producer's index if
+    /// none are known.
+    pub fn ready_slots(&mut self) -> Result<usize, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        if self.cached_head == self.tail {
+            self.refresh_head()?;
+        }
+        Ok(self.cached_head.wrapping_sub(self.tail) as usize)
+    }
+
+    /// Up to `max_frames` ready frames, to be read in place. Frames returned
+    /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
+    /// (or [`released`](ReadChunk::release)).
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
+        self.ready_slots()?;
+        Ok(ReadChunk { pos: self.tail, end: self.cached_head, frames_left: max_frames, frames: 0, bytes: 0, consumer: self })
+    }
+
+    /// Copies the next frame into `buf` and returns its length.
+    ///
+    /// # Errors
+    /// [`RecvError::Empty`] when no frame waits,
+    /// [`RecvError::BufferTooSmall`] when it does not fit (it stays queued),
+    /// [`RecvError::Corrupt`] if the peer corrupted the ring.
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
+        let mut chunk = self.read_chunk(1)?;
+        let (frame, next) = match chunk.peek()? {
+            Some(found) => found,
+            None => return Err(RecvError::Empty),
+        };
+        if frame.len() > buf.len() {
+            return Err(RecvError::BufferTooSmall { needed: frame.len() });
+        }
+        let n = frame.copy_to(buf);
+        chunk.advance(next, n);
+        Ok(n)
+    }
+
+    /// Copies up to `bufs.len()` frames, frame `i` into `bufs[i]` with its
+    /// length in `lens[i]`, releasing them with one index store. Stops early
+    /// at a frame that does not fit its buffer (it stays queued).
+    ///
+    /// # Errors
+    /// [`RecvError::BufferTooSmall`] if the first frame does not fit,
+    /// [`RecvError::Corrupt`] if the ring is corrupt before the first frame.
+    /// Returns `Ok(0)` when no frame waits.
+    pub fn recv_batch<B: AsMut<[u8]>>(&mut self, bufs: &mut [B], lens: &mut [usize]) -> Result<usize, RecvError> {
+        let max = bufs.len().min(lens.len());
+        let mut chunk = self.read_chunk(max)?;
+        let mut n = 0;
+        while n < max {
+            let peeked = match chunk.peek() {
+                Ok(Some(found)) => found,
+                Ok(None) => break,
+                Err(e) if n == 0 => return Err(e.into()),
+                Err(_) => break,
+            };
+            let (frame, next) = peeked;
+            let buf = bufs[n].as_mut();
+            if frame.len() > buf.len() {
+                if n == 0 {
+                    return Err(RecvError::BufferTooSmall { needed: frame.len() });
+                }
+                break;
+            }
+            lens[n] = frame.copy_to(buf);
+            chunk.advance(next, lens[n]);
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Ready frames obtained with [`Consumer::read_chunk`], read in place.
+/// Frames handed out are released when the chunk is dropped.
+pub struct ReadChunk<'c, S: RingStorage> {
+    consumer: &'c mut Consumer<S>,
+    /// Next slot to examine.
+    pos: u64,
+    /// The producer's head as validated when the chunk was made.
+    end: u64,
+    frames_left: usize,
+    frames: u64,
+    bytes: u64,
+}
+
+impl<S: RingStorage> ReadChunk<'_, S> {
+    /// Slots in this chunk not yet handed out.
+    pub fn ready_slots(&self) -> usize {
+        self.end.wrapping_sub(self.pos) as usize
+    }
+
+    /// Validates the frame at `pos` without consuming it. Each descriptor
+    /// is loaded once; the returned [`Frame`] carries only checked values.
+    fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
+        if let Some(c) = self.consumer.poisoned {
+            return Err(c);
+        }
+        if self.frames_left == 0 || self.pos == self.end {
+            return Ok(None);
+        }
+        let shape = self.consumer.shape;
+        let descs = self.consumer.storage.descs();
+        let first_slot = shape.slot(self.pos) as u32;
+        let max_slots = shape.slots_for(shape.max_frame);
+        let mut index = self.pos;
+        let mut len = 0usize;
+        let mut slots = 0u64;
+        loop {
+            if index == self.end {
+                return Err(self.consumer.poison(Corruption::Truncated { slot: first_slot }));
+            }
+            if slots == max_slots {
+                return Err(self.consumer.poison(Corruption::FrameTooLong { slot: first_slot, max: shape.max_frame as u32 }));
+            }
+            let slot = shape.slot(index);
+            // Relaxed: ordered after the Acquire load of `head` that
+            // produced `end`; read exactly once.
+            let (seg, flags) = SlotDesc::unpack(descs[slot].0.load(Ordering::Relaxed));
+            if flags & !SLOT_FLAGS_KNOWN != 0 {
+                return Err(self.consumer.poison(Corruption::Flags { slot: slot as u32, flags }));
+            }
+            let more = flags & SLOT_FLAG_MORE != 0;
+            let seg = seg as usize;
+            if seg == 0 || seg > shape.slot_size || (more && seg != shape.slot_size) {
+                return Err(self.consumer.poison(Corruption::Length { slot: slot as u32, len: seg as u16, flags }));
+            }
+            len += seg;
+            slots += 1;
+            index = index.wrapping_add(1);
+            if len > shape.max_frame {
+                return Err(self.consumer.poison(Corruption::FrameTooLong { slot: first_slot, max: shape.max_frame as u32 }));
+            }
+            if !more {
+                break;
+            }
+        }
+        let frame = Frame { data: self.consumer.storage.data(), shape, first: self.pos, len, _chunk: PhantomData };
+        Ok(Some((frame, index)))
+    }
+
+    fn advance(&mut self, next: u64, len: usize) {
+        self.pos = next;
+        self.frames_left -= 1;
+        self.frames += 1;
+        self.bytes += len as u64;
+    }
+
+    /// The next ready frame, validated, or `None` when the chunk is used up.
+    ///
+    /// # Errors
+    /// [`Corruption`] if its descriptors are invalid; the endpoint is then
+    /// poisoned, and frames handed out before stay valid and are released.
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Corruption> {
+        let (len, next) = match self.peek()? {
+            Some((frame, next)) => (frame.len, next),
+            None => return Ok(None),
+        };
+        let first = self.pos;
+        self.advance(next, len);
+        let c = &*self.consumer;
+        Ok(Some(Frame { data: c.storage.data(), shape: c.shape, first, len, _chunk: PhantomData }))
+    }
+
+    /// Releases the frames handed out so far to the producer (also done on
+    /// drop).
+    pub fn release(self) {}
+}
+
+impl<S: RingStorage> Drop for ReadChunk<'_, S> {
+    fn drop(&mut self) {
+        let c = &mut *self.consumer;
+        if self.pos != c.tail {
+            c.tail = self.pos;
+            // Release: pairs with the producer's Acquire load of `tail` in
+            // `Producer::refresh_tail`; our reads of the slots happen before
+            // the producer may reuse them.
+            c.storage.control().tail.index.store(c.tail, Ordering::Release);
+            c.stats.frames += self.frames;
+            c.stats.bytes += self.bytes;
+        }
+    }
+}
+
+/// One received frame, in place in the ring. Its bytes live in shared
+/// memory: a hostile peer may change them while they are read, but never
+/// their length or location.
+pub struct Frame<'c> {
+    data: *const u8,
+    shape: Shape,
+    first: u64,
+    len: usize,
+    _chunk: PhantomData<&'c [u8]>,
+}
+
+impl<'c> Frame<'c> {
+    /// The frame's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: frames carry at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The frame's bytes slot by slot (one slice unless the frame is larger
+    /// than a slot).
+    pub fn segments(&self) -> impl Iterator<Item = &'c [u8]> + 'c {
+        let shape = self.shape;
+        let (data, first, len) = (self.data, self.first, self.len);
+        (0..shape.slots_for(len)).map(move |k| {
+            let seg = (len - (k as usize) * shape.slot_size).min(shape.slot_size);
+            let slot = shape.slot(first.wrapping_add(k));
+            // SAFETY: masked slot index and `seg <= slot_size` keep the
+            // slice inside the data area; the slot belongs to the consumer
+            // until the chunk (which `'c` borrows) releases it.
+            unsafe { core::slice::from_raw_parts(data.add(slot * shape.slot_size), seg) }
+        })
+    }
+
+    /// The first segment: the whole frame when it fits in one slot.
+    pub fn first_segment(&self) -> &'c [u8] {
+        let seg = self.len.min(self.shape.slot_size);
+        let slot = self.shape.slot(self.first);
+        // SAFETY: as in `segments`.
+        unsafe { core::slice::from_raw_parts(self.data.add(slot * self.shape.slot_size), seg) }
+    }
+
+    /// Copies the frame into `dst`; returns the bytes copied, which is
+    /// `min(len, dst.len())`.
+    pub fn copy_to(&self, dst: &mut [u8]) -> usize {
+        let mut at = 0;
+        for seg in self.segments() {
+            let n = seg.len().min(dst.len() - at);
+            dst[at..at + n].copy_from_slice(&seg[..n]);
+            at += n;
+            if at == dst.len() {
+                break;
+            }
+        }
+        at
+    }
+
+    /// The frame's bytes in a new vector.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0; self.len];
+        self.copy_to(&mut v);
+        v
+    }
+}
+
+/// A ring on the heap, for rings inside one process, tests, loom and Miri.
+#[derive(Clone)]
+pub struct HeapRing(std::sync::Arc<HeapRingInner>);
+
+/// The allocation behind a [`HeapRing`].
+pub struct HeapRingInner {
+    control: RingControl,
+    descs: Box<[SlotDesc]>,
+    data: *mut u8,
+    layout: std::alloc::Layout,
+    geometry: Geometry,
+}
+
+// SAFETY: `data` is a private heap allocation only reached through the ring
+// protocol (one producer, one consumer); the other fields are atomics or
+// immutable.
+unsafe impl Send for HeapRingInner {}
+// SAFETY: as above.
+unsafe impl Sync for HeapRingInner {}
+
+impl Drop for HeapRingInner {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `HeapRing::new` with this layout.
+        unsafe { std::alloc::dealloc(self.data, self.layout) }
+    }
+}
+
+impl HeapRing {
+    /// A zeroed ring of the given geometry.
+    pub fn new(geometry: Geometry) -> Self {
+        let bytes = geometry.slot_count() as usize * geometry.slot_size() as usize;
+        let layout = std::alloc::Layout::from_size_align(bytes, abi::CACHE_LINE)
+            .expect("geometry bounds the ring below 1 GiB");
+        // SAFETY: `bytes > 0` (at least 2 slots of 64 bytes).
+        let data = unsafe { std::alloc::alloc_zeroed(layout) };
+        if data.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let descs = (0..geometry.slot_count()).map(|_| SlotDesc(crate::sync::AtomicU32::new(0))).collect();
+        HeapRing(std::sync::Arc::new(HeapRingInner { control: RingControl::new(), descs, data, layout, geometry }))
+    }
+}
+
+// SAFETY: the allocation lives as long as the last clone; sizes follow the
+// geometry, and the layout is 64-byte aligned.
+unsafe impl RingStorage for HeapRing {
+    fn control(&self) -> &RingControl {
+        &self.0.control
+    }
+    fn descs(&self) -> &[SlotDesc] {
+        &self.0.descs
+    }
+    fn data(&self) -> *mut u8 {
+        self.0.data
+    }
+    fn geometry(&self) -> Geometry {
+        self.0.geometry
+    }
+}
+
+/// A producer and consumer over a fresh heap ring.
+pub fn heap_channel(geometry: Geometry) -> (Producer<HeapRing>, Consumer<HeapRing>) {
+    let ring = HeapRing::new(geometry);
+    // SAFETY: the ring is new; these are its only producer and consumer.
+    // A fresh ring has both indices at zero, which always validates.
+    unsafe {
+        (
+            Producer::attach(ring.clone()).expect("fresh ring"),
+            Consumer::attach(ring).expect("fresh ring"),
+        )
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn geometry(slot_count: u32, slot_size: u32) -> Geometry {
+        Geometry::new(slot_count, slot_size).unwrap()
+    }
+
+    fn frame(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    }
+
+    #[test]
+    fn empty_ring_reports_empty() {
+        let (_tx, mut rx) = heap_channel(geometry(16, 2048));
+        let mut buf = [0u8; 64];
+        assert_eq!(rx.recv(&mut buf), Err(RecvError::Empty));
+        assert_eq!(rx.ready_slots(), Ok(0));
+        let mut chunk = rx.read_chunk(8).unwrap();
+        assert!(chunk.next_frame().unwrap().is_none());
+    }
+
+    #[test]
+    fn full_ring_refuses_then_recovers() {
+        let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
+        for i in 0..16 {
+            tx.send(&frame(100, i)).unwrap();
+        }
+        assert_eq!(tx.send(&frame(100, 99)), Err(SendError::Push(PushError::Full)));
+        let mut buf = [0u8; 2048];
+        assert_eq!(rx.recv(&mut buf), Ok(100));
+        assert_eq!(&buf[..100], &frame(100, 0)[..]);
+        tx.send(&frame(100, 16)).unwrap();
+        for i in 1..=16 {
+            assert_eq!(rx.recv(&mut buf), Ok(100));
+            assert_eq!(&buf[..100], &frame(100, i)[..]);
+        }
+        assert_eq!(rx.recv(&mut buf), Err(RecvError::Empty));
+    }
+
+    #[test]
+    fn wraps_around_many_times() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(8, 64, 256).unwrap());
+        let mut buf = [0u8; 256];
+        for i in 0..10_000u32 {
+            let len = 1 + (i as usize * 7) % 200;
+            let f = frame(len, i as u8);
+            tx.send(&f).unwrap();
+            assert_eq!(rx.recv(&mut buf), Ok(len));
+            assert_eq!(&buf[..len], &f[..]);
+        }
+        assert_eq!(tx.stats().frames, 10_000);
+        assert_eq!(rx.stats().frames, 10_000);
+    }
+
+    #[test]
+    fn every_size_class_up_to_jumbo() {
+        for slot_size in [64u32, 256, 2048, 16384] {
+            let g = Geometry::new(1024.max(2 * 9216 / slot_size).next_power_of_two(), slot_size).unwrap();
+            let (mut tx, mut rx) = heap_channel(g);
+            let mut buf = vec![0u8; 9216];
+            let lens = [1usize, 2, 63, 64, 65, 127, 128, 1500, 1514, 2047, 2048, 2049, 4096, 8999, 9000, 9215, 9216];
+            for (i, &len) in lens.iter().enumerate() {
+                let f = frame(len, i as u8);
+                tx.send(&f).unwrap();
+                assert_eq!(rx.recv(&mut buf), Ok(len), "slot {slot_size} len {len}");
+                assert_eq!(&buf[..len], &f[..], "slot {slot_size} len {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_lengths_are_refused() {
+        let (mut tx, _rx) = heap_channel(geometry(16, 2048));
+        assert_eq!(tx.send(&[]), Err(SendError::Push(PushError::Empty)));
+        assert_eq!(tx.send(&[0; 9217]), Err(SendError::Push(PushError::TooLarge { len: 9217, max: 9216 })));
+    }
+
+    #[test]
+    fn small_buffer_leaves_frame_queued() {
+        let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
+        tx.send(&frame(300, 1)).unwrap();
+        let mut small = [0u8; 100];
+        assert_eq!(rx.recv(&mut small), Err(RecvError::BufferTooSmall { needed: 300 }));
+        let mut big = [0u8; 300];
+        assert_eq!(rx.recv(&mut big), Ok(300));
+    }
+
+    #[test]
+    fn batch_larger_than_free_space_sends_what_fits() {
+        let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
+        let frames: Vec<Vec<u8>> = (0..40).map(|i| frame(64, i)).collect();
+        let sent = tx.send_batch(frames.iter().map(|f| f.as_slice())).unwrap();
+        assert_eq!(sent, 16);
+        // Jumbo frames take 5 slots each: after draining, 3 fit in 16.
+        let mut bufs = vec![vec![0u8; 64]; 32];
+        let mut lens = vec![0; 32];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(16));
+        for i in 0..16 {
+            assert_eq!(bufs[i], frames[i]);
+        }
+        let jumbo: Vec<Vec<u8>> = (0..5).map(|i| frame(9000, i)).collect();
+        assert_eq!(tx.send_batch(jumbo.iter().map(|f| f.as_slice())), Ok(3));
+        let mut chunk = tx.write_chunk(100).unwrap();
+        assert_eq!(chunk.free_slots(), 1);
+        assert_eq!(chunk.push(&frame(4000, 0)), Err(PushError::Full));
+        chunk.push(&frame(2000, 0)).unwrap();
+        assert_eq!(chunk.commit(), 1);
+    }
+
+    #[test]
+    fn recv_batch_stops_at_a_frame_that_does_not_fit() {
+        let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
+        tx.send(&frame(10, 0)).unwrap();
+        tx.send(&frame(500, 1)).unwrap();
+        let mut bufs = vec![vec![0u8; 100]; 4];
+        let mut lens = [0usize; 4];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Err(RecvError::BufferTooSmall { needed: 500 }));
+    }
+
+    #[test]
+    fn zero_copy_multi_slot_frames_keep_segments() {
+        let (mut tx, mut rx) = heap_channel(geometry(64, 1024));
+        let mut chunk = tx.write_chunk(64).unwrap();
+        chunk
+            .push_with(2500, |w| {
+                assert_eq!(w.append(&[1u8; 1000]), 1000);
+                assert_eq!(w.append(&[2u8; 1000]), 1000);
+                assert_eq!(w.append(&[3u8; 1000]), 500);
+            })
+            .unwrap();
+        assert_eq!(chunk.commit(), 1);
+        let mut chunk = rx.read_chunk(4).unwrap();
+        let frame = chunk.next_frame().unwrap().unwrap();
+        let lens: Vec<usize> = frame.segments().map(|s| s.len()).collect();
+        assert_eq!(lens, [1024, 1024, 452]);
+        let bytes = frame.to_vec();
+        assert!(bytes[..1000].iter().all(|&b| b == 1));
+        assert!(bytes[1000..2000].iter().all(|&b| b == 2));
+        assert!(bytes[2000..].iter().all(|&b| b == 3));
+    }
+
+    #[test]
+    fn uncommitted_chunk_publishes_nothing() {
+        let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
+        let mut chunk = tx.write_chunk(4).unwrap();
+        chunk.push(b"lost").unwrap();
+        drop(chunk);
+        assert_eq!(rx.ready_slots(), Ok(0));
+        tx.send(b"kept").unwrap();
+        let mut buf = [0u8; 8];
+        assert_eq!(rx.recv(&mut buf), Ok(4));
+        assert_eq!(&buf[..4], b"kept");
+    }
+
+    fn poisoned_consumer(corrupt: impl FnOnce(&HeapRing)) -> Corruption {
+        let ring = HeapRing::new(geometry(16, 2048));
+        // SAFETY: this test's only producer and consumer of the ring.
+        let (mut tx, mut rx) = unsafe { (Producer::attach(ring.clone()).unwrap(), Consumer::attach(ring.clone()).unwrap()) };
+        tx.send(&frame(100, 0)).unwrap();
+        tx.send(&frame(3000, 1)).unwrap();
+        corrupt(&ring);
+        let mut buf = [0u8; 9216];
+        let mut first = None;
+        for _ in 0..3 {
+            match rx.recv(&mut buf) {
+                Err(RecvError::Corrupt(c)) => {
+                    first.get_or_insert(c);
+                    assert_eq!(Some(c), first, "the error is sticky");
+                }
+                Ok(_) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(rx.stats().corruptions, 1);
+        first.expect("corruption detected")
+    }
+
+    fn set_desc(ring: &HeapRing, slot: usize, len: u16, flags: u16) {
+        ring.descs()[slot].0.store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+    }
+
+    #[test]
+    fn consumer_detects_each_kind_of_corruption() {
+        let c = poisoned_consumer(|r| r.control().head.index.store(1000, Ordering::Release));
+        assert!(matches!(c, Corruption::Index { kind: IndexKind::Head, .. }));
+        let c = poisoned_consumer(|r| set_desc(r, 0, 0, 0));
+        assert!(matches!(c, Corruption::Length { slot: 0, len: 0, .. }));
+        let c = poisoned_consumer(|r| set_desc(r, 0, 4000, 0));
+        assert!(matches!(c, Corruption::Length { len: 4000, .. }));
+        let c = poisoned_consumer(|r| set_desc(r, 0, 100, 0x80));
+        assert!(matches!(c, Corruption::Flags { flags: 0x80, .. }));
+        let c = poisoned_consumer(|r| set_desc(r, 1, 100, SLOT_FLAG_MORE));
+        assert!(matches!(c, Corruption::Length { slot: 1, .. }));
+        // The last published slot claims a continuation.
+        let c = poisoned_consumer(|r| set_desc(r, 2, 2048, SLOT_FLAG_MORE));
+        assert!(matches!(c, Corruption::Truncated { slot: 1 }));
+        // A chain of full continued slots longer than a jumbo frame.
+        let c = poisoned_consumer(|r| {
+            for s in 1..16 {
+                set_desc(r, s, 2048, SLOT_FLAG_MORE);
+            }
+            r.control().head.index.store(16, Ordering::Release);
+        });
+        assert!(matches!(c, Corruption::FrameTooLong { slot: 1, max: 9216 }));
+    }
+
+    #[test]
+    fn producer_detects_tail_corruption_and_stays_poisoned() {
+        let ring = HeapRing::new(geometry(16, 2048));
+        // SAFETY: this test's only producer of the ring.
+        let mut tx = unsafe { Producer::attach(ring.clone()).unwrap() };
+        for i in 0..16 {
+            tx.send(&frame(10, i)).unwrap();
+        }
+        // Tail beyond head.
+        ring.control().tail.index.store(17, Ordering::Release);
+        let err = tx.send(b"x").unwrap_err();
+        assert!(matches!(err, SendError::Corrupt(Corruption::Index { kind: IndexKind::Tail, .. })));
+        ring.control().tail.index.store(16, Ordering::Release);
+        assert_eq!(tx.send(b"x"), Err(err), "poison is sticky");
+        assert_eq!(tx.stats().corruptions, 1);
+    }
+
+    #[test]
+    fn attach_refuses_corrupt_indices() {
+        let ring = HeapRing::new(geometry(16, 2048));
+        ring.control().head.index.store(100, Ordering::Relaxed);
+        // SAFETY: the only endpoints of this ring.
+        unsafe {
+            assert!(Consumer::attach(ring.clone()).is_err());
+            assert!(Producer::attach(ring.clone()).is_err());
+        }
+    }
+}

@@ -154,14 +154,20 @@ impl SlotDesc {
 impl IndexLine {
     /// A line holding `index`.
     pub fn new(index: u64) -> Self {
-        Self { index: AtomicU64::new(index), _pad: [0; CACHE_LINE - 8] }
+        Self {
+            index: AtomicU64::new(index),
+            _pad: [0; CACHE_LINE - 8],
+        }
     }
 }
 
 impl RingControl {
     /// A control block with both indices at zero.
     pub fn new() -> Self {
-        Self { head: IndexLine::new(0), tail: IndexLine::new(0) }
+        Self {
+            head: IndexLine::new(0),
+            tail: IndexLine::new(0),
+        }
     }
 }
 
@@ -188,7 +194,10 @@ pub const fn data_offset(slot_count: u32) -> u64 {
 
 /// Bytes of one ring area (control, descriptors, data), page aligned.
 pub const fn ring_area_size(slot_count: u32, slot_size: u32) -> u64 {
-    align_up(data_offset(slot_count) + slot_count as u64 * slot_size as u64, 4096)
+    align_up(
+        data_offset(slot_count) + slot_count as u64 * slot_size as u64,
+        4096,
+    )
 }
 
 /// Offset of ring `ring` inside the region.
@@ -240,14 +249,18 @@ const _: () = {
     assert!(ring_offset(1, 1024, 2048) == 4096 + 8192 + 2 * 1024 * 1024);
 };
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn descriptor_word_round_trips() {
-        for (len, flags) in [(0u16, 0u16), (1, 0), (2048, SLOT_FLAG_MORE), (u16::MAX, u16::MAX)] {
+        for (len, flags) in [
+            (0u16, 0u16),
+            (1, 0),
+            (2048, SLOT_FLAG_MORE),
+            (u16::MAX, u16::MAX),
+        ] {
             assert_eq!(SlotDesc::unpack(SlotDesc::pack(len, flags)), (len, flags));
         }
     }

@@ -41,8 +41,11 @@ pub enum GeometryError {
 impl Geometry {
     /// Default: 1024 slots of 2048 bytes (one 2 MiB hugepage of data per
     /// direction), jumbo frames up to 9216 bytes.
-    pub const DEFAULT: Geometry =
-        Geometry { slot_count: 1024, slot_size: 2048, max_frame_len: abi::MAX_FRAME_LEN as u32 };
+    pub const DEFAULT: Geometry = Geometry {
+        slot_count: 1024,
+        slot_size: 2048,
+        max_frame_len: abi::MAX_FRAME_LEN as u32,
+    };
 
     /// A geometry of `slot_count` slots of `slot_size` bytes carrying frames
     /// up to 9216 bytes.
@@ -67,17 +70,27 @@ impl Geometry {
         {
             return Err(GeometryError::SlotCount(slot_count.into()));
         }
-        if !slot_size.is_power_of_two() || !(abi::MIN_SLOT_SIZE..=abi::MAX_SLOT_SIZE).contains(&slot_size) {
+        if !slot_size.is_power_of_two()
+            || !(abi::MIN_SLOT_SIZE..=abi::MAX_SLOT_SIZE).contains(&slot_size)
+        {
             return Err(GeometryError::SlotSize(slot_size.into()));
         }
         if !(abi::MIN_FRAME_LEN as u32..=abi::MAX_FRAME_LEN as u32).contains(&max_frame_len) {
             return Err(GeometryError::MaxFrameLen(max_frame_len.into()));
         }
-        let geometry = Geometry { slot_count, slot_size, max_frame_len };
+        let geometry = Geometry {
+            slot_count,
+            slot_size,
+            max_frame_len,
+        };
         if slot_count < 2 * geometry.max_slots_per_frame()
             || u64::from(slot_count) * u64::from(slot_size) > abi::MAX_RING_DATA
         {
-            return Err(GeometryError::Capacity { slot_count, slot_size, max_frame_len });
+            return Err(GeometryError::Capacity {
+                slot_count,
+                slot_size,
+                max_frame_len,
+            });
         }
         Ok(geometry)
     }
@@ -133,12 +146,21 @@ mod tests {
 
     #[test]
     fn rejects_out_of_range_values() {
-        assert_eq!(Geometry::new(1000, 2048), Err(GeometryError::SlotCount(1000)));
+        assert_eq!(
+            Geometry::new(1000, 2048),
+            Err(GeometryError::SlotCount(1000))
+        );
         assert_eq!(Geometry::new(0, 2048), Err(GeometryError::SlotCount(0)));
         assert_eq!(Geometry::new(1024, 100), Err(GeometryError::SlotSize(100)));
         assert_eq!(Geometry::new(1024, 32), Err(GeometryError::SlotSize(32)));
-        assert_eq!(Geometry::new(1024, 65536), Err(GeometryError::SlotSize(65536)));
-        assert!(matches!(Geometry::new(4, 64), Err(GeometryError::Capacity { .. })));
+        assert_eq!(
+            Geometry::new(1024, 65536),
+            Err(GeometryError::SlotSize(65536))
+        );
+        assert!(matches!(
+            Geometry::new(4, 64),
+            Err(GeometryError::Capacity { .. })
+        ));
         assert_eq!(
             Geometry::with_max_frame_len(1024, 2048, 0),
             Err(GeometryError::MaxFrameLen(0))

@@ -57,6 +57,6 @@ pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
-    heap_channel, Consumer, Corruption, Frame, FrameWriter, HeapRing, Producer, PushError, ReadChunk,
-    RecvError, RingStorage, SendError, WriteChunk,
+    heap_channel, Consumer, Corruption, Frame, FrameWriter, HeapRing, Producer, PushError,
+    ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
 };

@@ -132,7 +132,10 @@ pub struct Region {
 static FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
 
 fn os_err(what: &'static str) -> RegionError {
-    RegionError::Os { what, source: io::Error::last_os_error() }
+    RegionError::Os {
+        what,
+        source: io::Error::last_os_error(),
+    }
 }
 
 fn memfd(name: &CStr, huge: bool) -> io::Result<OwnedFd> {
@@ -156,7 +159,9 @@ fn size_and_map(fd: &OwnedFd, size: u64) -> io::Result<memmap2::MmapRaw> {
     if unsafe { libc::ftruncate(fd.as_raw_fd(), size as libc::off_t) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    memmap2::MmapOptions::new().len(size as usize).map_raw(fd.as_raw_fd())
+    memmap2::MmapOptions::new()
+        .len(size as usize)
+        .map_raw(fd.as_raw_fd())
 }
 
 impl Region {
@@ -165,7 +170,11 @@ impl Region {
     ///
     /// # Errors
     /// [`RegionError`] names the failing step.
-    pub fn create(geometry: Geometry, generation: u64, opts: &RegionOptions) -> Result<Region, RegionError> {
+    pub fn create(
+        geometry: Geometry,
+        generation: u64,
+        opts: &RegionOptions,
+    ) -> Result<Region, RegionError> {
         if let Some(node) = opts.numa_node {
             numa::check_node(node)?;
         }
@@ -174,10 +183,15 @@ impl Region {
         if opts.hugepages != HugepagePolicy::Never {
             let size = abi::align_up(min, HUGEPAGE_SIZE);
             let node_short = opts.numa_node.and_then(|n| {
-                numa::free_hugepages_on(n).filter(|&free| free < size / HUGEPAGE_SIZE).map(|free| (n, free))
+                numa::free_hugepages_on(n)
+                    .filter(|&free| free < size / HUGEPAGE_SIZE)
+                    .map(|free| (n, free))
             });
             let tried = match node_short {
-                Some((n, free)) => Err(format!("NUMA node {n} has {free} free 2 MiB pages, {} needed", size / HUGEPAGE_SIZE)),
+                Some((n, free)) => Err(format!(
+                    "NUMA node {n} has {free} free 2 MiB pages, {} needed",
+                    size / HUGEPAGE_SIZE
+                )),
                 None => memfd(c"vecring", true)
                     .and_then(|fd| size_and_map(&fd, size).map(|m| (fd, m, size)))
                     .map_err(|e| format!("{} MiB of 2 MiB pages: {e}", size >> 20)),
@@ -198,8 +212,14 @@ impl Region {
             Some(found) => found,
             None => {
                 let size = abi::align_up(min, SMALL_PAGE);
-                let fd = memfd(c"vecring", false).map_err(|source| RegionError::Os { what: "memfd_create", source })?;
-                let map = size_and_map(&fd, size).map_err(|source| RegionError::Os { what: "ftruncate/mmap", source })?;
+                let fd = memfd(c"vecring", false).map_err(|source| RegionError::Os {
+                    what: "memfd_create",
+                    source,
+                })?;
+                let map = size_and_map(&fd, size).map_err(|source| RegionError::Os {
+                    what: "ftruncate/mmap",
+                    source,
+                })?;
                 ((fd, map, size), false)
             }
         };
@@ -234,7 +254,13 @@ impl Region {
         // SAFETY: the mapping is at least HEADER_AREA bytes, page aligned,
         // and not yet shared with anyone.
         unsafe { (map.as_mut_ptr() as *mut RegionHeader).write_volatile(header) };
-        Ok(Region { map, fd, header, geometry, hugepages })
+        Ok(Region {
+            map,
+            fd,
+            header,
+            geometry,
+            hugepages,
+        })
     }
 
     /// Maps a region received from the master and checks it: the fd must be
@@ -248,25 +274,40 @@ impl Region {
         // SAFETY: fcntl on an fd we own.
         let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
         if seals < 0 {
-            return Err(AttachError::Os { what: "F_GET_SEALS", errno: io::Error::last_os_error().raw_os_error().unwrap_or(0) });
+            return Err(AttachError::Os {
+                what: "F_GET_SEALS",
+                errno: io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            });
         }
         if seals & libc::F_SEAL_SHRINK == 0 {
-            return Err(AttachError::NotSealed { seals: seals as u32 });
+            return Err(AttachError::NotSealed {
+                seals: seals as u32,
+            });
         }
         // SAFETY: zeroed stat is a valid out-parameter for fstat.
         let mut st: libc::stat = unsafe { core::mem::zeroed() };
         // SAFETY: fstat writes into `st`, which outlives the call.
         if unsafe { libc::fstat(raw, &mut st) } != 0 {
-            return Err(AttachError::Os { what: "fstat", errno: io::Error::last_os_error().raw_os_error().unwrap_or(0) });
+            return Err(AttachError::Os {
+                what: "fstat",
+                errno: io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            });
         }
         let size = st.st_size as u64;
         if !(abi::HEADER_AREA..=MAX_REGION_SIZE).contains(&size) {
-            return Err(AttachError::Size { size, min: abi::HEADER_AREA, max: MAX_REGION_SIZE });
+            return Err(AttachError::Size {
+                size,
+                min: abi::HEADER_AREA,
+                max: MAX_REGION_SIZE,
+            });
         }
         let map = memmap2::MmapOptions::new()
             .len(size as usize)
             .map_raw(raw)
-            .map_err(|e| AttachError::Os { what: "mmap", errno: e.raw_os_error().unwrap_or(0) })?;
+            .map_err(|e| AttachError::Os {
+                what: "mmap",
+                errno: e.raw_os_error().unwrap_or(0),
+            })?;
         // Read the header once, into a local; only the copy is used.
         // SAFETY: the mapping holds at least HEADER_AREA bytes, page aligned.
         let header = unsafe { (map.as_ptr() as *const RegionHeader).read_volatile() };
@@ -274,8 +315,15 @@ impl Region {
         // SAFETY: statfs-style check of the fd's filesystem.
         let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: fstatfs writes into `fs`, which outlives the call.
-        let hugepages = unsafe { libc::fstatfs(raw, &mut fs) } == 0 && fs.f_type == libc::HUGETLBFS_MAGIC;
-        Ok(Region { map, fd, header, geometry, hugepages })
+        let hugepages =
+            unsafe { libc::fstatfs(raw, &mut fs) } == 0 && fs.f_type == libc::HUGETLBFS_MAGIC;
+        Ok(Region {
+            map,
+            fd,
+            header,
+            geometry,
+            hugepages,
+        })
     }
 
     /// The memfd, to hand to the peer.
@@ -319,7 +367,11 @@ impl Region {
     /// # Errors
     /// The system error if the query fails.
     pub fn page_nodes(&self) -> io::Result<Vec<i32>> {
-        let page = if self.hugepages { HUGEPAGE_SIZE } else { SMALL_PAGE } as usize;
+        let page = if self.hugepages {
+            HUGEPAGE_SIZE
+        } else {
+            SMALL_PAGE
+        } as usize;
         numa::nodes_of_pages(self.map.as_ptr(), self.map.len(), page)
     }
 
@@ -329,7 +381,10 @@ impl Region {
     /// # Panics
     /// If `ring >= 2` (a programming error, never peer input).
     pub fn ring(self: &Arc<Self>, ring: usize) -> RegionRing {
-        assert!(ring < abi::RING_COUNT as usize, "ring index {ring} out of range");
+        assert!(
+            ring < abi::RING_COUNT as usize,
+            "ring index {ring} out of range"
+        );
         let g = self.geometry;
         let base = abi::ring_offset(ring, g.slot_count(), g.slot_size()) as usize;
         // SAFETY: `validate_header`/`create` ensured the mapping holds
@@ -372,15 +427,31 @@ fn mismatch(field: &'static str, ours: u64, theirs: u64) -> Result<(), AttachErr
     if ours == theirs {
         Ok(())
     } else {
-        Err(AttachError::Mismatch { field, ours, theirs })
+        Err(AttachError::Mismatch {
+            field,
+            ours,
+            theirs,
+        })
     }
 }
 
 /// Checks a header copy against the fd's real size and our expectations.
-pub(crate) fn validate_header(h: &RegionHeader, fd_size: u64, expect: &Expectation) -> Result<Geometry, AttachError> {
+pub(crate) fn validate_header(
+    h: &RegionHeader,
+    fd_size: u64,
+    expect: &Expectation,
+) -> Result<Geometry, AttachError> {
     mismatch("magic", abi::MAGIC, h.magic)?;
-    mismatch("major version", abi::VERSION_MAJOR.into(), h.version_major.into())?;
-    mismatch("header size", size_of::<RegionHeader>() as u64, h.header_size.into())?;
+    mismatch(
+        "major version",
+        abi::VERSION_MAJOR.into(),
+        h.version_major.into(),
+    )?;
+    mismatch(
+        "header size",
+        size_of::<RegionHeader>() as u64,
+        h.header_size.into(),
+    )?;
     if h.features & !abi::FEATURES_KNOWN != 0 {
         mismatch("features", abi::FEATURES_KNOWN, h.features)?;
     }
@@ -389,7 +460,11 @@ pub(crate) fn validate_header(h: &RegionHeader, fd_size: u64, expect: &Expectati
     if let Some(ours) = expect.geometry {
         mismatch("slot count", ours.slot_count().into(), h.slot_count.into())?;
         mismatch("slot size", ours.slot_size().into(), h.slot_size.into())?;
-        mismatch("max frame length", ours.max_frame_len().into(), h.max_frame_len.into())?;
+        mismatch(
+            "max frame length",
+            ours.max_frame_len().into(),
+            h.max_frame_len.into(),
+        )?;
     }
     if let Some(generation) = expect.generation {
         mismatch("generation", generation, h.generation)?;
@@ -397,7 +472,11 @@ pub(crate) fn validate_header(h: &RegionHeader, fd_size: u64, expect: &Expectati
     mismatch("region size (fd size vs header)", fd_size, h.region_size)?;
     let min = geometry.min_region_size();
     if fd_size < min {
-        return Err(AttachError::Size { size: fd_size, min, max: MAX_REGION_SIZE });
+        return Err(AttachError::Size {
+            size: fd_size,
+            min,
+            max: MAX_REGION_SIZE,
+        });
     }
     Ok(geometry)
 }
@@ -427,7 +506,9 @@ unsafe impl RingStorage for RegionRing {
     }
     fn descs(&self) -> &[SlotDesc] {
         // SAFETY: `slot_count` atomic descriptors at a 4-aligned offset.
-        unsafe { core::slice::from_raw_parts(self.descs, self.region.geometry.slot_count() as usize) }
+        unsafe {
+            core::slice::from_raw_parts(self.descs, self.region.geometry.slot_count() as usize)
+        }
     }
     fn data(&self) -> *mut u8 {
         self.data
@@ -447,10 +528,20 @@ mod tests {
 
     #[test]
     fn create_then_attach_round_trips() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: None,
+        };
         let region = Region::create(small(), 7, &opts).unwrap();
         let fd = region.fd().try_clone_to_owned().unwrap();
-        let peer = Region::attach(fd, &Expectation { geometry: Some(small()), generation: Some(7) }).unwrap();
+        let peer = Region::attach(
+            fd,
+            &Expectation {
+                geometry: Some(small()),
+                generation: Some(7),
+            },
+        )
+        .unwrap();
         assert_eq!(peer.geometry(), small());
         assert_eq!(peer.generation(), 7);
         assert_eq!(peer.size(), region.size());
@@ -458,27 +549,62 @@ mod tests {
 
     #[test]
     fn attach_names_each_mismatch() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: None,
+        };
         let region = Region::create(small(), 3, &opts).unwrap();
         let other = Geometry::new(128, 2048).unwrap();
         let fd = region.fd().try_clone_to_owned().unwrap();
-        let err = Region::attach(fd, &Expectation { geometry: Some(other), generation: None }).unwrap_err();
-        assert_eq!(err, AttachError::Mismatch { field: "slot count", ours: 128, theirs: 64 });
+        let err = Region::attach(
+            fd,
+            &Expectation {
+                geometry: Some(other),
+                generation: None,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            AttachError::Mismatch {
+                field: "slot count",
+                ours: 128,
+                theirs: 64
+            }
+        );
         assert!(err.to_string().contains("ours 128, theirs 64"));
         let fd = region.fd().try_clone_to_owned().unwrap();
-        let err = Region::attach(fd, &Expectation { geometry: None, generation: Some(4) }).unwrap_err();
-        assert_eq!(err, AttachError::Mismatch { field: "generation", ours: 4, theirs: 3 });
+        let err = Region::attach(
+            fd,
+            &Expectation {
+                geometry: None,
+                generation: Some(4),
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            AttachError::Mismatch {
+                field: "generation",
+                ours: 4,
+                theirs: 3
+            }
+        );
     }
 
     #[test]
     fn header_checks_catch_every_field() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: None,
+        };
         let region = Region::create(small(), 1, &opts).unwrap();
         let good = *region.header();
         let size = region.size() as u64;
         let none = Expectation::default();
         assert!(validate_header(&good, size, &none).is_ok());
-        let cases: [(fn(&mut RegionHeader), &str); 8] = [
+        type Case = (fn(&mut RegionHeader), &'static str);
+        let cases: [Case; 8] = [
             (|h| h.magic = 0, "magic"),
             (|h| h.version_major = 9, "major version"),
             (|h| h.header_size = 8, "header size"),
@@ -497,7 +623,10 @@ mod tests {
         // A header claiming rings larger than the fd.
         let mut h = good;
         h.slot_count = 4096;
-        assert!(matches!(validate_header(&h, size, &none), Err(AttachError::Size { .. })));
+        assert!(matches!(
+            validate_header(&h, size, &none),
+            Err(AttachError::Size { .. })
+        ));
     }
 
     #[test]
@@ -505,12 +634,18 @@ mod tests {
         let fd = memfd(c"plain", false).unwrap();
         // SAFETY: ftruncate on our own fd.
         assert_eq!(unsafe { libc::ftruncate(fd.as_raw_fd(), 1 << 20) }, 0);
-        assert!(matches!(Region::attach(fd, &Expectation::default()), Err(AttachError::NotSealed { .. })));
+        assert!(matches!(
+            Region::attach(fd, &Expectation::default()),
+            Err(AttachError::NotSealed { .. })
+        ));
     }
 
     #[test]
     fn sealed_against_resize() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: None };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: None,
+        };
         let region = Region::create(small(), 1, &opts).unwrap();
         // SAFETY: ftruncate on a borrowed fd; expected to fail.
         let rc = unsafe { libc::ftruncate(region.fd().as_raw_fd(), 4096) };
@@ -519,14 +654,23 @@ mod tests {
 
     #[test]
     fn absent_numa_node_is_a_clear_error() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Never, numa_node: Some(4000) };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: Some(4000),
+        };
         let err = Region::create(small(), 1, &opts).unwrap_err();
-        assert!(err.to_string().contains("NUMA node 4000 does not exist"), "{err}");
+        assert!(
+            err.to_string().contains("NUMA node 4000 does not exist"),
+            "{err}"
+        );
     }
 
     #[test]
     fn numa_binding_places_pages() {
-        let opts = RegionOptions { hugepages: HugepagePolicy::Prefer, numa_node: Some(0) };
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Prefer,
+            numa_node: Some(0),
+        };
         let region = Region::create(small(), 1, &opts).unwrap();
         let nodes = region.page_nodes().unwrap();
         assert!(!nodes.is_empty());

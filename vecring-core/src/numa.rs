@@ -42,17 +42,25 @@ pub fn online_nodes() -> String {
 /// [`NumaError::NoSuchNode`].
 pub fn check_node(node: u32) -> Result<(), NumaError> {
     let sys = Path::new("/sys/devices/system/node");
-    let exists = if sys.exists() { sys.join(format!("node{node}")).exists() } else { node == 0 };
+    let exists = if sys.exists() {
+        sys.join(format!("node{node}")).exists()
+    } else {
+        node == 0
+    };
     if exists && (node as usize) < MASK_WORDS * 64 {
         Ok(())
     } else {
-        Err(NumaError::NoSuchNode { node, online: online_nodes() })
+        Err(NumaError::NoSuchNode {
+            node,
+            online: online_nodes(),
+        })
     }
 }
 
 /// Free 2 MiB hugepages on `node`, if the kernel tells.
 pub fn free_hugepages_on(node: u32) -> Option<u64> {
-    let p = format!("/sys/devices/system/node/node{node}/hugepages/hugepages-2048kB/free_hugepages");
+    let p =
+        format!("/sys/devices/system/node/node{node}/hugepages/hugepages-2048kB/free_hugepages");
     std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
 
@@ -80,7 +88,10 @@ pub fn bind(addr: *mut u8, len: usize, node: u32) -> Result<(), NumaError> {
         )
     };
     if rc != 0 {
-        return Err(NumaError::Bind { node, source: io::Error::last_os_error() });
+        return Err(NumaError::Bind {
+            node,
+            source: io::Error::last_os_error(),
+        });
     }
     Ok(())
 }
@@ -92,7 +103,9 @@ pub fn bind(addr: *mut u8, len: usize, node: u32) -> Result<(), NumaError> {
 /// # Errors
 /// The system error if the query fails.
 pub fn nodes_of_pages(addr: *const u8, len: usize, page: usize) -> io::Result<Vec<i32>> {
-    let pages: Vec<*const u8> = (0..len.div_ceil(page)).map(|i| addr.wrapping_add(i * page)).collect();
+    let pages: Vec<*const u8> = (0..len.div_ceil(page))
+        .map(|i| addr.wrapping_add(i * page))
+        .collect();
     let mut status = vec![0i32; pages.len()];
     // SAFETY: with a null `nodes` argument move_pages only queries; `pages`
     // and `status` hold `pages.len()` entries and outlive the call.
@@ -121,6 +134,9 @@ mod tests {
     fn node_zero_exists_and_absurd_node_does_not() {
         check_node(0).unwrap();
         let err = check_node(999).unwrap_err();
-        assert!(err.to_string().contains("NUMA node 999 does not exist"), "{err}");
+        assert!(
+            err.to_string().contains("NUMA node 999 does not exist"),
+            "{err}"
+        );
     }
 }

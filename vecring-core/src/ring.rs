@@ -17,7 +17,7 @@
 //! returns [`Corruption`] from then on, counts it, and never touches memory
 //! outside the ring. The endpoint's own index is private and never re-read.
 
-use crate::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE, SLOT_FLAGS_KNOWN};
+use crate::abi::{self, RingControl, SlotDesc, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
 use core::marker::PhantomData;
@@ -244,7 +244,14 @@ impl<S: RingStorage> Producer<S> {
                 slot_count: shape.slot_count,
             });
         }
-        Ok(Producer { storage, shape, head, cached_tail: tail, poisoned: None, stats: EndpointStats::default() })
+        Ok(Producer {
+            storage,
+            shape,
+            head,
+            cached_tail: tail,
+            poisoned: None,
+            stats: EndpointStats::default(),
+        })
     }
 
     /// The ring's geometry.
@@ -315,7 +322,14 @@ impl<S: RingStorage> Producer<S> {
         let max = max_slots.min(self.shape.slot_count as usize) as u64;
         let free = self.free_slots(max)?;
         let reserved = free.min(max);
-        Ok(WriteChunk { start: self.head, reserved, used: 0, frames: 0, bytes: 0, producer: self })
+        Ok(WriteChunk {
+            start: self.head,
+            reserved,
+            used: 0,
+            frames: 0,
+            bytes: 0,
+            producer: self,
+        })
     }
 
     /// Copies one frame into the ring and publishes it.
@@ -390,7 +404,10 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             return Err(PushError::Empty);
         }
         if len > shape.max_frame {
-            return Err(PushError::TooLarge { len, max: shape.max_frame });
+            return Err(PushError::TooLarge {
+                len,
+                max: shape.max_frame,
+            });
         }
         let slots = shape.slots_for(len);
         if slots > self.reserved - self.used {
@@ -455,7 +472,11 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             p.head = self.start.wrapping_add(self.used);
             // Release: pairs with the consumer's Acquire load of `head` in
             // `Consumer::refresh_head`, publishing the slots and descriptors.
-            p.storage.control().head.index.store(p.head, Ordering::Release);
+            p.storage
+                .control()
+                .head
+                .index
+                .store(p.head, Ordering::Release);
             p.stats.frames += self.frames as u64;
             p.stats.bytes += self.bytes;
         }
@@ -547,7 +568,14 @@ impl<S: RingStorage> Consumer<S> {
                 slot_count: shape.slot_count,
             });
         }
-        Ok(Consumer { storage, shape, tail, cached_head: head, poisoned: None, stats: EndpointStats::default() })
+        Ok(Consumer {
+            storage,
+            shape,
+            tail,
+            cached_head: head,
+            poisoned: None,
+            stats: EndpointStats::default(),
+        })
     }
 
     /// The ring's geometry.
@@ -614,7 +642,14 @@ impl<S: RingStorage> Consumer<S> {
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
         self.ready_slots()?;
-        Ok(ReadChunk { pos: self.tail, end: self.cached_head, frames_left: max_frames, frames: 0, bytes: 0, consumer: self })
+        Ok(ReadChunk {
+            pos: self.tail,
+            end: self.cached_head,
+            frames_left: max_frames,
+            frames: 0,
+            bytes: 0,
+            consumer: self,
+        })
     }
 
     /// Copies the next frame into `buf` and returns its length.
@@ -630,7 +665,9 @@ impl<S: RingStorage> Consumer<S> {
             None => return Err(RecvError::Empty),
         };
         if frame.len() > buf.len() {
-            return Err(RecvError::BufferTooSmall { needed: frame.len() });
+            return Err(RecvError::BufferTooSmall {
+                needed: frame.len(),
+            });
         }
         let n = frame.copy_to(buf);
         chunk.advance(next, n);
@@ -645,7 +682,11 @@ impl<S: RingStorage> Consumer<S> {
     /// [`RecvError::BufferTooSmall`] if the first frame does not fit,
     /// [`RecvError::Corrupt`] if the ring is corrupt before the first frame.
     /// Returns `Ok(0)` when no frame waits.
-    pub fn recv_batch<B: AsMut<[u8]>>(&mut self, bufs: &mut [B], lens: &mut [usize]) -> Result<usize, RecvError> {
+    pub fn recv_batch<B: AsMut<[u8]>>(
+        &mut self,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> Result<usize, RecvError> {
         let max = bufs.len().min(lens.len());
         let mut chunk = self.read_chunk(max)?;
         let mut n = 0;
@@ -660,7 +701,9 @@ impl<S: RingStorage> Consumer<S> {
             let buf = bufs[n].as_mut();
             if frame.len() > buf.len() {
                 if n == 0 {
-                    return Err(RecvError::BufferTooSmall { needed: frame.len() });
+                    return Err(RecvError::BufferTooSmall {
+                        needed: frame.len(),
+                    });
                 }
                 break;
             }
@@ -709,34 +752,55 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         let mut slots = 0u64;
         loop {
             if index == self.end {
-                return Err(self.consumer.poison(Corruption::Truncated { slot: first_slot }));
+                return Err(self
+                    .consumer
+                    .poison(Corruption::Truncated { slot: first_slot }));
             }
             if slots == max_slots {
-                return Err(self.consumer.poison(Corruption::FrameTooLong { slot: first_slot, max: shape.max_frame as u32 }));
+                return Err(self.consumer.poison(Corruption::FrameTooLong {
+                    slot: first_slot,
+                    max: shape.max_frame as u32,
+                }));
             }
             let slot = shape.slot(index);
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `end`; read exactly once.
             let (seg, flags) = SlotDesc::unpack(descs[slot].0.load(Ordering::Relaxed));
             if flags & !SLOT_FLAGS_KNOWN != 0 {
-                return Err(self.consumer.poison(Corruption::Flags { slot: slot as u32, flags }));
+                return Err(self.consumer.poison(Corruption::Flags {
+                    slot: slot as u32,
+                    flags,
+                }));
             }
             let more = flags & SLOT_FLAG_MORE != 0;
             let seg = seg as usize;
             if seg == 0 || seg > shape.slot_size || (more && seg != shape.slot_size) {
-                return Err(self.consumer.poison(Corruption::Length { slot: slot as u32, len: seg as u16, flags }));
+                return Err(self.consumer.poison(Corruption::Length {
+                    slot: slot as u32,
+                    len: seg as u16,
+                    flags,
+                }));
             }
             len += seg;
             slots += 1;
             index = index.wrapping_add(1);
             if len > shape.max_frame {
-                return Err(self.consumer.poison(Corruption::FrameTooLong { slot: first_slot, max: shape.max_frame as u32 }));
+                return Err(self.consumer.poison(Corruption::FrameTooLong {
+                    slot: first_slot,
+                    max: shape.max_frame as u32,
+                }));
             }
             if !more {
                 break;
             }
         }
-        let frame = Frame { data: self.consumer.storage.data(), shape, first: self.pos, len, _chunk: PhantomData };
+        let frame = Frame {
+            data: self.consumer.storage.data(),
+            shape,
+            first: self.pos,
+            len,
+            _chunk: PhantomData,
+        };
         Ok(Some((frame, index)))
     }
 
@@ -760,7 +824,13 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         let first = self.pos;
         self.advance(next, len);
         let c = &*self.consumer;
-        Ok(Some(Frame { data: c.storage.data(), shape: c.shape, first, len, _chunk: PhantomData }))
+        Ok(Some(Frame {
+            data: c.storage.data(),
+            shape: c.shape,
+            first,
+            len,
+            _chunk: PhantomData,
+        }))
     }
 
     /// Releases the frames handed out so far to the producer (also done on
@@ -776,7 +846,11 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
             // Release: pairs with the producer's Acquire load of `tail` in
             // `Producer::refresh_tail`; our reads of the slots happen before
             // the producer may reuse them.
-            c.storage.control().tail.index.store(c.tail, Ordering::Release);
+            c.storage
+                .control()
+                .tail
+                .index
+                .store(c.tail, Ordering::Release);
             c.stats.frames += self.frames;
             c.stats.bytes += self.bytes;
         }
@@ -889,8 +963,16 @@ impl HeapRing {
         if data.is_null() {
             std::alloc::handle_alloc_error(layout);
         }
-        let descs = (0..geometry.slot_count()).map(|_| SlotDesc(crate::sync::AtomicU32::new(0))).collect();
-        HeapRing(std::sync::Arc::new(HeapRingInner { control: RingControl::new(), descs, data, layout, geometry }))
+        let descs = (0..geometry.slot_count())
+            .map(|_| SlotDesc(crate::sync::AtomicU32::new(0)))
+            .collect();
+        HeapRing(std::sync::Arc::new(HeapRingInner {
+            control: RingControl::new(),
+            descs,
+            data,
+            layout,
+            geometry,
+        }))
     }
 }
 
@@ -933,7 +1015,9 @@ mod tests {
     }
 
     fn frame(len: usize, seed: u8) -> Vec<u8> {
-        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
     }
 
     #[test]
@@ -952,7 +1036,10 @@ mod tests {
         for i in 0..16 {
             tx.send(&frame(100, i)).unwrap();
         }
-        assert_eq!(tx.send(&frame(100, 99)), Err(SendError::Push(PushError::Full)));
+        assert_eq!(
+            tx.send(&frame(100, 99)),
+            Err(SendError::Push(PushError::Full))
+        );
         let mut buf = [0u8; 2048];
         assert_eq!(rx.recv(&mut buf), Ok(100));
         assert_eq!(&buf[..100], &frame(100, 0)[..]);
@@ -982,10 +1069,17 @@ mod tests {
     #[test]
     fn every_size_class_up_to_jumbo() {
         for slot_size in [64u32, 256, 2048, 16384] {
-            let g = Geometry::new(1024.max(2 * 9216 / slot_size).next_power_of_two(), slot_size).unwrap();
+            let g = Geometry::new(
+                1024.max(2 * 9216 / slot_size).next_power_of_two(),
+                slot_size,
+            )
+            .unwrap();
             let (mut tx, mut rx) = heap_channel(g);
             let mut buf = vec![0u8; 9216];
-            let lens = [1usize, 2, 63, 64, 65, 127, 128, 1500, 1514, 2047, 2048, 2049, 4096, 8999, 9000, 9215, 9216];
+            let lens = [
+                1usize, 2, 63, 64, 65, 127, 128, 1500, 1514, 2047, 2048, 2049, 4096, 8999, 9000,
+                9215, 9216,
+            ];
             for (i, &len) in lens.iter().enumerate() {
                 let f = frame(len, i as u8);
                 tx.send(&f).unwrap();
@@ -999,7 +1093,13 @@ mod tests {
     fn bad_lengths_are_refused() {
         let (mut tx, _rx) = heap_channel(geometry(16, 2048));
         assert_eq!(tx.send(&[]), Err(SendError::Push(PushError::Empty)));
-        assert_eq!(tx.send(&[0; 9217]), Err(SendError::Push(PushError::TooLarge { len: 9217, max: 9216 })));
+        assert_eq!(
+            tx.send(&[0; 9217]),
+            Err(SendError::Push(PushError::TooLarge {
+                len: 9217,
+                max: 9216
+            }))
+        );
     }
 
     #[test]
@@ -1007,7 +1107,10 @@ mod tests {
         let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
         tx.send(&frame(300, 1)).unwrap();
         let mut small = [0u8; 100];
-        assert_eq!(rx.recv(&mut small), Err(RecvError::BufferTooSmall { needed: 300 }));
+        assert_eq!(
+            rx.recv(&mut small),
+            Err(RecvError::BufferTooSmall { needed: 300 })
+        );
         let mut big = [0u8; 300];
         assert_eq!(rx.recv(&mut big), Ok(300));
     }
@@ -1042,7 +1145,10 @@ mod tests {
         let mut bufs = vec![vec![0u8; 100]; 4];
         let mut lens = [0usize; 4];
         assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
-        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Err(RecvError::BufferTooSmall { needed: 500 }));
+        assert_eq!(
+            rx.recv_batch(&mut bufs, &mut lens),
+            Err(RecvError::BufferTooSmall { needed: 500 })
+        );
     }
 
     #[test]
@@ -1070,9 +1176,10 @@ mod tests {
     #[test]
     fn uncommitted_chunk_publishes_nothing() {
         let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
-        let mut chunk = tx.write_chunk(4).unwrap();
-        chunk.push(b"lost").unwrap();
-        drop(chunk);
+        {
+            let mut chunk = tx.write_chunk(4).unwrap();
+            chunk.push(b"lost").unwrap();
+        }
         assert_eq!(rx.ready_slots(), Ok(0));
         tx.send(b"kept").unwrap();
         let mut buf = [0u8; 8];
@@ -1083,7 +1190,12 @@ mod tests {
     fn poisoned_consumer(corrupt: impl FnOnce(&HeapRing)) -> Corruption {
         let ring = HeapRing::new(geometry(16, 2048));
         // SAFETY: this test's only producer and consumer of the ring.
-        let (mut tx, mut rx) = unsafe { (Producer::attach(ring.clone()).unwrap(), Consumer::attach(ring.clone()).unwrap()) };
+        let (mut tx, mut rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
         tx.send(&frame(100, 0)).unwrap();
         tx.send(&frame(3000, 1)).unwrap();
         corrupt(&ring);
@@ -1104,15 +1216,30 @@ mod tests {
     }
 
     fn set_desc(ring: &HeapRing, slot: usize, len: u16, flags: u16) {
-        ring.descs()[slot].0.store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+        ring.descs()[slot]
+            .0
+            .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
     }
 
     #[test]
     fn consumer_detects_each_kind_of_corruption() {
         let c = poisoned_consumer(|r| r.control().head.index.store(1000, Ordering::Release));
-        assert!(matches!(c, Corruption::Index { kind: IndexKind::Head, .. }));
+        assert!(matches!(
+            c,
+            Corruption::Index {
+                kind: IndexKind::Head,
+                ..
+            }
+        ));
         let c = poisoned_consumer(|r| set_desc(r, 0, 0, 0));
-        assert!(matches!(c, Corruption::Length { slot: 0, len: 0, .. }));
+        assert!(matches!(
+            c,
+            Corruption::Length {
+                slot: 0,
+                len: 0,
+                ..
+            }
+        ));
         let c = poisoned_consumer(|r| set_desc(r, 0, 4000, 0));
         assert!(matches!(c, Corruption::Length { len: 4000, .. }));
         let c = poisoned_consumer(|r| set_desc(r, 0, 100, 0x80));
@@ -1143,7 +1270,13 @@ mod tests {
         // Tail beyond head.
         ring.control().tail.index.store(17, Ordering::Release);
         let err = tx.send(b"x").unwrap_err();
-        assert!(matches!(err, SendError::Corrupt(Corruption::Index { kind: IndexKind::Tail, .. })));
+        assert!(matches!(
+            err,
+            SendError::Corrupt(Corruption::Index {
+                kind: IndexKind::Tail,
+                ..
+            })
+        ));
         ring.control().tail.index.store(16, Ordering::Release);
         assert_eq!(tx.send(b"x"), Err(err), "poison is sticky");
         assert_eq!(tx.stats().corruptions, 1);

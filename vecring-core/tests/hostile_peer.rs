@@ -1,0 +1,310 @@
+//! A hostile peer scribbles random and crafted values over every field it
+//! can write (indices, descriptors, slot data) while the honest side keeps
+//! calling the API. The region is mapped between inaccessible guard areas,
+//! so any access outside it would crash this test.
+#![cfg(not(loom))]
+
+mod common;
+
+use common::Watchdog;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vecring_core::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE};
+use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
+use vecring_core::{Consumer, Geometry, Producer, PushError, RecvError, RingStorage, SendError};
+
+const GUARD: usize = 1 << 20;
+
+/// Ring 0 of a region, mapped at a fresh address with PROT_NONE guard areas
+/// of 1 MiB on both sides.
+#[derive(Clone)]
+struct GuardedRing(Arc<GuardedMap>);
+
+struct GuardedMap {
+    reservation: *mut u8,
+    total: usize,
+    region: *mut u8,
+    geometry: Geometry,
+    _owner: Region,
+}
+
+// SAFETY: the mapping is process-wide and accessed atomically or through
+// the ring protocol.
+unsafe impl Send for GuardedMap {}
+// SAFETY: as above.
+unsafe impl Sync for GuardedMap {}
+
+impl Drop for GuardedMap {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the reservation made in `new`.
+        unsafe { libc::munmap(self.reservation.cast(), self.total) };
+    }
+}
+
+impl GuardedRing {
+    fn new(geometry: Geometry) -> Self {
+        let opts = RegionOptions {
+            hugepages: HugepagePolicy::Never,
+            numa_node: None,
+        };
+        let region = Region::create(geometry, 1, &opts).unwrap();
+        let len = region.size();
+        let total = len + 2 * GUARD;
+        // SAFETY: a fresh anonymous reservation, checked below.
+        let reservation = unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                total,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(reservation, libc::MAP_FAILED);
+        // SAFETY: MAP_FIXED replaces the middle of our own reservation.
+        let region_ptr = unsafe {
+            libc::mmap(
+                reservation.cast::<u8>().add(GUARD).cast(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                region.fd().as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(region_ptr, libc::MAP_FAILED);
+        GuardedRing(Arc::new(GuardedMap {
+            reservation: reservation.cast(),
+            total,
+            region: region_ptr.cast(),
+            geometry,
+            _owner: region,
+        }))
+    }
+
+    fn area(&self) -> *mut u8 {
+        let g = self.0.geometry;
+        // SAFETY: ring 0 lies inside the mapped region.
+        unsafe {
+            self.0
+                .region
+                .add(abi::ring_offset(0, g.slot_count(), g.slot_size()) as usize)
+        }
+    }
+}
+
+// SAFETY: pointers derived from the region's own layout functions, inside
+// a mapping kept alive by the Arc.
+unsafe impl RingStorage for GuardedRing {
+    fn control(&self) -> &RingControl {
+        // SAFETY: see impl.
+        unsafe { &*(self.area() as *const RingControl) }
+    }
+    fn descs(&self) -> &[SlotDesc] {
+        // SAFETY: see impl.
+        unsafe {
+            core::slice::from_raw_parts(
+                self.area().add(abi::DESC_OFFSET as usize) as *const SlotDesc,
+                self.0.geometry.slot_count() as usize,
+            )
+        }
+    }
+    fn data(&self) -> *mut u8 {
+        // SAFETY: see impl.
+        unsafe {
+            self.area()
+                .add(abi::data_offset(self.0.geometry.slot_count()) as usize)
+        }
+    }
+    fn geometry(&self) -> Geometry {
+        self.0.geometry
+    }
+}
+
+/// One scribble: a random or crafted value into a random peer-writable
+/// field.
+fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bool) {
+    let g = ring.geometry();
+    let crafted = [
+        0u64,
+        1,
+        u64::MAX,
+        u64::MAX / 2,
+        g.slot_count() as u64,
+        g.slot_count() as u64 + 1,
+        1 << 63,
+    ];
+    let value = |rng: &mut SmallRng| {
+        if rng.gen_bool(0.5) {
+            crafted[rng.gen_range(0..crafted.len())]
+        } else {
+            rng.gen()
+        }
+    };
+    match rng.gen_range(0..10) {
+        0 if hit_head => {
+            let cur = ring.control().head.index.load(Ordering::Relaxed);
+            let v = if rng.gen_bool(0.5) {
+                cur.wrapping_add(rng.gen_range(0..3 * g.slot_count() as u64))
+            } else {
+                value(rng)
+            };
+            ring.control().head.index.store(v, Ordering::Release)
+        }
+        1 if hit_tail => {
+            let cur = ring.control().tail.index.load(Ordering::Relaxed);
+            let v = if rng.gen_bool(0.7) {
+                cur.wrapping_add(rng.gen_range(0..g.slot_count() as u64 / 2))
+            } else {
+                value(rng)
+            };
+            ring.control().tail.index.store(v, Ordering::Release)
+        }
+        2..=6 => {
+            let slot = rng.gen_range(0..g.slot_count() as usize);
+            let len: u16 = match rng.gen_range(0..4) {
+                0 => g.slot_size() as u16,
+                1 => rng.gen_range(0..=g.slot_size() as u16 + 1),
+                _ => rng.gen(),
+            };
+            let flags: u16 = match rng.gen_range(0..3) {
+                0 => SLOT_FLAG_MORE,
+                1 => 0,
+                _ => rng.gen(),
+            };
+            ring.descs()[slot]
+                .0
+                .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+        }
+        _ => {
+            let at = rng.gen_range(0..(g.slot_count() * g.slot_size()) as usize);
+            // SAFETY: inside the data area.
+            unsafe { ring.data().add(at).write_volatile(rng.gen()) };
+        }
+    }
+}
+
+fn run_scribbler(
+    ring: GuardedRing,
+    stop: Arc<AtomicBool>,
+    head: bool,
+    tail: bool,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut rng = SmallRng::seed_from_u64(0x5eed);
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            scribble(&ring, &mut rng, head, tail);
+            n += 1;
+            if n % 4 == 0 {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+        n
+    })
+}
+
+fn reset(ring: &GuardedRing) {
+    ring.control().head.index.store(0, Ordering::Relaxed);
+    ring.control().tail.index.store(0, Ordering::Relaxed);
+}
+
+const RUN: Duration = Duration::from_secs(3);
+
+#[test]
+fn honest_consumer_survives_a_hostile_producer() {
+    let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(120));
+    let geometry = Geometry::new(128, 256).unwrap();
+    let ring = GuardedRing::new(geometry);
+    let stop = Arc::new(AtomicBool::new(false));
+    // The hostile side writes the producer's index and also our own tail.
+    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), true, true);
+    let (mut corruptions, mut frames, mut reattached) = (0u64, 0u64, 0u64);
+    let mut buf = vec![0u8; 9216];
+    let start = Instant::now();
+    while start.elapsed() < RUN {
+        // A new generation starts from clean indices, as the link does.
+        reset(&ring);
+        // SAFETY: the only consumer in this process.
+        let Ok(mut rx) = (unsafe { Consumer::attach(ring.clone()) }) else {
+            corruptions += 1;
+            continue;
+        };
+        reattached += 1;
+        for _ in 0..1000 {
+            match rx.recv(&mut buf) {
+                Ok(n) => {
+                    assert!((1..=9216).contains(&n));
+                    frames += 1;
+                }
+                Err(RecvError::Empty) => {}
+                Err(RecvError::BufferTooSmall { needed }) => {
+                    panic!("frame of {needed} > 9216 accepted")
+                }
+                Err(RecvError::Corrupt(_)) => {
+                    // Sticky: the same error again, without touching memory.
+                    assert!(matches!(rx.recv(&mut buf), Err(RecvError::Corrupt(_))));
+                    assert!(rx.read_chunk(8).is_err());
+                    corruptions += rx.stats().corruptions;
+                    break;
+                }
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let scribbles = scribbler.join().unwrap();
+    eprintln!(
+        "{scribbles} scribbles, {reattached} attaches, {frames} frames, {corruptions} corruptions"
+    );
+    assert!(
+        corruptions > 0,
+        "the scribbler never caused a detected corruption"
+    );
+}
+
+#[test]
+fn honest_producer_survives_a_hostile_consumer() {
+    let _watchdog = Watchdog::new("hostile consumer", Duration::from_secs(120));
+    let geometry = Geometry::new(128, 256).unwrap();
+    let ring = GuardedRing::new(geometry);
+    let stop = Arc::new(AtomicBool::new(false));
+    // The hostile side writes the consumer's index, descriptors and data.
+    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), false, true);
+    let (mut corruptions, mut sent) = (0u64, 0u64);
+    let frame = vec![0xabu8; 9216];
+    let start = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(7);
+    while start.elapsed() < RUN {
+        reset(&ring);
+        // SAFETY: the only producer in this process.
+        let Ok(mut tx) = (unsafe { Producer::attach(ring.clone()) }) else {
+            corruptions += 1;
+            continue;
+        };
+        for _ in 0..1000 {
+            let len = rng.gen_range(1..=9216);
+            match tx.send(&frame[..len]) {
+                Ok(()) => sent += 1,
+                Err(SendError::Push(PushError::Full)) => {}
+                Err(SendError::Push(e)) => panic!("{e}"),
+                Err(SendError::Corrupt(_)) => {
+                    assert!(tx.write_chunk(4).is_err());
+                    corruptions += 1;
+                    break;
+                }
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    scribbler.join().unwrap();
+    eprintln!("{sent} frames sent, {corruptions} corruptions");
+    assert!(
+        corruptions > 0,
+        "the scribbler never caused a detected corruption"
+    );
+}

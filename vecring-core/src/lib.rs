@@ -2,7 +2,10 @@
 //!
 //! This crate holds everything that is not DPDK: the shared-memory ABI
 //! ([`abi`]), the lock-free single-producer/single-consumer frame ring
-//! ([`ring`]), hugepage/NUMA-aware memory regions ([`memory`], [`numa`]).
+//! ([`ring`]), hugepage/NUMA-aware memory regions ([`memory`], [`numa`]),
+//! and the [`Link`]: two processes (a master, typically on the host, and a
+//! slave, typically in a container) that open the same link by name and
+//! exchange frames, following each other through exits and restarts.
 //!
 //! A ring moves frames of 1 to 9216 bytes; a frame larger than a slot
 //! continues in the following slots. Each side caches the other's index and
@@ -45,15 +48,24 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+#[cfg(not(loom))]
+mod control;
 pub mod geometry;
 #[cfg(not(loom))]
+pub mod handshake;
+#[cfg(not(loom))]
+pub mod link;
+#[cfg(not(loom))]
 pub mod memory;
+pub mod name;
 #[cfg(not(loom))]
 pub mod numa;
 pub mod ring;
 mod sync;
 
 pub use geometry::{Geometry, GeometryError};
+#[cfg(not(loom))]
+pub use link::{Link, LinkBuilder, LinkCounters, LinkError, LinkState, Receiver, Role, Sender};
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{

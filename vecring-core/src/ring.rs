@@ -131,6 +131,9 @@ pub enum SendError {
     /// The peer corrupted the ring.
     #[error("ring corrupted by peer: {0}")]
     Corrupt(#[from] Corruption),
+    /// The link has no peer (only from [`crate::Sender`]).
+    #[error("link is down")]
+    LinkDown,
 }
 
 /// Why a frame could not be received.
@@ -148,6 +151,9 @@ pub enum RecvError {
     /// The peer corrupted the ring.
     #[error("ring corrupted by peer: {0}")]
     Corrupt(#[from] Corruption),
+    /// The link has no peer (only from [`crate::Receiver`]).
+    #[error("link is down")]
+    LinkDown,
 }
 
 /// Counters kept by one endpoint (local, not shared).
@@ -312,6 +318,30 @@ impl<S: RingStorage> Producer<S> {
             free = cap - self.head.wrapping_sub(self.cached_tail);
         }
         Ok(free)
+    }
+
+    /// Frames published and not yet released by the consumer, counted from
+    /// our own descriptors with a walk bounded by the ring size (used to
+    /// account for frames lost when a link generation ends).
+    pub fn unread_frames(&self) -> u64 {
+        // Acquire: pairs with the consumer's Release store of `tail`.
+        let tail = self.storage.control().tail.index.load(Ordering::Acquire);
+        let outstanding = self.head.wrapping_sub(tail);
+        let since_cached = tail.wrapping_sub(self.cached_tail);
+        let tail = if outstanding <= u64::from(self.shape.slot_count)
+            && since_cached <= self.head.wrapping_sub(self.cached_tail)
+        {
+            tail
+        } else {
+            self.cached_tail
+        };
+        let descs = self.storage.descs();
+        (0..self.head.wrapping_sub(tail))
+            .filter(|&k| {
+                let word = descs[self.shape.slot(tail.wrapping_add(k))].0.load(Ordering::Relaxed);
+                SlotDesc::unpack(word).1 & SLOT_FLAG_MORE == 0
+            })
+            .count() as u64
     }
 
     /// Reserves up to `max_slots` free slots for writing frames in place.

@@ -1,0 +1,432 @@
+//! The master/slave handshake over a Unix `SOCK_SEQPACKET` socket at
+//! `<run-dir>/<domain>/<link>.sock`.
+//!
+//! ```text
+//!  slave                                   master
+//!    | connect ----------------------------> | accept, SO_PEERCRED check,
+//!    |                                       | one-slave check, new region
+//!    | <------------- HELLO + memfd (SCM_RIGHTS) or REJECT(reason)
+//!    | check message, seals, size, header    |
+//!    | ACK(generation) or NACK(reason) ----> |
+//!    |          ... link up ...              |
+//!    | EOF either way = link down            |
+//! ```
+//!
+//! Every message is one [`MSG_LEN`]-byte datagram of little-endian fields;
+//! a message of another size, magic or kind is a protocol error. The socket
+//! stays open while the link is up: the kernel closes it when a peer dies,
+//! however it dies, and the survivor sees EOF.
+
+use crate::abi;
+use crate::geometry::Geometry;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Duration;
+
+/// Bytes in every handshake message.
+pub const MSG_LEN: usize = 256;
+const MSG_MAGIC: u32 = u32::from_le_bytes(*b"VRHS");
+const TEXT_AT: usize = 64;
+const TEXT_LEN: usize = MSG_LEN - TEXT_AT;
+
+/// What a message says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Kind {
+    /// Master → slave, with the region's fd.
+    Hello = 1,
+    /// Master → slave: refused, with a reason.
+    Reject = 2,
+    /// Slave → master: region accepted.
+    Ack = 3,
+    /// Slave → master: region refused, with a reason.
+    Nack = 4,
+}
+
+/// A decoded handshake message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Msg {
+    /// Message kind.
+    pub kind: Kind,
+    /// Sender's major ABI version.
+    pub version_major: u16,
+    /// Sender's minor ABI version.
+    pub version_minor: u16,
+    /// Feature bits.
+    pub features: u64,
+    /// Link generation the message is about.
+    pub generation: u64,
+    /// Slots per ring (Hello).
+    pub slot_count: u32,
+    /// Bytes per slot (Hello).
+    pub slot_size: u32,
+    /// Largest frame (Hello).
+    pub max_frame_len: u32,
+    /// Region size in bytes (Hello).
+    pub region_size: u64,
+    /// Reason (Reject, Nack), at most 192 bytes of UTF-8.
+    pub text: String,
+}
+
+impl Msg {
+    /// A message of `kind` about `generation` with no geometry.
+    pub fn new(kind: Kind, generation: u64) -> Self {
+        Msg {
+            kind,
+            version_major: abi::VERSION_MAJOR,
+            version_minor: abi::VERSION_MINOR,
+            features: 0,
+            generation,
+            slot_count: 0,
+            slot_size: 0,
+            max_frame_len: 0,
+            region_size: 0,
+            text: String::new(),
+        }
+    }
+
+    /// A Hello announcing a region.
+    pub fn hello(geometry: Geometry, region_size: u64, generation: u64) -> Self {
+        Msg {
+            slot_count: geometry.slot_count(),
+            slot_size: geometry.slot_size(),
+            max_frame_len: geometry.max_frame_len(),
+            region_size,
+            ..Msg::new(Kind::Hello, generation)
+        }
+    }
+
+    /// A Reject or Nack with a reason.
+    pub fn refusal(kind: Kind, generation: u64, reason: &str) -> Self {
+        Msg { text: reason.to_string(), ..Msg::new(kind, generation) }
+    }
+
+    /// Encodes the message.
+    pub fn encode(&self) -> [u8; MSG_LEN] {
+        let mut b = [0u8; MSG_LEN];
+        b[0..4].copy_from_slice(&MSG_MAGIC.to_le_bytes());
+        b[4..8].copy_from_slice(&(self.kind as u32).to_le_bytes());
+        b[8..10].copy_from_slice(&self.version_major.to_le_bytes());
+        b[10..12].copy_from_slice(&self.version_minor.to_le_bytes());
+        b[16..24].copy_from_slice(&self.features.to_le_bytes());
+        b[24..32].copy_from_slice(&self.generation.to_le_bytes());
+        b[32..36].copy_from_slice(&self.slot_count.to_le_bytes());
+        b[36..40].copy_from_slice(&self.slot_size.to_le_bytes());
+        b[40..44].copy_from_slice(&self.max_frame_len.to_le_bytes());
+        b[48..56].copy_from_slice(&self.region_size.to_le_bytes());
+        let mut text = self.text.as_bytes();
+        if text.len() > TEXT_LEN {
+            let mut end = TEXT_LEN;
+            while !self.text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text = &text[..end];
+        }
+        b[TEXT_AT..TEXT_AT + text.len()].copy_from_slice(text);
+        b
+    }
+
+    /// Decodes a received datagram.
+    ///
+    /// # Errors
+    /// A description of what is malformed.
+    pub fn decode(b: &[u8]) -> Result<Self, String> {
+        if b.len() != MSG_LEN {
+            return Err(format!("handshake message of {} bytes, expected {MSG_LEN}", b.len()));
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        if u32_at(0) != MSG_MAGIC {
+            return Err(format!("handshake magic {:#x}, expected {MSG_MAGIC:#x}", u32_at(0)));
+        }
+        let kind = match u32_at(4) {
+            1 => Kind::Hello,
+            2 => Kind::Reject,
+            3 => Kind::Ack,
+            4 => Kind::Nack,
+            k => return Err(format!("unknown handshake message kind {k}")),
+        };
+        let text = &b[TEXT_AT..];
+        let end = text.iter().position(|&c| c == 0).unwrap_or(TEXT_LEN);
+        Ok(Msg {
+            kind,
+            version_major: u16_at(8),
+            version_minor: u16_at(10),
+            features: u64_at(16),
+            generation: u64_at(24),
+            slot_count: u32_at(32),
+            slot_size: u32_at(36),
+            max_frame_len: u32_at(40),
+            region_size: u64_at(48),
+            text: String::from_utf8_lossy(&text[..end]).escape_debug().to_string(),
+        })
+    }
+}
+
+fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: an all-zero sockaddr_un is valid.
+    let mut addr: libc::sockaddr_un = unsafe { core::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("socket path {} is {} bytes; Unix sockets allow {}", path.display(), bytes.len(), addr.sun_path.len() - 1),
+        ));
+    }
+    for (dst, &src) in addr.sun_path.iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    let len = core::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    Ok((addr, len as libc::socklen_t))
+}
+
+fn seqpacket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket creation; the result is checked.
+    let fd = cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds and listens on `path`.
+///
+/// # Errors
+/// The system error.
+pub fn listen(path: &Path) -> io::Result<OwnedFd> {
+    let (addr, len) = sockaddr(path)?;
+    let fd = seqpacket()?;
+    // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) })?;
+    // SAFETY: listen on our bound socket.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) })?;
+    Ok(fd)
+}
+
+/// Connects to `path`.
+///
+/// # Errors
+/// The system error (`ENOENT`/`ECONNREFUSED` when no master listens).
+pub fn connect(path: &Path) -> io::Result<OwnedFd> {
+    let (addr, len) = sockaddr(path)?;
+    let fd = seqpacket()?;
+    // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
+    cvt(unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) })?;
+    Ok(fd)
+}
+
+/// Accepts one connection.
+///
+/// # Errors
+/// The system error.
+pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: accept4 with null address arguments; the result is checked.
+    let fd = cvt(unsafe {
+        libc::accept4(listener.as_raw_fd(), core::ptr::null_mut(), core::ptr::null_mut(), libc::SOCK_CLOEXEC)
+    })?;
+    // SAFETY: `fd` is a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The peer's credentials (pid, uid, gid) as seen in our namespaces.
+///
+/// # Errors
+/// The system error.
+pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
+    // SAFETY: zeroed ucred is a valid out-parameter.
+    let mut cred: libc::ucred = unsafe { core::mem::zeroed() };
+    let mut len = core::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    cvt(unsafe {
+        libc::getsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(cred)
+}
+
+/// Sends `msg`, with `fd` attached when given.
+///
+/// # Errors
+/// The system error (`EPIPE` if the peer is gone; never a signal).
+pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
+    let bytes = msg.encode();
+    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+    // Room for one SCM_RIGHTS descriptor, u64-aligned.
+    let mut cmsg_buf = [0u64; 4];
+    // SAFETY: an all-zero msghdr is valid.
+    let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    if let Some(fd) = fd {
+        // SAFETY: CMSG_SPACE is a pure size computation.
+        let space = unsafe { libc::CMSG_SPACE(core::mem::size_of::<RawFd>() as u32) } as usize;
+        debug_assert!(space <= core::mem::size_of_val(&cmsg_buf));
+        hdr.msg_control = cmsg_buf.as_mut_ptr().cast();
+        hdr.msg_controllen = space;
+        // SAFETY: msg_control points to `space` writable, aligned bytes, so
+        // the first header and its data fit.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&hdr);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(core::mem::size_of::<RawFd>() as u32) as usize;
+            core::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+        }
+    }
+    // SAFETY: `hdr` points to live buffers; MSG_NOSIGNAL avoids SIGPIPE.
+    let n = unsafe { libc::sendmsg(conn.as_raw_fd(), &hdr, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != MSG_LEN {
+        return Err(io::Error::new(io::ErrorKind::WriteZero, "short handshake send"));
+    }
+    Ok(())
+}
+
+/// Waits until `fd` is readable (or hung up) for at most `timeout`.
+/// Returns false on timeout.
+///
+/// # Errors
+/// The system error.
+pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    loop {
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut p, 1, ms) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        return Ok(rc > 0);
+    }
+}
+
+/// Receives one message, and the descriptor attached to it if any, within
+/// `timeout`. Extra descriptors are closed; a truncated or malformed
+/// datagram is an error.
+///
+/// # Errors
+/// `TimedOut`, `UnexpectedEof` when the peer closed, `InvalidData` for a
+/// malformed message, or the system error.
+pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedFd>)> {
+    if !wait_readable(conn, timeout)? {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "peer did not answer the handshake in time"));
+    }
+    let mut bytes = [0u8; MSG_LEN + 1];
+    let mut iov = libc::iovec { iov_base: bytes.as_mut_ptr().cast(), iov_len: bytes.len() };
+    let mut cmsg_buf = [0u64; 16];
+    // SAFETY: an all-zero msghdr is valid.
+    let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cmsg_buf.as_mut_ptr().cast();
+    hdr.msg_controllen = core::mem::size_of_val(&cmsg_buf);
+    // SAFETY: buffers outlive the call; MSG_CMSG_CLOEXEC marks received fds.
+    let n = unsafe { libc::recvmsg(conn.as_raw_fd(), &mut hdr, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Take ownership of every received descriptor first, so none leaks
+    // whatever happens next.
+    let mut fds = Vec::new();
+    // SAFETY: walking the control buffer the kernel filled, within
+    // msg_controllen, with the CMSG_* helpers.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c).cast::<RawFd>();
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / core::mem::size_of::<RawFd>();
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&hdr, c);
+        }
+    }
+    if n == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "peer closed the connection"));
+    }
+    if hdr.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "oversized handshake message"));
+    }
+    let msg = Msg::decode(&bytes[..n as usize]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if fds.len() > 1 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} descriptors attached, expected at most one", fds.len())));
+    }
+    Ok((msg, fds.pop()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let g = Geometry::new(512, 4096).unwrap();
+        let hello = Msg::hello(g, 6 << 20, 42);
+        assert_eq!(Msg::decode(&hello.encode()).unwrap(), hello);
+        let nack = Msg::refusal(Kind::Nack, 3, "region slot count mismatch: ours 1024, theirs 512");
+        assert_eq!(Msg::decode(&nack.encode()).unwrap(), nack);
+    }
+
+    #[test]
+    fn long_reasons_are_cut_at_a_char_boundary() {
+        let reason = "é".repeat(200);
+        let msg = Msg::decode(&Msg::refusal(Kind::Reject, 0, &reason).encode()).unwrap();
+        assert_eq!(msg.text.chars().count(), TEXT_LEN / 2);
+    }
+
+    #[test]
+    fn malformed_messages_are_refused() {
+        assert!(Msg::decode(&[0u8; 10]).unwrap_err().contains("10 bytes"));
+        let mut b = Msg::new(Kind::Ack, 1).encode();
+        b[0] = b'X';
+        assert!(Msg::decode(&b).unwrap_err().contains("magic"));
+        let mut b = Msg::new(Kind::Ack, 1).encode();
+        b[4] = 99;
+        assert!(Msg::decode(&b).unwrap_err().contains("kind 99"));
+    }
+
+    #[test]
+    fn fd_passing_over_a_socket_pair() {
+        let dir = std::env::temp_dir().join(format!("vecring-hs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("l.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = listen(&path).unwrap();
+        let client = connect(&path).unwrap();
+        let server = accept(&listener).unwrap();
+        let cred = peer_credentials(&server).unwrap();
+        assert_eq!(cred.pid as u32, std::process::id());
+        let msg = Msg::new(Kind::Ack, 9);
+        send(&server, &msg, Some(client.as_raw_fd())).unwrap();
+        let (got, fd) = recv(&client, Duration::from_secs(1)).unwrap();
+        assert_eq!(got, msg);
+        assert!(fd.is_some());
+        drop(server);
+        let err = recv(&client, Duration::from_secs(1)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -42,11 +42,16 @@ pub(crate) struct MasterClaim {
 }
 
 fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> LinkError + 'p {
-    move |source| LinkError::Io { what, path: path.to_path_buf(), source }
+    move |source| LinkError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn chown(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `c` is a valid C string for the duration of the call.
     if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 {
         return Err(io::Error::last_os_error());
@@ -56,26 +61,45 @@ fn chown(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
 
 /// Creates the domain directory, takes the link's lock (refusing if a live
 /// master holds it), replaces a stale socket and listens.
-pub(crate) fn claim_master(config: &Config, owner: Option<(u32, u32)>, socket_mode: u32) -> Result<MasterClaim, LinkError> {
+pub(crate) fn claim_master(
+    config: &Config,
+    owner: Option<(u32, u32)>,
+    socket_mode: u32,
+) -> Result<MasterClaim, LinkError> {
     // Directory: owner rwx, plus the socket mode's read bits turned into
     // search permission for group/others who may connect.
     let dir_mode = 0o700 | (socket_mode & 0o066) | ((socket_mode & 0o044) >> 2);
     if let Some(parent) = config.dir.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o755).create(parent).map_err(io_err("creating", parent))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(io_err("creating", parent))?;
     }
-    match std::fs::DirBuilder::new().mode(dir_mode).create(&config.dir) {
+    match std::fs::DirBuilder::new()
+        .mode(dir_mode)
+        .create(&config.dir)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io_err("creating", &config.dir)(e)),
     }
-    std::fs::set_permissions(&config.dir, std::fs::Permissions::from_mode(dir_mode)).map_err(io_err("setting the mode of", &config.dir))?;
+    std::fs::set_permissions(&config.dir, std::fs::Permissions::from_mode(dir_mode))
+        .map_err(io_err("setting the mode of", &config.dir))?;
     if let Some((uid, gid)) = owner {
         chown(&config.dir, uid, gid).map_err(io_err("changing the owner of", &config.dir))?;
     }
 
-    let lock_c = CString::new(config.lock.as_os_str().as_bytes()).map_err(|_| io_err("opening", &config.lock)(io::ErrorKind::InvalidInput.into()))?;
+    let lock_c = CString::new(config.lock.as_os_str().as_bytes())
+        .map_err(|_| io_err("opening", &config.lock)(io::ErrorKind::InvalidInput.into()))?;
     // SAFETY: `lock_c` is a valid C string; the result is checked.
-    let fd = unsafe { libc::open(lock_c.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600) };
+    let fd = unsafe {
+        libc::open(
+            lock_c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
     if fd < 0 {
         return Err(io_err("opening", &config.lock)(io::Error::last_os_error()));
     }
@@ -87,7 +111,9 @@ pub(crate) fn claim_master(config: &Config, owner: Option<(u32, u32)>, socket_mo
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(LinkError::MasterExists { path: config.lock.clone() });
+            return Err(LinkError::MasterExists {
+                path: config.lock.clone(),
+            });
         }
         return Err(io_err("locking", &config.lock)(e));
     }
@@ -97,7 +123,8 @@ pub(crate) fn claim_master(config: &Config, owner: Option<(u32, u32)>, socket_mo
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("removing stale socket", &config.socket)(e)),
     }
-    let listener = handshake::listen(&config.socket).map_err(io_err("listening on", &config.socket))?;
+    let listener =
+        handshake::listen(&config.socket).map_err(io_err("listening on", &config.socket))?;
     std::fs::set_permissions(&config.socket, std::fs::Permissions::from_mode(socket_mode))
         .map_err(io_err("setting the mode of", &config.socket))?;
     if let Some((uid, gid)) = owner {
@@ -106,7 +133,11 @@ pub(crate) fn claim_master(config: &Config, owner: Option<(u32, u32)>, socket_mo
     Ok(MasterClaim {
         _lock: lock,
         listener,
-        files: MasterFiles { socket: config.socket.clone(), lock: config.lock.clone(), dir: config.dir.clone() },
+        files: MasterFiles {
+            socket: config.socket.clone(),
+            lock: config.lock.clone(),
+            dir: config.dir.clone(),
+        },
     })
 }
 
@@ -123,8 +154,16 @@ enum Wake {
 fn wait(shared: &LinkShared, fds: &[&OwnedFd], timeout: Option<Duration>) -> Wake {
     let mut set: Vec<libc::pollfd> = fds
         .iter()
-        .map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
-        .chain(std::iter::once(libc::pollfd { fd: shared.wake.as_raw_fd(), events: libc::POLLIN, revents: 0 }))
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .chain(std::iter::once(libc::pollfd {
+            fd: shared.wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }))
         .collect();
     let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
     // SAFETY: `set` holds `set.len()` valid pollfds.
@@ -140,7 +179,10 @@ fn wait(shared: &LinkShared, fds: &[&OwnedFd], timeout: Option<Duration>) -> Wak
         unsafe { libc::read(shared.wake.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
         return Wake::Poked;
     }
-    set[..wake].iter().position(|p| p.revents != 0).map_or(Wake::Timeout, Wake::Ready)
+    set[..wake]
+        .iter()
+        .position(|p| p.revents != 0)
+        .map_or(Wake::Timeout, Wake::Ready)
 }
 
 fn stopping(shared: &LinkShared) -> bool {
@@ -153,12 +195,20 @@ fn corrupt(shared: &LinkShared, generation: u64) -> bool {
     shared.corrupt_generation.load(Ordering::Relaxed) == generation
 }
 
-pub(crate) fn spawn_master(shared: Arc<LinkShared>, config: Config, claim: MasterClaim) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name("vecring-master".into()).spawn(move || master_loop(&shared, &config, claim))
+pub(crate) fn spawn_master(
+    shared: Arc<LinkShared>,
+    config: Config,
+    claim: MasterClaim,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("vecring-master".into())
+        .spawn(move || master_loop(&shared, &config, claim))
 }
 
 pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name("vecring-slave".into()).spawn(move || slave_loop(&shared, &config))
+    std::thread::Builder::new()
+        .name("vecring-slave".into())
+        .spawn(move || slave_loop(&shared, &config))
 }
 
 /// The master's loop: accept a slave, hand it a fresh region, watch the
@@ -174,7 +224,9 @@ fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
         };
         match wait(shared, &fds, None) {
             Wake::Ready(0) => {
-                let Ok(new) = handshake::accept(&claim.listener) else { continue };
+                let Ok(new) = handshake::accept(&claim.listener) else {
+                    continue;
+                };
                 if conn.is_some() {
                     refuse(shared, &new, "the link already has a slave");
                     continue;
@@ -193,8 +245,14 @@ fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
                         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                             log::info!("vecring: {}: slave of generation {g} left", shared.label)
                         }
-                        Err(e) => log::warn!("vecring: {}: slave of generation {g}: {e}", shared.label),
-                        Ok((m, _)) => log::warn!("vecring: {}: unexpected {:?} from slave; disconnecting", shared.label, m.kind),
+                        Err(e) => {
+                            log::warn!("vecring: {}: slave of generation {g}: {e}", shared.label)
+                        }
+                        Ok((m, _)) => log::warn!(
+                            "vecring: {}: unexpected {:?} from slave; disconnecting",
+                            shared.label,
+                            m.kind
+                        ),
                     }
                     shared.set_session(None);
                 }
@@ -202,7 +260,10 @@ fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
             Wake::Poked | Wake::Timeout => {
                 if let Some((_, g)) = &conn {
                     if corrupt(shared, *g) {
-                        shared.counters.peer_corruptions.fetch_add(1, Ordering::Relaxed);
+                        shared
+                            .counters
+                            .peer_corruptions
+                            .fetch_add(1, Ordering::Relaxed);
                         conn = None;
                         shared.set_session(None);
                     }
@@ -216,17 +277,29 @@ fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
 }
 
 fn refuse(shared: &LinkShared, conn: &OwnedFd, reason: &str) {
-    shared.counters.rejected_peers.fetch_add(1, Ordering::Relaxed);
+    shared
+        .counters
+        .rejected_peers
+        .fetch_add(1, Ordering::Relaxed);
     let who = handshake::peer_credentials(conn)
         .map(|c| format!("pid {} uid {} gid {}", c.pid, c.uid, c.gid))
         .unwrap_or_else(|_| "unknown peer".into());
-    log::warn!("vecring: {}: refusing slave ({who}): {reason}", shared.label);
+    log::warn!(
+        "vecring: {}: refusing slave ({who}): {reason}",
+        shared.label
+    );
     let _ = handshake::send(conn, &Msg::refusal(Kind::Reject, 0, reason), None);
 }
 
 /// Checks a new slave, creates the region for `generation`, sends it and
 /// waits for the slave's verdict.
-fn offer(shared: &LinkShared, config: &Config, conn: &OwnedFd, geometry: Geometry, generation: u64) -> Option<Arc<Session>> {
+fn offer(
+    shared: &LinkShared,
+    config: &Config,
+    conn: &OwnedFd,
+    geometry: Geometry,
+    generation: u64,
+) -> Option<Arc<Session>> {
     let cred = match handshake::peer_credentials(conn) {
         Ok(c) => c,
         Err(e) => {
@@ -235,21 +308,38 @@ fn offer(shared: &LinkShared, config: &Config, conn: &OwnedFd, geometry: Geometr
         }
     };
     if !config.allowed_uids.is_empty() && !config.allowed_uids.contains(&cred.uid) {
-        refuse(shared, conn, &format!("uid {} is not allowed to attach (allowed: {:?})", cred.uid, config.allowed_uids));
+        refuse(
+            shared,
+            conn,
+            &format!(
+                "uid {} is not allowed to attach (allowed: {:?})",
+                cred.uid, config.allowed_uids
+            ),
+        );
         return None;
     }
-    let opts = RegionOptions { hugepages: config.hugepages, numa_node: config.numa_node };
+    let opts = RegionOptions {
+        hugepages: config.hugepages,
+        numa_node: config.numa_node,
+    };
     let region = match Region::create(geometry, generation, &opts) {
         Ok(r) => Arc::new(r),
         Err(e) => {
             log::error!("vecring: {}: cannot create link memory: {e}", shared.label);
-            refuse(shared, conn, &format!("master cannot create link memory: {e}"));
+            refuse(
+                shared,
+                conn,
+                &format!("master cannot create link memory: {e}"),
+            );
             return None;
         }
     };
     let hello = Msg::hello(geometry, region.size() as u64, generation);
     if let Err(e) = handshake::send(conn, &hello, Some(region.fd().as_raw_fd())) {
-        log::warn!("vecring: {}: slave vanished during handshake: {e}", shared.label);
+        log::warn!(
+            "vecring: {}: slave vanished during handshake: {e}",
+            shared.label
+        );
         return None;
     }
     match handshake::recv(conn, config.handshake_timeout) {
@@ -261,22 +351,43 @@ fn offer(shared: &LinkShared, config: &Config, conn: &OwnedFd, geometry: Geometr
                 cred.uid,
                 cred.gid,
                 region.size() >> 20,
-                if region.hugepages() { "hugepages" } else { "4 KiB pages" }
+                if region.hugepages() {
+                    "hugepages"
+                } else {
+                    "4 KiB pages"
+                }
             );
             Some(Arc::new(Session { region, generation }))
         }
         Ok((m, _)) if m.kind == Kind::Nack => {
-            shared.counters.rejected_peers.fetch_add(1, Ordering::Relaxed);
-            log::error!("vecring: {}: slave refused our region: {}", shared.label, m.text);
+            shared
+                .counters
+                .rejected_peers
+                .fetch_add(1, Ordering::Relaxed);
+            log::error!(
+                "vecring: {}: slave refused our region: {}",
+                shared.label,
+                m.text
+            );
             None
         }
         Ok((m, _)) => {
-            refuse(shared, conn, &format!("unexpected {:?} for generation {}", m.kind, m.generation));
+            refuse(
+                shared,
+                conn,
+                &format!("unexpected {:?} for generation {}", m.kind, m.generation),
+            );
             None
         }
         Err(e) => {
-            shared.counters.rejected_peers.fetch_add(1, Ordering::Relaxed);
-            log::warn!("vecring: {}: handshake with slave failed: {e}", shared.label);
+            shared
+                .counters
+                .rejected_peers
+                .fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "vecring: {}: handshake with slave failed: {e}",
+                shared.label
+            );
             None
         }
     }
@@ -300,10 +411,21 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
         let conn = match handshake::connect(&config.socket) {
             Ok(c) => c,
             Err(e) => {
-                if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ECONNREFUSED)) {
-                    log::debug!("vecring: {}: waiting for master at {}", shared.label, config.socket.display());
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
+                ) {
+                    log::debug!(
+                        "vecring: {}: waiting for master at {}",
+                        shared.label,
+                        config.socket.display()
+                    );
                 } else {
-                    complain(&mut last_complaint, format!("cannot connect to {}: {e}", config.socket.display()), None);
+                    complain(
+                        &mut last_complaint,
+                        format!("cannot connect to {}: {e}", config.socket.display()),
+                        None,
+                    );
                 }
                 wait(shared, &[], Some(config.retry_interval));
                 continue;
@@ -317,12 +439,18 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
                 loop {
                     match wait(shared, &[&conn], None) {
                         Wake::Ready(_) => {
-                            log::info!("vecring: {}: master closed generation {generation}", shared.label);
+                            log::info!(
+                                "vecring: {}: master closed generation {generation}",
+                                shared.label
+                            );
                             break;
                         }
                         _ if stopping(shared) => break,
                         _ if corrupt(shared, generation) => {
-                            shared.counters.peer_corruptions.fetch_add(1, Ordering::Relaxed);
+                            shared
+                                .counters
+                                .peer_corruptions
+                                .fetch_add(1, Ordering::Relaxed);
                             break;
                         }
                         _ => {}
@@ -332,7 +460,10 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
                 shared.set_session(None);
             }
             Err((msg, failure)) => {
-                shared.counters.rejected_peers.fetch_add(1, Ordering::Relaxed);
+                shared
+                    .counters
+                    .rejected_peers
+                    .fetch_add(1, Ordering::Relaxed);
                 complain(&mut last_complaint, msg, Some(failure));
                 // Back off longer after a refusal: retrying at once would
                 // only be refused again.
@@ -353,7 +484,10 @@ fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Fail
         (format!("refusing the master's region: {reason}"), failure)
     };
     match (msg.kind, fd) {
-        (Kind::Reject, _) => Err((format!("master refused us: {}", msg.text), Failure::Refused(msg.text))),
+        (Kind::Reject, _) => Err((
+            format!("master refused us: {}", msg.text),
+            Failure::Refused(msg.text),
+        )),
         (Kind::Hello, Some(fd)) => {
             if msg.version_major != abi::VERSION_MAJOR {
                 let e = crate::memory::AttachError::Mismatch {
@@ -363,14 +497,22 @@ fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Fail
                 };
                 return Err(nack(msg.generation, e.to_string(), Failure::Attach(e)));
             }
-            let expect = Expectation { geometry: config.geometry, generation: Some(msg.generation) };
+            let expect = Expectation {
+                geometry: config.geometry,
+                generation: Some(msg.generation),
+            };
             match Region::attach(fd, &expect) {
                 Ok(region) => {
-                    if let Err(e) = handshake::send(conn, &Msg::new(Kind::Ack, msg.generation), None) {
+                    if let Err(e) =
+                        handshake::send(conn, &Msg::new(Kind::Ack, msg.generation), None)
+                    {
                         let m = format!("master vanished during handshake: {e}");
                         return Err((m.clone(), Failure::Protocol(m)));
                     }
-                    Ok(Arc::new(Session { region: Arc::new(region), generation: msg.generation }))
+                    Ok(Arc::new(Session {
+                        region: Arc::new(region),
+                        generation: msg.generation,
+                    }))
                 }
                 Err(e) => Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
             }

@@ -100,7 +100,10 @@ impl Msg {
 
     /// A Reject or Nack with a reason.
     pub fn refusal(kind: Kind, generation: u64, reason: &str) -> Self {
-        Msg { text: reason.to_string(), ..Msg::new(kind, generation) }
+        Msg {
+            text: reason.to_string(),
+            ..Msg::new(kind, generation)
+        }
     }
 
     /// Encodes the message.
@@ -134,13 +137,19 @@ impl Msg {
     /// A description of what is malformed.
     pub fn decode(b: &[u8]) -> Result<Self, String> {
         if b.len() != MSG_LEN {
-            return Err(format!("handshake message of {} bytes, expected {MSG_LEN}", b.len()));
+            return Err(format!(
+                "handshake message of {} bytes, expected {MSG_LEN}",
+                b.len()
+            ));
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or_default());
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or_default());
         if u32_at(0) != MSG_MAGIC {
-            return Err(format!("handshake magic {:#x}, expected {MSG_MAGIC:#x}", u32_at(0)));
+            return Err(format!(
+                "handshake magic {:#x}, expected {MSG_MAGIC:#x}",
+                u32_at(0)
+            ));
         }
         let kind = match u32_at(4) {
             1 => Kind::Hello,
@@ -161,7 +170,9 @@ impl Msg {
             slot_size: u32_at(36),
             max_frame_len: u32_at(40),
             region_size: u64_at(48),
-            text: String::from_utf8_lossy(&text[..end]).escape_debug().to_string(),
+            text: String::from_utf8_lossy(&text[..end])
+                .escape_debug()
+                .to_string(),
         })
     }
 }
@@ -182,7 +193,12 @@ fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
     if bytes.len() >= addr.sun_path.len() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("socket path {} is {} bytes; Unix sockets allow {}", path.display(), bytes.len(), addr.sun_path.len() - 1),
+            format!(
+                "socket path {} is {} bytes; Unix sockets allow {}",
+                path.display(),
+                bytes.len(),
+                addr.sun_path.len() - 1
+            ),
         ));
     }
     for (dst, &src) in addr.sun_path.iter_mut().zip(bytes) {
@@ -194,7 +210,8 @@ fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
 
 fn seqpacket() -> io::Result<OwnedFd> {
     // SAFETY: plain socket creation; the result is checked.
-    let fd = cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
     // SAFETY: `fd` is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -207,7 +224,13 @@ pub fn listen(path: &Path) -> io::Result<OwnedFd> {
     let (addr, len) = sockaddr(path)?;
     let fd = seqpacket()?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
-    cvt(unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) })?;
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    })?;
     // SAFETY: listen on our bound socket.
     cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) })?;
     Ok(fd)
@@ -221,7 +244,13 @@ pub fn connect(path: &Path) -> io::Result<OwnedFd> {
     let (addr, len) = sockaddr(path)?;
     let fd = seqpacket()?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
-    cvt(unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) })?;
+    cvt(unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    })?;
     Ok(fd)
 }
 
@@ -232,7 +261,12 @@ pub fn connect(path: &Path) -> io::Result<OwnedFd> {
 pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: accept4 with null address arguments; the result is checked.
     let fd = cvt(unsafe {
-        libc::accept4(listener.as_raw_fd(), core::ptr::null_mut(), core::ptr::null_mut(), libc::SOCK_CLOEXEC)
+        libc::accept4(
+            listener.as_raw_fd(),
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            libc::SOCK_CLOEXEC,
+        )
     })?;
     // SAFETY: `fd` is a fresh descriptor we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -265,7 +299,10 @@ pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
 /// The system error (`EPIPE` if the peer is gone; never a signal).
 pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
     let bytes = msg.encode();
-    let mut iov = libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
     // Room for one SCM_RIGHTS descriptor, u64-aligned.
     let mut cmsg_buf = [0u64; 4];
     // SAFETY: an all-zero msghdr is valid.
@@ -294,7 +331,10 @@ pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     if n as usize != MSG_LEN {
-        return Err(io::Error::new(io::ErrorKind::WriteZero, "short handshake send"));
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "short handshake send",
+        ));
     }
     Ok(())
 }
@@ -305,7 +345,11 @@ pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
 /// # Errors
 /// The system error.
 pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     loop {
         // SAFETY: one valid pollfd.
@@ -330,10 +374,16 @@ pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
 /// malformed message, or the system error.
 pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedFd>)> {
     if !wait_readable(conn, timeout)? {
-        return Err(io::Error::new(io::ErrorKind::TimedOut, "peer did not answer the handshake in time"));
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "peer did not answer the handshake in time",
+        ));
     }
     let mut bytes = [0u8; MSG_LEN + 1];
-    let mut iov = libc::iovec { iov_base: bytes.as_mut_ptr().cast(), iov_len: bytes.len() };
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_mut_ptr().cast(),
+        iov_len: bytes.len(),
+    };
     let mut cmsg_buf = [0u64; 16];
     // SAFETY: an all-zero msghdr is valid.
     let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
@@ -342,7 +392,13 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedF
     hdr.msg_control = cmsg_buf.as_mut_ptr().cast();
     hdr.msg_controllen = core::mem::size_of_val(&cmsg_buf);
     // SAFETY: buffers outlive the call; MSG_CMSG_CLOEXEC marks received fds.
-    let n = unsafe { libc::recvmsg(conn.as_raw_fd(), &mut hdr, libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT) };
+    let n = unsafe {
+        libc::recvmsg(
+            conn.as_raw_fd(),
+            &mut hdr,
+            libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT,
+        )
+    };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -356,7 +412,8 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedF
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / core::mem::size_of::<RawFd>();
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
+                    / core::mem::size_of::<RawFd>();
                 for i in 0..count {
                     fds.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
                 }
@@ -365,14 +422,24 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedF
         }
     }
     if n == 0 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "peer closed the connection"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "peer closed the connection",
+        ));
     }
     if hdr.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "oversized handshake message"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "oversized handshake message",
+        ));
     }
-    let msg = Msg::decode(&bytes[..n as usize]).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let msg = Msg::decode(&bytes[..n as usize])
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     if fds.len() > 1 {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("{} descriptors attached, expected at most one", fds.len())));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} descriptors attached, expected at most one", fds.len()),
+        ));
     }
     Ok((msg, fds.pop()))
 }
@@ -386,7 +453,11 @@ mod tests {
         let g = Geometry::new(512, 4096).unwrap();
         let hello = Msg::hello(g, 6 << 20, 42);
         assert_eq!(Msg::decode(&hello.encode()).unwrap(), hello);
-        let nack = Msg::refusal(Kind::Nack, 3, "region slot count mismatch: ours 1024, theirs 512");
+        let nack = Msg::refusal(
+            Kind::Nack,
+            3,
+            "region slot count mismatch: ours 1024, theirs 512",
+        );
         assert_eq!(Msg::decode(&nack.encode()).unwrap(), nack);
     }
 

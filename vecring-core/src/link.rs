@@ -10,13 +10,15 @@
 //! changed, so the hot path takes no lock. A master makes a fresh region for
 //! every generation: nothing of a dead generation can reach the next one.
 
+use crate::abi;
 use crate::control;
 use crate::geometry::{Geometry, GeometryError};
 use crate::memory::{AttachError, HugepagePolicy, Region, RegionError, RegionRing};
 use crate::name::{self, NameError};
 use crate::numa::{self, NumaError};
-use crate::abi;
-use crate::ring::{Consumer, Corruption, EndpointStats, Producer, ReadChunk, RecvError, SendError, WriteChunk};
+use crate::ring::{
+    Consumer, Corruption, EndpointStats, Producer, ReadChunk, RecvError, SendError, WriteChunk,
+};
 use crossbeam_utils::CachePadded;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -223,7 +225,9 @@ impl LinkShared {
 
     pub(crate) fn state(&self) -> LinkState {
         match &self.lock().session {
-            Some(s) => LinkState::Up { generation: s.generation },
+            Some(s) => LinkState::Up {
+                generation: s.generation,
+            },
             None => LinkState::Down,
         }
     }
@@ -241,7 +245,9 @@ impl LinkShared {
             match (&inner.session, was_up) {
                 (Some(s), _) => {
                     self.counters.link_ups.fetch_add(1, Ordering::Relaxed);
-                    LinkState::Up { generation: s.generation }
+                    LinkState::Up {
+                        generation: s.generation,
+                    }
                 }
                 (None, true) => {
                     self.counters.link_downs.fetch_add(1, Ordering::Relaxed);
@@ -255,7 +261,9 @@ impl LinkShared {
         self.epoch.fetch_add(1, Ordering::Release);
         self.changed.notify_all();
         match state {
-            LinkState::Up { generation } => log::info!("vecring: {}: link up (generation {generation})", self.label),
+            LinkState::Up { generation } => {
+                log::info!("vecring: {}: link up (generation {generation})", self.label)
+            }
             LinkState::Down => log::info!("vecring: {}: link down", self.label),
         }
         if let Some(cb) = &self.on_change {
@@ -277,7 +285,10 @@ impl LinkShared {
     }
 
     fn report_corruption(&self, generation: u64, c: &Corruption) {
-        log::error!("vecring: {}: peer corrupted generation {generation}: {c}; dropping the connection", self.label);
+        log::error!(
+            "vecring: {}: peer corrupted generation {generation}: {c}; dropping the connection",
+            self.label
+        );
         self.corrupt_generation.store(generation, Ordering::Relaxed);
         self.wake();
     }
@@ -420,13 +431,21 @@ impl LinkBuilder {
         // SAFETY: plain eventfd creation; checked below.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if wake < 0 {
-            return Err(LinkError::Io { what: "eventfd", path: PathBuf::new(), source: io::Error::last_os_error() });
+            return Err(LinkError::Io {
+                what: "eventfd",
+                path: PathBuf::new(),
+                source: io::Error::last_os_error(),
+            });
         }
         let shared = Arc::new(LinkShared {
             label: format!("{}/{} ({})", self.domain, self.link, self.role),
             role: self.role,
             epoch: CachePadded::new(AtomicU64::new(0)),
-            inner: Mutex::new(Inner { session: None, generation: 0, failure: None }),
+            inner: Mutex::new(Inner {
+                session: None,
+                generation: 0,
+                failure: None,
+            }),
             changed: Condvar::new(),
             tx: CachePadded::default(),
             rx: CachePadded::default(),
@@ -443,13 +462,24 @@ impl LinkBuilder {
             Role::Master => {
                 let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
                 let files = claim.files.clone();
-                (control::spawn_master(Arc::clone(&shared), config, claim), Some(files))
+                (
+                    control::spawn_master(Arc::clone(&shared), config, claim),
+                    Some(files),
+                )
             }
             Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), None),
         };
-        let thread = thread.map_err(|source| LinkError::Io { what: "spawning the control thread", path: PathBuf::new(), source })?;
+        let thread = thread.map_err(|source| LinkError::Io {
+            what: "spawning the control thread",
+            path: PathBuf::new(),
+            source,
+        })?;
         log::info!("vecring: {}: opened", shared.label);
-        Ok(Link { shared, thread: Some(thread), files })
+        Ok(Link {
+            shared,
+            thread: Some(thread),
+            files,
+        })
     }
 }
 
@@ -505,7 +535,11 @@ impl Link {
     /// The region of the current generation, if up (for diagnostics such as
     /// NUMA placement).
     pub fn region(&self) -> Option<Arc<Region>> {
-        self.shared.lock().session.as_ref().map(|s| Arc::clone(&s.region))
+        self.shared
+            .lock()
+            .session
+            .as_ref()
+            .map(|s| Arc::clone(&s.region))
     }
 
     /// Waits until the link is up; returns its generation.
@@ -527,7 +561,12 @@ impl Link {
             if left.is_zero() {
                 return Err(LinkError::Timeout(timeout));
             }
-            inner = self.shared.changed.wait_timeout(inner, left).unwrap_or_else(|p| p.into_inner()).0;
+            inner = self
+                .shared
+                .changed
+                .wait_timeout(inner, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 
@@ -541,7 +580,12 @@ impl Link {
             if left.is_zero() {
                 return false;
             }
-            inner = self.shared.changed.wait_timeout(inner, left).unwrap_or_else(|p| p.into_inner()).0;
+            inner = self
+                .shared
+                .changed
+                .wait_timeout(inner, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
         true
     }
@@ -554,7 +598,9 @@ impl Link {
         if self.shared.sender_taken.swap(true, Ordering::AcqRel) {
             return Err(LinkError::AlreadyTaken("sender"));
         }
-        Ok(Sender { ep: Endpoint::new(Arc::clone(&self.shared)) })
+        Ok(Sender {
+            ep: Endpoint::new(Arc::clone(&self.shared)),
+        })
     }
 
     /// The receive side; can be taken once.
@@ -565,7 +611,9 @@ impl Link {
         if self.shared.receiver_taken.swap(true, Ordering::AcqRel) {
             return Err(LinkError::AlreadyTaken("receiver"));
         }
-        Ok(Receiver { ep: Endpoint::new(Arc::clone(&self.shared)) })
+        Ok(Receiver {
+            ep: Endpoint::new(Arc::clone(&self.shared)),
+        })
     }
 
     /// The link's counters.
@@ -593,6 +641,15 @@ impl Link {
 
     /// Closes the link (as dropping it does).
     pub fn close(self) {}
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("link", &self.shared.label)
+            .field("state", &self.state())
+            .finish()
+    }
 }
 
 impl Drop for Link {
@@ -655,7 +712,10 @@ impl Attach for Producer<RegionRing> {
         let lost = self.unread_frames();
         if lost > 0 {
             shared.tx.lost.fetch_add(lost, Ordering::Relaxed);
-            log::warn!("vecring: {}: {lost} frames sent but unread when the generation ended", shared.label);
+            log::warn!(
+                "vecring: {}: {lost} frames sent but unread when the generation ended",
+                shared.label
+            );
         }
     }
 }
@@ -676,13 +736,23 @@ impl Attach for Consumer<RegionRing> {
 
 impl<E: Attach> Endpoint<E> {
     fn new(shared: Arc<LinkShared>) -> Self {
-        Endpoint { shared, epoch: u64::MAX, generation: 0, ring: None, reported: false, carried: EndpointStats::default() }
+        Endpoint {
+            shared,
+            epoch: u64::MAX,
+            generation: 0,
+            ring: None,
+            reported: false,
+            carried: EndpointStats::default(),
+        }
     }
 
     /// Frames and bytes over all generations.
     fn totals(&self) -> (u64, u64) {
         let now = self.ring.as_ref().map(|r| r.stats()).unwrap_or_default();
-        (self.carried.frames + now.frames, self.carried.bytes + now.bytes)
+        (
+            self.carried.frames + now.frames,
+            self.carried.bytes + now.bytes,
+        )
     }
 
     /// Follows session changes: one atomic load when nothing changed.
@@ -759,7 +829,10 @@ impl Sender {
     /// # Errors
     /// [`SendError::LinkDown`] without a peer, [`SendError::Corrupt`] if the
     /// peer corrupted this generation (the link then reconnects).
-    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+    pub fn write_chunk(
+        &mut self,
+        max_slots: usize,
+    ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
         let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
         Ok(ring.write_chunk(max_slots)?)
     }
@@ -783,7 +856,11 @@ impl Sender {
     where
         I: IntoIterator<Item = &'f [u8]>,
     {
-        let r = self.ep.ring().ok_or(SendError::LinkDown)?.send_batch(frames);
+        let r = self
+            .ep
+            .ring()
+            .ok_or(SendError::LinkDown)?
+            .send_batch(frames);
         self.publish();
         r
     }
@@ -818,7 +895,10 @@ impl Receiver {
     /// # Errors
     /// [`RecvError::LinkDown`] without a peer, [`RecvError::Corrupt`] if the
     /// peer corrupted this generation (the link then reconnects).
-    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
+    pub fn read_chunk(
+        &mut self,
+        max_frames: usize,
+    ) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
         let ring = self.ep.ring().ok_or(RecvError::LinkDown)?;
         Ok(ring.read_chunk(max_frames)?)
     }
@@ -837,8 +917,16 @@ impl Receiver {
     ///
     /// # Errors
     /// As [`Consumer::recv_batch`], plus [`RecvError::LinkDown`].
-    pub fn recv_batch<B: AsMut<[u8]>>(&mut self, bufs: &mut [B], lens: &mut [usize]) -> Result<usize, RecvError> {
-        let r = self.ep.ring().ok_or(RecvError::LinkDown)?.recv_batch(bufs, lens);
+    pub fn recv_batch<B: AsMut<[u8]>>(
+        &mut self,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> Result<usize, RecvError> {
+        let r = self
+            .ep
+            .ring()
+            .ok_or(RecvError::LinkDown)?
+            .recv_batch(bufs, lens);
         self.publish();
         r
     }

@@ -40,11 +40,17 @@ pub fn validate(what: &'static str, name: &str) -> Result<(), NameError> {
         return Err(NameError::Empty { what });
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(NameError::TooLong { what, len: name.len() });
+        return Err(NameError::TooLong {
+            what,
+            len: name.len(),
+        });
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
     if !name.chars().all(allowed) || name.starts_with(['.', '-']) || name.contains("..") {
-        return Err(NameError::Invalid { what, name: name.escape_default().to_string() });
+        return Err(NameError::Invalid {
+            what,
+            name: name.escape_default().to_string(),
+        });
     }
     Ok(())
 }
@@ -55,16 +61,31 @@ mod tests {
 
     #[test]
     fn accepts_ordinary_names() {
-        for n in ["testcontainer", "tap456", "a", "web-1.eth0", "A_B", &"x".repeat(64)] {
+        for n in [
+            "testcontainer",
+            "tap456",
+            "a",
+            "web-1.eth0",
+            "A_B",
+            &"x".repeat(64),
+        ] {
             validate("link", n).unwrap();
         }
     }
 
     #[test]
     fn refuses_path_like_and_odd_names() {
-        assert_eq!(validate("domain", ""), Err(NameError::Empty { what: "domain" }));
-        assert!(matches!(validate("link", &"x".repeat(65)), Err(NameError::TooLong { len: 65, .. })));
-        for n in ["a/b", "..", "../etc", ".hidden", "-flag", "a..b", "sp ace", "nul\0", "é", "a\nb"] {
+        assert_eq!(
+            validate("domain", ""),
+            Err(NameError::Empty { what: "domain" })
+        );
+        assert!(matches!(
+            validate("link", &"x".repeat(65)),
+            Err(NameError::TooLong { len: 65, .. })
+        ));
+        for n in [
+            "a/b", "..", "../etc", ".hidden", "-flag", "a..b", "sp ace", "nul\0", "é", "a\nb",
+        ] {
             let e = validate("link", n).unwrap_err();
             assert!(matches!(e, NameError::Invalid { .. }), "{n:?}: {e}");
         }

@@ -338,7 +338,9 @@ impl<S: RingStorage> Producer<S> {
         let descs = self.storage.descs();
         (0..self.head.wrapping_sub(tail))
             .filter(|&k| {
-                let word = descs[self.shape.slot(tail.wrapping_add(k))].0.load(Ordering::Relaxed);
+                let word = descs[self.shape.slot(tail.wrapping_add(k))]
+                    .0
+                    .load(Ordering::Relaxed);
                 SlotDesc::unpack(word).1 & SLOT_FLAG_MORE == 0
             })
             .count() as u64

@@ -1,0 +1,246 @@
+//! Link lifecycle within one process: two `Link`s (master and slave) meet
+//! through the socket exactly as two processes would.
+#![cfg(not(loom))]
+
+mod common;
+
+use common::Watchdog;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use vecring_core::memory::AttachError;
+use vecring_core::{
+    Geometry, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
+};
+
+const UP: Duration = Duration::from_secs(10);
+
+fn run_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vecring-test-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn master(dir: &PathBuf) -> Link {
+    Link::builder("dom", "l0")
+        .role(Role::Master)
+        .run_dir(dir)
+        .hugepages(HugepagePolicy::Never)
+        .open()
+        .unwrap()
+}
+
+fn slave(dir: &PathBuf) -> Link {
+    Link::builder("dom", "l0")
+        .role(Role::Slave)
+        .run_dir(dir)
+        .open()
+        .unwrap()
+}
+
+fn recv_one(rx: &mut vecring_core::Receiver) -> Vec<u8> {
+    let mut buf = vec![0u8; 9216];
+    for _ in 0..10_000 {
+        match rx.recv(&mut buf) {
+            Ok(n) => return buf[..n].to_vec(),
+            Err(RecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("recv: {e}"),
+        }
+    }
+    panic!("no frame within 10 s");
+}
+
+#[test]
+fn frames_flow_both_ways() {
+    let _w = Watchdog::new("frames_flow_both_ways", Duration::from_secs(60));
+    let dir = run_dir("both");
+    let m = master(&dir);
+    let s = slave(&dir);
+    assert_eq!(m.wait_up(UP).unwrap(), 1);
+    assert_eq!(s.wait_up(UP).unwrap(), 1);
+    let (mut mtx, mut mrx) = (m.sender().unwrap(), m.receiver().unwrap());
+    let (mut stx, mut srx) = (s.sender().unwrap(), s.receiver().unwrap());
+    assert!(matches!(m.sender(), Err(LinkError::AlreadyTaken("sender"))));
+    mtx.send(b"to slave").unwrap();
+    stx.send(&[7u8; 9000]).unwrap();
+    assert_eq!(recv_one(&mut srx), b"to slave");
+    assert_eq!(recv_one(&mut mrx), vec![7u8; 9000]);
+    let c = m.counters();
+    assert_eq!(
+        (c.tx_frames, c.rx_frames, c.rx_bytes, c.link_ups),
+        (1, 1, 9000, 1)
+    );
+    assert!(m.socket_path().unwrap().exists());
+    let sock = m.socket_path().unwrap().to_path_buf();
+    drop(s);
+    assert!(m.wait_down(UP));
+    assert_eq!(mtx.send(b"x"), Err(SendError::LinkDown));
+    drop(m);
+    assert!(!sock.exists(), "clean shutdown removes the socket");
+    assert!(!dir.join("dom").exists(), "and the domain directory");
+}
+
+#[test]
+fn slave_first_waits_for_master() {
+    let _w = Watchdog::new("slave_first", Duration::from_secs(60));
+    let dir = run_dir("slavefirst");
+    let s = slave(&dir);
+    assert!(matches!(
+        s.wait_up(Duration::from_millis(200)),
+        Err(LinkError::Timeout(_))
+    ));
+    assert_eq!(s.state(), LinkState::Down);
+    let m = master(&dir);
+    assert_eq!(s.wait_up(UP).unwrap(), 1);
+    m.wait_up(UP).unwrap();
+}
+
+#[test]
+fn second_slave_is_refused_and_first_undisturbed() {
+    let _w = Watchdog::new("second_slave", Duration::from_secs(60));
+    let dir = run_dir("second");
+    let m = master(&dir);
+    let s1 = slave(&dir);
+    s1.wait_up(UP).unwrap();
+    let (mut mtx, mut s1rx) = (m.sender().unwrap(), s1.receiver().unwrap());
+    let s2 = slave(&dir);
+    match s2.wait_up(UP) {
+        Err(LinkError::Refused { reason }) => {
+            assert!(reason.contains("already has a slave"), "{reason}")
+        }
+        other => panic!("expected refusal, got {other:?}"),
+    }
+    assert_eq!(s1.state(), LinkState::Up { generation: 1 });
+    mtx.send(b"still here").unwrap();
+    assert_eq!(recv_one(&mut s1rx), b"still here");
+    assert!(m.counters().rejected_peers >= 1);
+}
+
+#[test]
+fn second_master_is_refused_and_stale_socket_is_replaced() {
+    let _w = Watchdog::new("second_master", Duration::from_secs(60));
+    let dir = run_dir("master2");
+    let m = master(&dir);
+    let err = Link::builder("dom", "l0")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .open()
+        .unwrap_err();
+    assert!(matches!(err, LinkError::MasterExists { .. }), "{err}");
+    assert!(err.to_string().contains("already has a live master"));
+    drop(m);
+    // A socket file left behind (as by a killed master) with nobody
+    // listening on it.
+    std::fs::create_dir_all(dir.join("dom")).unwrap();
+    let stale = std::os::unix::net::UnixListener::bind(dir.join("dom/l0.sock")).unwrap();
+    drop(stale);
+    assert!(dir.join("dom/l0.sock").exists());
+    let m = master(&dir);
+    let s = slave(&dir);
+    s.wait_up(UP).unwrap();
+    drop(m);
+}
+
+#[test]
+fn bad_names_are_clear_errors() {
+    for (domain, link, needle) in [
+        ("", "l", "domain name is empty"),
+        ("a/b", "l", "domain name 'a/b' is not allowed"),
+        ("d", "..", "link name '..' is not allowed"),
+        ("d", &"x".repeat(65), "link name is 65 bytes long"),
+    ] {
+        let err = Link::builder(domain, link)
+            .role(Role::Master)
+            .run_dir(run_dir("names"))
+            .open()
+            .unwrap_err();
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+    let err = Link::builder("d", "l").numa_node(4000).open().unwrap_err();
+    assert!(
+        err.to_string().contains("NUMA node 4000 does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn geometry_mismatch_names_both_values() {
+    let _w = Watchdog::new("geometry", Duration::from_secs(60));
+    let dir = run_dir("geom");
+    let _m = master(&dir);
+    let s = Link::builder("dom", "l0")
+        .run_dir(&dir)
+        .geometry(Geometry::new(512, 2048).unwrap())
+        .open()
+        .unwrap();
+    match s.wait_up(UP) {
+        Err(LinkError::Attach(AttachError::Mismatch {
+            field: "slot count",
+            ours: 512,
+            theirs: 1024,
+        })) => {}
+        other => panic!("expected a slot count mismatch, got {other:?}"),
+    }
+    let msg = s.wait_up(UP).unwrap_err().to_string();
+    assert!(msg.contains("ours 512, theirs 1024"), "{msg}");
+}
+
+#[test]
+fn reconnects_many_times_with_fresh_generations() {
+    let _w = Watchdog::new("reconnects", Duration::from_secs(120));
+    let dir = run_dir("reconnect");
+    let changes = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&changes);
+    let m = Link::builder("dom", "l0")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .hugepages(HugepagePolicy::Never)
+        .on_state_change(move |_| {
+            seen.fetch_add(1, Ordering::Relaxed);
+        })
+        .open()
+        .unwrap();
+    let mut mtx = m.sender().unwrap();
+    let fds_before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    for round in 1..=50u64 {
+        let s = slave(&dir);
+        assert_eq!(s.wait_up(UP).unwrap(), round);
+        assert_eq!(m.wait_up(UP).unwrap(), round);
+        let mut srx = s.receiver().unwrap();
+        // Frames of this generation arrive; frames queued in the previous
+        // generation (sent after its slave left) never do.
+        let mut sent = 0;
+        while sent < 3 {
+            match mtx.send(&round.to_le_bytes()) {
+                Ok(()) => sent += 1,
+                Err(SendError::LinkDown) => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        for _ in 0..3 {
+            assert_eq!(recv_one(&mut srx), round.to_le_bytes());
+        }
+        // Leave frames unread, then go away.
+        mtx.send(b"unread").unwrap();
+        drop(srx);
+        drop(s);
+        assert!(m.wait_down(UP));
+    }
+    let c = m.counters();
+    assert_eq!((c.link_ups, c.link_downs, c.generation), (50, 50, 50));
+    assert_eq!(changes.load(Ordering::Relaxed), 100);
+    // Leftover "unread" frames of each generation are accounted for once
+    // the sender notices the generation change.
+    let _ = mtx.send(b"x");
+    assert!(
+        m.counters().tx_lost_on_link_down >= 49,
+        "{:?}",
+        m.counters()
+    );
+    let fds_after = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    assert!(
+        fds_after <= fds_before + 2,
+        "fd leak: {fds_before} -> {fds_after}"
+    );
+}

@@ -60,6 +60,7 @@ pub mod memory;
 pub mod name;
 #[cfg(not(loom))]
 pub mod numa;
+pub mod pattern;
 pub mod ring;
 mod sync;
 

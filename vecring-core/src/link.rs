@@ -865,6 +865,12 @@ impl Sender {
         r
     }
 
+    /// Frames sent in the current generation that the peer has not read
+    /// yet (0 when the link is down).
+    pub fn unread(&mut self) -> u64 {
+        self.ep.ring().map_or(0, |p| p.unread_frames())
+    }
+
     /// Updates the link's shared TX counters from this endpoint's totals
     /// (done by `send`/`send_batch`; call after committing chunks).
     pub fn flush_counters(&mut self) {

@@ -1,0 +1,246 @@
+//! The main job: a master (the host side) sends to a slave running in its
+//! own namespaces (standing in for a container), size by size, and the
+//! result is printed as the seed benchmarks' table.
+
+use crate::pin;
+use clap::Args;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use vecring_core::{HugepagePolicy, Link, Role};
+
+/// Options of `vecring bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Frame sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256, 512, 1024, 1514])]
+    sizes: Vec<usize>,
+    /// Seconds of traffic per size.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// CPU of the master's sending thread.
+    #[arg(long, default_value_t = 0)]
+    master_cpu: usize,
+    /// CPU of the slave's receiving thread.
+    #[arg(long, default_value_t = 1)]
+    slave_cpu: usize,
+    /// Run the slave without new namespaces.
+    #[arg(long)]
+    no_namespaces: bool,
+    /// prefer, require or never.
+    #[arg(long, default_value = "prefer")]
+    hugepages: HugepagePolicy,
+    /// Run directory (default: a fresh one under /run or the temp dir).
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+}
+
+struct Slave {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Slave {
+    /// Asks the slave for its receive counters.
+    fn counts(&mut self) -> Result<(u64, u64), String> {
+        writeln!(self.stdin, "?").map_err(|e| format!("slave gone: {e}"))?;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .map_err(|e| format!("slave gone: {e}"))?;
+        let mut it = line.split_whitespace();
+        match (
+            it.next(),
+            it.next().and_then(|v| v.parse().ok()),
+            it.next().and_then(|v| v.parse().ok()),
+        ) {
+            (Some("rx"), Some(f), Some(b)) => Ok((f, b)),
+            _ => Err(format!("slave answered '{}'", line.trim())),
+        }
+    }
+
+    /// Counters once they stop moving (the ring drained).
+    fn settled(&mut self) -> Result<(u64, u64), String> {
+        let mut last = self.counts()?;
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = self.counts()?;
+            if now == last {
+                return Ok(now);
+            }
+            last = now;
+        }
+        Ok(last)
+    }
+}
+
+fn default_run_dir() -> PathBuf {
+    let name = format!("vecring-bench-{}", std::process::id());
+    let run = PathBuf::from("/run");
+    if std::fs::metadata(&run)
+        .map(|m| !m.permissions().readonly())
+        .unwrap_or(false)
+        && std::fs::create_dir_all(run.join(&name)).is_ok()
+    {
+        return run.join(name);
+    }
+    std::env::temp_dir().join(name)
+}
+
+fn spawn_slave(
+    args: &BenchArgs,
+    run_dir: &std::path::Path,
+) -> Result<(Slave, &'static str), String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut slave_args: Vec<String> = vec![
+        "rxonly".into(),
+        "--role=slave".into(),
+        "--domain=bench".into(),
+        "--link=l0".into(),
+        format!("--run-dir={}", run_dir.display()),
+        format!("--cpu={}", args.slave_cpu),
+    ];
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let unshare = ["/usr/bin/unshare", "/bin/unshare"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let (mut cmd, where_) = match (args.no_namespaces, root, unshare) {
+        (false, true, Some(unshare)) => {
+            let mut c = Command::new(unshare);
+            c.args([
+                "--mount", "--uts", "--ipc", "--net", "--pid", "--fork", "--",
+            ])
+            .arg(&exe);
+            (c, "own mount/uts/ipc/net/pid namespaces")
+        }
+        _ => (Command::new(&exe), "same namespaces"),
+    };
+    cmd.args(slave_args.drain(..))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the slave: {e}"))?;
+    let stdin = child.stdin.take().ok_or("no slave stdin")?;
+    let stdout = BufReader::new(child.stdout.take().ok_or("no slave stdout")?);
+    Ok((
+        Slave {
+            child,
+            stdin,
+            stdout,
+        },
+        where_,
+    ))
+}
+
+fn group(n: f64) -> String {
+    let s = format!("{:.0}", n);
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Runs the benchmark and prints the table.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if let Some(bad) = args.sizes.iter().find(|&&s| !(1..=9216).contains(&s)) {
+        return Err(format!("frame size {bad} is outside 1..=9216"));
+    }
+    let run_dir = args.run_dir.clone().unwrap_or_else(default_run_dir);
+    let link = Link::builder("bench", "l0")
+        .role(Role::Master)
+        .run_dir(&run_dir)
+        .hugepages(args.hugepages)
+        .open()
+        .map_err(|e| e.to_string())?;
+    let (mut slave, where_) = spawn_slave(args, &run_dir)?;
+    let result = measure(args, &link, &mut slave, where_);
+    drop(slave.stdin);
+    let status = slave.child.wait().map_err(|e| e.to_string())?;
+    drop(link);
+    let _ = std::fs::remove_dir(&run_dir);
+    result?;
+    if !status.success() {
+        return Err(format!("slave exited with {status}"));
+    }
+    Ok(())
+}
+
+fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Result<(), String> {
+    link.wait_up(Duration::from_secs(20))
+        .map_err(|e| format!("slave did not attach: {e}"))?;
+    let region = link.region().ok_or("link went down")?;
+    let g = region.geometry();
+    println!(
+        "vecring bench: master (host side) on CPU {} -> slave ({where_}) on CPU {}",
+        args.master_cpu, args.slave_cpu
+    );
+    println!(
+        "  {} slots x {} B per direction, {}, batch 32, copy on both sides, {:.1} s per size",
+        g.slot_count(),
+        g.slot_size(),
+        if region.hugepages() {
+            "2 MiB hugepages"
+        } else {
+            "4 KiB pages (no hugepages)"
+        },
+        args.seconds
+    );
+    drop(region);
+    println!();
+    println!(
+        "{:>6} | {:>12} | {:>12} | {:>10} | {:>10}",
+        "frame", "TX pps", "RX pps", "Mbit/s", "throughput"
+    );
+    println!(
+        "{:-<6}-+-{:-<12}-+-{:-<12}-+-{:-<10}-+-{:-<10}",
+        "", "", "", "", ""
+    );
+    let mut tx = link.sender().map_err(|e| e.to_string())?;
+    pin(Some(args.master_cpu));
+    let never = AtomicBool::new(false);
+    for &size in &args.sizes {
+        // Warm-up, not counted.
+        crate::traffic::send_for(
+            &mut tx,
+            size,
+            Instant::now() + Duration::from_millis(200),
+            &never,
+        )?;
+        let (rx0, _) = slave.settled()?;
+        let start = Instant::now();
+        let (sent, _) = crate::traffic::send_for(
+            &mut tx,
+            size,
+            start + Duration::from_secs_f64(args.seconds),
+            &never,
+        )?;
+        let secs = start.elapsed().as_secs_f64();
+        let (rx1, _) = slave.settled()?;
+        let received = rx1 - rx0;
+        let (tx_pps, rx_pps) = (sent as f64 / secs, received as f64 / secs);
+        println!(
+            "{:>6} | {:>12} | {:>12} | {:>10.1} | {:>8.2} %",
+            size,
+            group(tx_pps),
+            group(rx_pps),
+            rx_pps * size as f64 * 8.0 / 1e6,
+            if sent == 0 {
+                0.0
+            } else {
+                received as f64 * 100.0 / sent as f64
+            }
+        );
+    }
+    println!();
+    println!("Mbit/s counts frame bytes only. Throughput = frames received / frames sent.");
+    Ok(())
+}

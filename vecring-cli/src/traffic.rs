@@ -1,0 +1,223 @@
+//! Traffic modes: checked stress both ways, send-only and receive-only.
+
+use crate::{pin, LinkArgs};
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vecring_core::{pattern, PushError, RecvError, SendError};
+
+const BATCH: usize = 32;
+/// Longest a stress run waits without any progress before failing.
+const STALL: Duration = Duration::from_secs(20);
+
+/// Sends `frames` self-checking frames of mixed sizes and receives as many
+/// from the peer, verifying each.
+pub fn stress(args: &LinkArgs, frames: u64) -> Result<(), String> {
+    let link = args.open_up()?;
+    let generation = link.wait_up(Duration::ZERO).map_err(|e| e.to_string())?;
+    let mut tx = link.sender().map_err(|e| e.to_string())?;
+    let mut rx = link.receiver().map_err(|e| e.to_string())?;
+    let cpu = args.cpu;
+    let sender = std::thread::spawn(move || -> Result<(u64, vecring_core::Sender), String> {
+        pin(cpu);
+        let mut seq = 0;
+        let mut scratch = vec![0u8; 9216];
+        let mut last_progress = Instant::now();
+        while seq < frames {
+            let mut chunk = match tx.write_chunk(BATCH * 5) {
+                Ok(c) => c,
+                Err(e) => return Err(format!("send failed after {seq} frames: {e}")),
+            };
+            while seq < frames && chunk.frames() < BATCH {
+                let len = pattern::mixed_len(seq);
+                pattern::fill(&mut scratch[..len], seq);
+                match chunk.push(&scratch[..len]) {
+                    Ok(()) => seq += 1,
+                    Err(PushError::Full) => break,
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            if chunk.commit() > 0 {
+                last_progress = Instant::now();
+            } else if last_progress.elapsed() > STALL {
+                return Err(format!("peer stopped reading after {seq} frames"));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        tx.flush_counters();
+        Ok((seq, tx))
+    });
+    let mut expected = 0u64;
+    let mut buf = vec![0u8; 9216];
+    let mut last_progress = Instant::now();
+    let received: Result<u64, String> = loop {
+        if expected == frames {
+            break Ok(expected);
+        }
+        let mut chunk = match rx.read_chunk(BATCH) {
+            Ok(c) => c,
+            Err(e) => break Err(format!("receive failed after {expected} frames: {e}")),
+        };
+        let mut got = 0;
+        let verdict = loop {
+            match chunk.next_frame() {
+                Ok(Some(frame)) => {
+                    let n = frame.copy_to(&mut buf);
+                    match pattern::check(&buf[..n]) {
+                        Ok(seq) if seq == expected && n == pattern::mixed_len(seq) => {}
+                        Ok(seq) => {
+                            break Err(format!(
+                                "expected frame {expected}, got frame {seq} ({n} bytes)"
+                            ))
+                        }
+                        Err(e) => break Err(e),
+                    }
+                    expected += 1;
+                    got += 1;
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e.to_string()),
+            }
+        };
+        drop(chunk);
+        if let Err(e) = verdict {
+            break Err(e);
+        }
+        if got > 0 {
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > STALL {
+            break Err(format!("peer stopped sending after {expected} frames"));
+        } else {
+            std::thread::yield_now();
+        }
+    };
+    rx.flush_counters();
+    let (sent, mut tx) = sender
+        .join()
+        .map_err(|_| "sender thread panicked".to_string())??;
+    let received = received?;
+    // Let the peer finish reading our frames before we go away.
+    let deadline = Instant::now() + STALL;
+    while tx.unread() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    println!(
+        "vecring stress ({}): sent {sent} frames, received {received} frames, all intact and in order (generation {generation})",
+        link.role()
+    );
+    Ok(())
+}
+
+/// Sends frames of `size` bytes in batches of 32 for `seconds`.
+pub fn txonly(args: &LinkArgs, size: usize, seconds: f64) -> Result<(), String> {
+    let link = args.open_up()?;
+    let mut tx = link.sender().map_err(|e| e.to_string())?;
+    pin(args.cpu);
+    let stop = Instant::now() + Duration::from_secs_f64(seconds);
+    let (sent, full) = send_for(&mut tx, size, stop, &AtomicBool::new(false))?;
+    let secs = seconds.max(1e-9);
+    println!("txonly: {sent} frames of {size} bytes in {seconds:.1} s: {:.0} pps ({full} ring-full retries)", sent as f64 / secs);
+    Ok(())
+}
+
+/// Sends frames of `size` bytes until `stop` or `abort`; returns frames
+/// sent and the number of times the ring was full.
+pub fn send_for(
+    tx: &mut vecring_core::Sender,
+    size: usize,
+    stop: Instant,
+    abort: &AtomicBool,
+) -> Result<(u64, u64), String> {
+    let frame = vec![0x5au8; size];
+    let (mut sent, mut full) = (0u64, 0u64);
+    let mut n = 0u32;
+    loop {
+        n = n.wrapping_add(1);
+        if n % 1024 == 0 && (Instant::now() >= stop || abort.load(Ordering::Relaxed)) {
+            break;
+        }
+        let mut chunk = match tx.write_chunk(BATCH * 5) {
+            Ok(c) => c,
+            Err(SendError::LinkDown) => return Err("link went down".into()),
+            Err(e) => return Err(e.to_string()),
+        };
+        for _ in 0..BATCH {
+            if chunk.push(&frame).is_err() {
+                break;
+            }
+        }
+        let k = chunk.commit();
+        if k == 0 {
+            full += 1;
+            std::hint::spin_loop();
+        }
+        sent += k as u64;
+    }
+    tx.flush_counters();
+    Ok((sent, full))
+}
+
+/// Receives and counts frames until stdin closes; each line read on stdin
+/// is answered with `rx <frames> <bytes>`.
+pub fn rxonly(args: &LinkArgs) -> Result<(), String> {
+    let link = args.open_up()?;
+    let mut rx = link.receiver().map_err(|e| e.to_string())?;
+    let frames = Arc::new(AtomicU64::new(0));
+    let bytes = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (f, b, d) = (Arc::clone(&frames), Arc::clone(&bytes), Arc::clone(&done));
+    let cpu = args.cpu;
+    let worker = std::thread::spawn(move || {
+        pin(cpu);
+        let mut buf = vec![0u8; 9216];
+        let (mut nf, mut nb) = (0u64, 0u64);
+        let mut idle = 0u32;
+        while !d.load(Ordering::Relaxed) {
+            let mut chunk = match rx.read_chunk(BATCH) {
+                Ok(c) => c,
+                Err(RecvError::LinkDown) => {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            let mut got = 0;
+            while let Ok(Some(frame)) = chunk.next_frame() {
+                nb += frame.copy_to(&mut buf) as u64;
+                got += 1;
+            }
+            drop(chunk);
+            if got == 0 {
+                idle += 1;
+                if idle % 64 == 0 {
+                    // Relaxed: counters for a reader that only wants recent values.
+                    f.store(nf, Ordering::Relaxed);
+                    b.store(nb, Ordering::Relaxed);
+                }
+                std::hint::spin_loop();
+            } else {
+                nf += got;
+                f.store(nf, Ordering::Relaxed);
+                b.store(nb, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    });
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        if line.is_err() {
+            break;
+        }
+        println!(
+            "rx {} {}",
+            frames.load(Ordering::Relaxed),
+            bytes.load(Ordering::Relaxed)
+        );
+    }
+    done.store(true, Ordering::Relaxed);
+    worker
+        .join()
+        .map_err(|_| "receiver thread panicked".to_string())?
+}

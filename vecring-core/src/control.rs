@@ -459,12 +459,16 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
                 drop(conn);
                 shared.set_session(None);
             }
+            Err((msg, None)) => {
+                log::debug!("vecring: {}: {msg}; retrying", shared.label);
+                wait(shared, &[], Some(config.retry_interval));
+            }
             Err((msg, failure)) => {
                 shared
                     .counters
                     .rejected_peers
                     .fetch_add(1, Ordering::Relaxed);
-                complain(&mut last_complaint, msg, Some(failure));
+                complain(&mut last_complaint, msg, failure);
                 // Back off longer after a refusal: retrying at once would
                 // only be refused again.
                 wait(shared, &[], Some(config.retry_interval * 20));
@@ -474,19 +478,26 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
 }
 
 /// Runs the slave's half of the handshake on a fresh connection.
-fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Failure)> {
+fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Option<Failure>)> {
     let (msg, fd) = handshake::recv(conn, config.handshake_timeout).map_err(|e| {
         let m = format!("handshake failed: {e}");
-        (m.clone(), Failure::Protocol(m))
+        // A master that dies or is replaced mid-handshake is not a reason
+        // to give up: only a malformed message is the master's fault.
+        let failure =
+            (e.kind() == io::ErrorKind::InvalidData).then(|| Failure::Protocol(m.clone()));
+        (m, failure)
     })?;
     let nack = |generation: u64, reason: String, failure: Failure| {
         let _ = handshake::send(conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
-        (format!("refusing the master's region: {reason}"), failure)
+        (
+            format!("refusing the master's region: {reason}"),
+            Some(failure),
+        )
     };
     match (msg.kind, fd) {
         (Kind::Reject, _) => Err((
             format!("master refused us: {}", msg.text),
-            Failure::Refused(msg.text),
+            Some(Failure::Refused(msg.text)),
         )),
         (Kind::Hello, Some(fd)) => {
             if msg.version_major != abi::VERSION_MAJOR {
@@ -507,7 +518,7 @@ fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Fail
                         handshake::send(conn, &Msg::new(Kind::Ack, msg.generation), None)
                     {
                         let m = format!("master vanished during handshake: {e}");
-                        return Err((m.clone(), Failure::Protocol(m)));
+                        return Err((m, None));
                     }
                     Ok(Arc::new(Session {
                         region: Arc::new(region),

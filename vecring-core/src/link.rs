@@ -823,6 +823,12 @@ impl Sender {
         self.ep.ring().is_some()
     }
 
+    /// The generation this endpoint sends into, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
+    }
+
     /// Reserves up to `max_slots` slots for writing frames in place; commit
     /// the chunk to send them.
     ///
@@ -894,6 +900,12 @@ impl Receiver {
     /// Whether the link is up, as this endpoint last saw it.
     pub fn is_up(&mut self) -> bool {
         self.ep.ring().is_some()
+    }
+
+    /// The generation this endpoint receives from, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
     }
 
     /// Ready frames, read in place and released when the chunk drops.

@@ -2,11 +2,7 @@
 //! can write (indices, descriptors, slot data) while the honest side keeps
 //! calling the API. The region is mapped between inaccessible guard areas,
 //! so any access outside it would crash this test.
-#![cfg(not(loom))]
 
-mod common;
-
-use common::Watchdog;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::os::fd::AsRawFd;
@@ -16,6 +12,7 @@ use std::time::{Duration, Instant};
 use vecring_core::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE};
 use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
 use vecring_core::{Consumer, Geometry, Producer, PushError, RecvError, RingStorage, SendError};
+use vecring_tests::Watchdog;
 
 const GUARD: usize = 1 << 20;
 

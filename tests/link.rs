@@ -1,10 +1,6 @@
 //! Link lifecycle within one process: two `Link`s (master and slave) meet
 //! through the socket exactly as two processes would.
-#![cfg(not(loom))]
 
-mod common;
-
-use common::Watchdog;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,14 +9,9 @@ use vecring_core::memory::AttachError;
 use vecring_core::{
     Geometry, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
 };
+use vecring_tests::{run_dir, Watchdog};
 
 const UP: Duration = Duration::from_secs(10);
-
-fn run_dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vecring-test-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn master(dir: &PathBuf) -> Link {
     Link::builder("dom", "l0")

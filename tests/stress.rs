@@ -1,15 +1,12 @@
 //! Two threads move at least 10 million frames of random sizes through a
 //! memfd-backed region mapped twice (as two processes would), proving that
 //! none is lost, duplicated, reordered or altered.
-#![cfg(not(loom))]
 
-mod common;
-
-use common::{check_frame, fill_frame, frame_len, Watchdog};
 use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::{Expectation, HugepagePolicy, Region, RegionOptions};
 use vecring_core::{abi, Consumer, Geometry, Producer};
+use vecring_tests::{check_frame, fill_frame, frame_len, Watchdog};
 
 const FRAMES: u64 = 10_000_000;
 const BATCH: usize = 32;

@@ -1,0 +1,77 @@
+//! Shared helpers for vecring's integration tests: a watchdog, the
+//! self-checking frame pattern, and the location of the built tools.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Aborts the whole test process if the returned guard is not dropped
+/// within `limit`: a hung test fails instead of blocking CI.
+/// Aborts the process when a test overstays its limit.
+pub struct Watchdog(Arc<AtomicBool>);
+
+impl Watchdog {
+    /// Arms a watchdog for `limit`.
+    pub fn new(name: &'static str, limit: Duration) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < limit {
+                if flag.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            eprintln!("watchdog: test '{name}' still running after {limit:?}; aborting");
+            std::process::abort();
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+pub use vecring_core::pattern::{check as check_frame, fill as fill_frame, mixed_len as frame_len};
+
+/// `target/<profile>/<name>`, next to the test executable's `deps/`
+/// directory: the workspace's built binaries.
+pub fn built_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --release --workspace)",
+        path.display()
+    );
+    path
+}
+
+/// Number of open descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Number of mappings of vecring regions in this process.
+pub fn region_mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().filter(|l| l.contains("memfd:vecring")).count())
+        .unwrap_or(0)
+}
+
+/// A fresh run directory for one test.
+pub fn run_dir(test: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("vecring-test-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}

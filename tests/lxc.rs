@@ -1,0 +1,180 @@
+//! The slave runs inside a real LXC container that sees the link only
+//! through the bind-mounted domain directory, attaches to a master on the
+//! host, and moves 10 million self-checking frames each way. Run as a
+//! privileged and as an unprivileged (id-mapped) container.
+//!
+//! Needs root and Debian's `lxc` (installed by `scripts/setup.sh`).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use vecring_tests::{built_binary, Watchdog};
+
+const FRAMES: &str = "10000000";
+/// Where the unprivileged container's root lands on the host.
+const MAPPED_ROOT: u32 = 100_000;
+
+/// The container configuration, as documented in docs/lxc.md.
+fn lxc_config(domain_dir: &Path, unprivileged: bool) -> String {
+    let inside = domain_dir.strip_prefix("/").unwrap().display();
+    let mut c = format!(
+        "lxc.uts.name = vecring-test\n\
+         lxc.rootfs.path =\n\
+         lxc.net.0.type = empty\n\
+         lxc.console.path = none\n\
+         lxc.mount.auto = proc:rw sys:rw\n\
+         lxc.autodev = 0\n\
+         lxc.mount.entry = {} {inside} none bind,create=dir 0 0\n",
+        domain_dir.display()
+    );
+    if unprivileged {
+        c += &format!("lxc.idmap = u 0 {MAPPED_ROOT} 65536\nlxc.idmap = g 0 {MAPPED_ROOT} 65536\n");
+    }
+    c
+}
+
+/// A copy of the `vecring` tool where any uid can run it.
+fn shared_tool(scratch: &Path) -> PathBuf {
+    let bin = scratch.join("vecring");
+    std::fs::copy(built_binary("vecring"), &bin).unwrap();
+    std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+fn require_lxc() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "LXC tests need root (run scripts/test.sh as root)"
+    );
+    assert!(
+        Path::new("/usr/bin/lxc-execute").exists(),
+        "lxc-execute missing: run scripts/setup.sh"
+    );
+}
+
+fn show(what: &str, out: &Output) -> String {
+    format!(
+        "{what}: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs a host master and a containerised slave doing `stress` both ways.
+fn run_pair(name: &str, unprivileged: bool, master_extra: &[&str]) -> (Output, Output) {
+    let scratch = PathBuf::from(format!(
+        "/var/tmp/vecring-lxc-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    let tool = shared_tool(&scratch);
+    let run = scratch.join("run");
+    let domain_dir = run.join("lxcdom");
+    std::fs::create_dir_all(&domain_dir).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let conf = scratch.join("lxc.conf");
+    std::fs::write(&conf, lxc_config(&domain_dir, unprivileged)).unwrap();
+    let run_s = run.to_str().unwrap();
+    let common = [
+        "--domain=lxcdom",
+        "--link=eth0",
+        "--run-dir",
+        run_s,
+        "--up-timeout=60",
+        &format!("--frames={FRAMES}"),
+    ];
+
+    let master = Command::new(&tool)
+        .arg("stress")
+        .arg("--role=master")
+        .args(common)
+        .args(master_extra)
+        .arg("--cpu=0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let container = Command::new("lxc-execute")
+        .args([
+            "-n",
+            &format!("vecring-{name}-{}", std::process::id()),
+            "-f",
+            conf.to_str().unwrap(),
+            "--",
+        ])
+        .arg(&tool)
+        .arg("stress")
+        .arg("--role=slave")
+        .args(common)
+        .arg("--cpu=1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let slave_out = container.wait_with_output().unwrap();
+    let master_out = if slave_out.status.success() {
+        master.wait_with_output().unwrap()
+    } else {
+        // The master would wait for a slave forever: stop it.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(master.id() as i32, libc::SIGKILL) };
+        master.wait_with_output().unwrap()
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    (master_out, slave_out)
+}
+
+fn assert_ten_million_each_way(master: &Output, slave: &Output) {
+    let expect = format!("sent {FRAMES} frames, received {FRAMES} frames, all intact and in order");
+    assert!(slave.status.success(), "{}", show("container slave", slave));
+    assert!(master.status.success(), "{}", show("host master", master));
+    assert!(
+        String::from_utf8_lossy(&slave.stdout).contains(&expect),
+        "{}",
+        show("container slave", slave)
+    );
+    assert!(
+        String::from_utf8_lossy(&master.stdout).contains(&expect),
+        "{}",
+        show("host master", master)
+    );
+}
+
+#[test]
+fn privileged_container_moves_ten_million_frames_each_way() {
+    require_lxc();
+    let _w = Watchdog::new("lxc privileged", Duration::from_secs(600));
+    let (master, slave) = run_pair("priv", false, &[]);
+    assert_ten_million_each_way(&master, &slave);
+}
+
+#[test]
+fn unprivileged_container_gets_the_link_through_ownership_options() {
+    require_lxc();
+    let _w = Watchdog::new("lxc unprivileged", Duration::from_secs(600));
+    let owner = format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}");
+    let allow = format!("--allow-uid={MAPPED_ROOT}");
+    let (master, slave) = run_pair("unpriv", true, &[&owner, &allow]);
+    assert_ten_million_each_way(&master, &slave);
+}
+
+#[test]
+fn container_with_a_refused_uid_gets_a_clear_error() {
+    require_lxc();
+    let _w = Watchdog::new("lxc refused", Duration::from_secs(120));
+    // Privileged container (uid 0), but the master only admits uid 4242.
+    let (_master, slave) = run_pair("refused", false, &["--allow-uid=4242"]);
+    assert!(!slave.status.success());
+    let err = String::from_utf8_lossy(&slave.stderr);
+    assert!(
+        err.contains("master refused this slave: uid 0 is not allowed to attach"),
+        "{}",
+        show("slave", &slave)
+    );
+}

@@ -235,3 +235,30 @@ fn reconnects_many_times_with_fresh_generations() {
         "fd leak: {fds_before} -> {fds_after}"
     );
 }
+
+#[test]
+fn numa_node_binds_the_link_memory() {
+    let _w = Watchdog::new("numa", Duration::from_secs(60));
+    let dir = run_dir("numa");
+    let m = Link::builder("dom", "l0")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .numa_node(0)
+        .open()
+        .unwrap();
+    let s = slave(&dir);
+    s.wait_up(UP).unwrap();
+    m.wait_up(UP).unwrap();
+    let region = m.region().unwrap();
+    let nodes = region.page_nodes().unwrap();
+    assert!(!nodes.is_empty());
+    assert!(nodes.iter().all(|&n| n == 0), "pages on nodes {nodes:?}");
+    // The slave's mapping of the same memory reports the same node for the
+    // pages it has touched (the others are not in its page tables yet).
+    let nodes = s.region().unwrap().page_nodes().unwrap();
+    assert!(nodes.contains(&0), "pages on nodes {nodes:?}");
+    assert!(
+        nodes.iter().all(|&n| n == 0 || n == -libc::ENOENT),
+        "pages on nodes {nodes:?}"
+    );
+}

@@ -332,8 +332,9 @@ test_jumbo_no_scatter() {
 # cross the link intact).
 test_mac_filter() {
 	local vdev="domain=vrtest,link=filter,run_dir=$RUN_DIR"
-	start_pmd filt_s 1 "$vdev,mac=02:00:00:00:00:aa" --forward-mode=rxonly --no-promisc
+	start_pmd filt_s 1 "$vdev,mac=02:00:00:00:00:aa" --forward-mode=rxonly
 	wait_for filt_s "testpmd> " 1 30 || { fail "filter: slave did not start"; return; }
+	cmd filt_s "set promisc 0 off"
 	cmd filt_s start
 	start_pmd filt_m 0 "$vdev,master=true" --forward-mode=txonly --txpkts=64 \
 		--eth-peer=0,02:00:00:00:00:aa

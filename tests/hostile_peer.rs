@@ -243,6 +243,7 @@ fn honest_consumer_survives_a_hostile_producer() {
                 Err(RecvError::BufferTooSmall { needed }) => {
                     panic!("frame of {needed} > 9216 accepted")
                 }
+                Err(RecvError::LinkDown) => unreachable!("a bare consumer has no link"),
                 Err(RecvError::Corrupt(_)) => {
                     // Sticky: the same error again, without touching memory.
                     assert!(matches!(rx.recv(&mut buf), Err(RecvError::Corrupt(_))));
@@ -289,6 +290,7 @@ fn honest_producer_survives_a_hostile_consumer() {
                 Ok(()) => sent += 1,
                 Err(SendError::Push(PushError::Full)) => {}
                 Err(SendError::Push(e)) => panic!("{e}"),
+                Err(SendError::LinkDown) => unreachable!("a bare producer has no link"),
                 Err(SendError::Corrupt(_)) => {
                     assert!(tx.write_chunk(4).is_err());
                     corruptions += 1;

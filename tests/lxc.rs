@@ -45,11 +45,8 @@ fn shared_tool(scratch: &Path) -> PathBuf {
 
 fn require_lxc() {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "LXC tests need root (run scripts/test.sh as root)"
-    );
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "LXC tests need root (run scripts/test.sh as root)");
     assert!(
         Path::new("/usr/bin/lxc-execute").exists(),
         "lxc-execute missing: run scripts/setup.sh"

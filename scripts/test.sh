@@ -10,8 +10,14 @@ bash scripts/setup.sh
 export CARGO_TERM_COLOR=never
 step() { echo; echo "== $* =="; }
 
-step "unit, integration and doc tests (release: the stress test moves 10M frames)"
+step "build (the integration tests run the built vecring tool and PMD)"
+cargo build --release --workspace
+
+step "unit, integration and doc tests (release: the stress tests move 10M frames)"
 cargo test --release --workspace
+
+step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
+VECRING_PMD_SO=target/release/librte_net_vecring.so bash tests/dpdk/run.sh
 
 step "loom model of the ring's index protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

@@ -30,10 +30,20 @@ log() { echo "dpdk-test: $*"; }
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
+# kill9 PID: SIGKILL the `timeout` watchdog PID and the testpmd it runs
+# (killing `timeout` alone would leave its child running).
+kill9() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		kill -9 "$c" 2>/dev/null
+	done
+	kill -9 "$1" 2>/dev/null
+}
+
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do
-		kill -9 "$p" 2>/dev/null
+		kill9 "$p"
 	done
 	wait 2>/dev/null
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
@@ -142,12 +152,15 @@ quit_pmd() {
 	fi
 }
 
-# kill_pmd NAME: kill -9, as a crash would.
+# kill_pmd NAME: kill -9 testpmd, as a crash would (its stdin stays open
+# until it is dead, so that it cannot see EOF and quit cleanly instead).
 kill_pmd() {
-	local pidvar=PID_$1 fdvar=FD_$1
-	kill -9 "${!pidvar}" 2>/dev/null
-	eval "exec ${!fdvar}>&-"
+	local pidvar=PID_$1 fdvar=FD_$1 c
+	for c in $(pgrep -P "${!pidvar}"); do
+		kill -9 "$c"
+	done
 	wait "${!pidvar}" 2>/dev/null
+	eval "exec ${!fdvar}>&-"
 }
 
 # xstat NAME STAT: the last value of STAT printed by `show port xstats 0`.
@@ -160,7 +173,7 @@ show_xstats() {
 	local before
 	before=$(grep -c "NIC extended statistics for port 0" "$WORK/$1.log")
 	cmd "$1" "show port xstats 0"
-	wait_for "$1" "^ *peer_corruptions: [0-9]+" "$((before + 1))" 10
+	wait_for "$1" "^ *rejected_peers: [0-9]+" "$((before + 1))" 10
 }
 
 expect_eq() { # what got want
@@ -193,6 +206,10 @@ test_bad_devargs() {
 		"domain=d,link=l,zero_copy=2|invalid value '2' for key 'zero_copy'"
 		"domain=d,link=l,slots=64,slot_size=64|invalid ring geometry (keys 'slots', 'slot_size'): "
 		"domain=d,link=l,socket=99|cannot open link 'd/l' as slave: NUMA node 99 does not exist"
+		"domain=d,link=l,owner=100000:100000|key 'owner' applies to the master only"
+		"domain=d,link=l,master=1,owner=100000|invalid value '100000' for key 'owner'"
+		"domain=d,link=l,master=1,allow_uid=x|invalid value 'x' for key 'allow_uid'"
+		"domain=d,link=l,master=1,socket_mode=0680|invalid value '0680' for key 'socket_mode'"
 	)
 	local row args want out rc i=0
 	for row in "${rows[@]}"; do
@@ -267,12 +284,27 @@ traffic() {
 	sleep 3
 	cmd "${t}_m" stop
 	wait_for "${t}_m" "^Done\.$" 1 20
-	sleep 1
+	show_xstats "${t}_m"
+	drain "${t}_s" "$(xstat "${t}_m" tx_good_packets)"
 	cmd "${t}_s" stop
 	wait_for "${t}_s" "^Done\.$" 1 20
-	show_xstats "${t}_m"
 	show_xstats "${t}_s"
 	return 0
+}
+
+# drain NAME SENT: let a receiving session run until it has accounted for SENT
+# frames (delivered, too large or filtered), or the counts stop moving.
+drain() {
+	local name=$1 sent=$2 seen last=-1 i
+	for ((i = 0; i < 40; i++)); do
+		show_xstats "$name" || return
+		seen=$(($(xstat "$name" rx_good_packets) + $(xstat "$name" rx_too_large_drops) +
+			$(xstat "$name" rx_filtered_drops)))
+		[ "$seen" -ge "$sent" ] && return
+		[ "$seen" -eq "$last" ] && [ "$i" -ge 4 ] && return
+		last=$seen
+		sleep 0.5
+	done
 }
 
 test_small_frames() {
@@ -344,12 +376,11 @@ test_mac_filter() {
 	sleep 2
 	cmd filt_m stop
 	wait_for filt_m "^Done\.$" 1 20
-	sleep 1
-	show_xstats filt_s
 	local rx1 tx1
-	rx1=$(xstat filt_s rx_good_packets)
 	show_xstats filt_m
 	tx1=$(xstat filt_m tx_good_packets)
+	drain filt_s "$tx1"
+	rx1=$(xstat filt_s rx_good_packets)
 	expect_gt "filter: frames to our MAC sent" "$tx1" 0
 	expect_eq "filter: frames to our MAC delivered" "$rx1" "$tx1"
 	expect_eq "filter: none filtered" "$(xstat filt_s rx_filtered_drops)" 0
@@ -358,9 +389,8 @@ test_mac_filter() {
 	sleep 2
 	cmd filt_m stop
 	wait_for filt_m "^Done\.$" 2 20
-	sleep 1
 	show_xstats filt_m
-	show_xstats filt_s
+	drain filt_s "$(xstat filt_m tx_good_packets)"
 	local tx2=$(($(xstat filt_m tx_good_packets) - tx1))
 	expect_gt "filter: frames to another MAC sent" "$tx2" 0
 	expect_eq "filter: frames to another MAC filtered" "$(xstat filt_s rx_filtered_drops)" "$tx2"

@@ -1,0 +1,840 @@
+//! Device arguments of `--vdev=net_vecring0,key=value,...`.
+//!
+//! Pure Rust, no DPDK: EAL hands the driver the raw argument string (what
+//! follows the first comma of `--vdev`), and [`Devargs::parse`] validates
+//! every key. An unknown key, a missing required key, a key given twice or a
+//! malformed value is a [`DevargsError`] whose text names the key and the
+//! problem; the probe logs it and fails.
+//!
+//! | key | value | default |
+//! |---|---|---|
+//! | `domain` | name (required) | — |
+//! | `link` | name (required) | — |
+//! | `master` | bool | `false` (slave) |
+//! | `mac` | `xx:xx:xx:xx:xx:xx`, unicast | derived from domain, link and role |
+//! | `socket` | NUMA node (`u32`) | not bound |
+//! | `slots` | ring slot count, power of two | vecring-core default |
+//! | `slot_size` | bytes, power of two, multiple of 64 | vecring-core default |
+//! | `run_dir` | absolute path | vecring-core default (`/run/vecring`) |
+//! | `hugepages` | `prefer` \| `require` \| `never` | `prefer` |
+//! | `zero_copy` | bool (reserved: accepted, frames are copied) | `false` |
+//! | `owner` | `uid:gid` given the domain directory and socket (master only) | the creating user |
+//! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any |
+//! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
+//!
+//! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
+//! starting with `.` or `-`, without `..` (the rules of vecring-core, checked
+//! here too so that the error names the key). Booleans are
+//! `true|false|1|0|yes|no|on|off`, in any case. Values cannot contain a comma:
+//! EAL separates arguments with commas.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Every key the driver accepts, in the order the docs list them.
+pub const VALID_KEYS: &[&str] = &[
+    KEY_DOMAIN,
+    KEY_LINK,
+    KEY_MASTER,
+    KEY_MAC,
+    KEY_SOCKET,
+    KEY_SLOTS,
+    KEY_SLOT_SIZE,
+    KEY_RUN_DIR,
+    KEY_HUGEPAGES,
+    KEY_ZERO_COPY,
+    KEY_OWNER,
+    KEY_ALLOW_UID,
+    KEY_SOCKET_MODE,
+];
+/// Domain name (required): the directory under `run_dir`.
+pub const KEY_DOMAIN: &str = "domain";
+/// Link name (required): the socket inside the domain directory.
+pub const KEY_LINK: &str = "link";
+/// `true` for the side that creates the memory and listens.
+pub const KEY_MASTER: &str = "master";
+/// The port's MAC address.
+pub const KEY_MAC: &str = "mac";
+/// NUMA node of the link's memory and of the port.
+pub const KEY_SOCKET: &str = "socket";
+/// Ring slot count (master only decides; the slave checks).
+pub const KEY_SLOTS: &str = "slots";
+/// Ring slot size in bytes.
+pub const KEY_SLOT_SIZE: &str = "slot_size";
+/// Rendezvous directory.
+pub const KEY_RUN_DIR: &str = "run_dir";
+/// Hugepage policy of the link's memory.
+pub const KEY_HUGEPAGES: &str = "hugepages";
+/// Reserved for a future zero-copy receive path.
+pub const KEY_ZERO_COPY: &str = "zero_copy";
+/// Owner (`uid:gid`) of the domain directory and socket the master creates.
+pub const KEY_OWNER: &str = "owner";
+/// Slave uids the master accepts, separated by `:`.
+pub const KEY_ALLOW_UID: &str = "allow_uid";
+/// Permission bits (octal) of the master's socket.
+pub const KEY_SOCKET_MODE: &str = "socket_mode";
+
+/// Longest accepted `domain` or `link` name (vecring-core's limit).
+pub const MAX_NAME_LEN: usize = vecring_core::name::MAX_NAME_LEN;
+/// Largest accepted `slots` (the ring format bounds it further).
+pub const MAX_SLOTS: u32 = 1 << 24;
+/// Largest accepted `slot_size` in bytes.
+pub const MAX_SLOT_SIZE: u32 = 1 << 16;
+
+/// Which hugepage policy the link's memory follows (`hugepages=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Hugepages {
+    /// Use hugepages, fall back to ordinary pages with a warning.
+    #[default]
+    Prefer,
+    /// Fail when hugepages are not available.
+    Require,
+    /// Never use hugepages.
+    Never,
+}
+
+/// Validated device arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Devargs {
+    /// `domain=`.
+    pub domain: String,
+    /// `link=`.
+    pub link: String,
+    /// `master=`; `false` means slave.
+    pub master: bool,
+    /// `mac=`, or `None` for the derived default (see [`Devargs::mac`]).
+    pub mac: Option<[u8; 6]>,
+    /// `socket=`.
+    pub socket: Option<u32>,
+    /// `slots=`.
+    pub slots: Option<u32>,
+    /// `slot_size=`.
+    pub slot_size: Option<u32>,
+    /// `run_dir=`.
+    pub run_dir: Option<PathBuf>,
+    /// `hugepages=`.
+    pub hugepages: Hugepages,
+    /// `zero_copy=` (reserved).
+    pub zero_copy: bool,
+    /// `owner=uid:gid` (master only).
+    pub owner: Option<(u32, u32)>,
+    /// `allow_uid=uid:uid...` (master only; empty: any uid).
+    pub allow_uids: Vec<u32>,
+    /// `socket_mode=` (master only).
+    pub socket_mode: Option<u32>,
+}
+
+/// Why the device arguments were refused. The `Display` text names the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DevargsError {
+    /// An argument without `=`.
+    Malformed {
+        /// The offending argument, verbatim.
+        arg: String,
+    },
+    /// A key the driver does not know.
+    UnknownKey {
+        /// The key, verbatim.
+        key: String,
+    },
+    /// A key given more than once.
+    Duplicate {
+        /// The key.
+        key: &'static str,
+    },
+    /// A required key that is absent.
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key only the master may set, given to a slave.
+    MasterOnly {
+        /// The key.
+        key: &'static str,
+    },
+    /// A value that does not parse or is out of range.
+    InvalidValue {
+        /// The key.
+        key: &'static str,
+        /// The value, verbatim.
+        value: String,
+        /// What is wrong, lowercase.
+        reason: String,
+    },
+}
+
+impl DevargsError {
+    /// The key the error is about, if it is about a known one.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Malformed { .. } => None,
+            Self::UnknownKey { key } => Some(key),
+            Self::Duplicate { key }
+            | Self::Missing { key }
+            | Self::MasterOnly { key }
+            | Self::InvalidValue { key, .. } => Some(key),
+        }
+    }
+}
+
+impl fmt::Display for DevargsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Malformed { arg } => {
+                write!(f, "malformed argument '{arg}': expected key=value")
+            }
+            Self::UnknownKey { key } => write!(
+                f,
+                "unknown key '{key}' (valid keys: {})",
+                VALID_KEYS.join(", ")
+            ),
+            Self::Duplicate { key } => write!(f, "key '{key}' given more than once"),
+            Self::Missing { key } => write!(f, "missing required key '{key}'"),
+            Self::MasterOnly { key } => {
+                write!(
+                    f,
+                    "key '{key}' applies to the master only (add master=true or drop it)"
+                )
+            }
+            Self::InvalidValue { key, value, reason } => {
+                write!(f, "invalid value '{value}' for key '{key}': {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DevargsError {}
+
+impl Devargs {
+    /// Parses and validates the raw devargs string (`key=value,key=value`).
+    ///
+    /// # Errors
+    ///
+    /// A [`DevargsError`] naming the first offending key.
+    pub fn parse(args: &str) -> Result<Self, DevargsError> {
+        let mut domain = None;
+        let mut link = None;
+        let mut master = None;
+        let mut mac = None;
+        let mut socket = None;
+        let mut slots = None;
+        let mut slot_size = None;
+        let mut run_dir = None;
+        let mut hugepages = None;
+        let mut zero_copy = None;
+        let mut owner = None;
+        let mut allow_uids = None;
+        let mut socket_mode = None;
+
+        for arg in args.split(',').filter(|a| !a.is_empty()) {
+            let (key, value) = arg.split_once('=').ok_or_else(|| DevargsError::Malformed {
+                arg: arg.to_owned(),
+            })?;
+            let key = canonical_key(key).ok_or_else(|| DevargsError::UnknownKey {
+                key: key.to_owned(),
+            })?;
+            match key {
+                KEY_DOMAIN => set_once(&mut domain, key, parse_name(key, value)?)?,
+                KEY_LINK => set_once(&mut link, key, parse_name(key, value)?)?,
+                KEY_MASTER => set_once(&mut master, key, parse_bool(key, value)?)?,
+                KEY_MAC => set_once(&mut mac, key, parse_mac(key, value)?)?,
+                KEY_SOCKET => set_once(&mut socket, key, parse_u32(key, value)?)?,
+                KEY_SLOTS => set_once(&mut slots, key, parse_slots(key, value)?)?,
+                KEY_SLOT_SIZE => set_once(&mut slot_size, key, parse_slot_size(key, value)?)?,
+                KEY_RUN_DIR => set_once(&mut run_dir, key, parse_run_dir(key, value)?)?,
+                KEY_HUGEPAGES => set_once(&mut hugepages, key, parse_hugepages(key, value)?)?,
+                KEY_ZERO_COPY => set_once(&mut zero_copy, key, parse_bool(key, value)?)?,
+                KEY_OWNER => set_once(&mut owner, key, parse_owner(key, value)?)?,
+                KEY_ALLOW_UID => set_once(&mut allow_uids, key, parse_uids(key, value)?)?,
+                KEY_SOCKET_MODE => set_once(&mut socket_mode, key, parse_mode(key, value)?)?,
+                _ => unreachable!("canonical_key returns only VALID_KEYS"),
+            }
+        }
+
+        let master = master.unwrap_or(false);
+        if !master {
+            // These shape what the master creates and whom it accepts; a
+            // slave that sets them would be silently ignored.
+            for (key, given) in [
+                (KEY_OWNER, owner.is_some()),
+                (KEY_ALLOW_UID, allow_uids.is_some()),
+                (KEY_SOCKET_MODE, socket_mode.is_some()),
+            ] {
+                if given {
+                    return Err(DevargsError::MasterOnly { key });
+                }
+            }
+        }
+        Ok(Self {
+            domain: domain.ok_or(DevargsError::Missing { key: KEY_DOMAIN })?,
+            link: link.ok_or(DevargsError::Missing { key: KEY_LINK })?,
+            master,
+            mac,
+            socket,
+            slots,
+            slot_size,
+            run_dir,
+            hugepages: hugepages.unwrap_or_default(),
+            zero_copy: zero_copy.unwrap_or(false),
+            owner,
+            allow_uids: allow_uids.unwrap_or_default(),
+            socket_mode,
+        })
+    }
+
+    /// The port's MAC address: `mac=` if given, else [`default_mac`].
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+            .unwrap_or_else(|| default_mac(&self.domain, &self.link, self.master))
+    }
+
+    /// `"master"` or `"slave"`, for log lines.
+    pub fn role_name(&self) -> &'static str {
+        if self.master {
+            "master"
+        } else {
+            "slave"
+        }
+    }
+}
+
+/// The default MAC of one end of a link: a locally administered unicast
+/// address from a stable hash (FNV-1a, fixed by this code rather than by the
+/// standard library's unspecified hasher) of domain, link and role. The
+/// lowest bit of the last byte is the role, so the two ends always differ.
+pub fn default_mac(domain: &str, link: &str, master: bool) -> [u8; 6] {
+    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+    let role: &[u8] = if master { b"master" } else { b"slave" };
+    let mut h = FNV_OFFSET;
+    for part in [domain.as_bytes(), b"\0", link.as_bytes(), b"\0", role] {
+        for &b in part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+    }
+    let b = h.to_be_bytes();
+    let mut mac = [b[0], b[1], b[2], b[3], b[4], b[5]];
+    mac[0] = (mac[0] & 0xfc) | 0x02; // unicast, locally administered
+    mac[5] = (mac[5] & 0xfe) | u8::from(master);
+    mac
+}
+
+/// Formats a MAC address as `xx:xx:xx:xx:xx:xx`.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    let [a, b, c, d, e, f] = *mac;
+    format!("{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{f:02x}")
+}
+
+fn canonical_key(key: &str) -> Option<&'static str> {
+    VALID_KEYS.iter().copied().find(|k| *k == key)
+}
+
+fn set_once<T>(slot: &mut Option<T>, key: &'static str, value: T) -> Result<(), DevargsError> {
+    if slot.is_some() {
+        return Err(DevargsError::Duplicate { key });
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+fn invalid(key: &'static str, value: &str, reason: impl Into<String>) -> DevargsError {
+    DevargsError::InvalidValue {
+        key,
+        value: value.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+fn parse_name(key: &'static str, v: &str) -> Result<String, DevargsError> {
+    if v.is_empty() {
+        return Err(invalid(key, v, "empty name"));
+    }
+    if v.len() > MAX_NAME_LEN {
+        return Err(invalid(
+            key,
+            v,
+            format!("name is {} bytes, at most {MAX_NAME_LEN} allowed", v.len()),
+        ));
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(invalid(
+            key,
+            v,
+            format!("character {c:?} not allowed (use A-Z a-z 0-9 _ . -)"),
+        ));
+    }
+    if v.starts_with(['.', '-']) {
+        return Err(invalid(key, v, "name must not start with '.' or '-'"));
+    }
+    if v.contains("..") {
+        return Err(invalid(key, v, "name must not contain '..'"));
+    }
+    Ok(v.to_owned())
+}
+
+fn parse_bool(key: &'static str, v: &str) -> Result<bool, DevargsError> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(invalid(key, v, "expected true|false|1|0|yes|no|on|off")),
+    }
+}
+
+fn parse_u32(key: &'static str, v: &str) -> Result<u32, DevargsError> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(key, v, "expected a decimal number"));
+    }
+    v.parse::<u32>()
+        .map_err(|_| invalid(key, v, format!("number larger than {}", u32::MAX)))
+}
+
+fn parse_slots(key: &'static str, v: &str) -> Result<u32, DevargsError> {
+    let n = parse_u32(key, v)?;
+    if n < 2 || !n.is_power_of_two() || n > MAX_SLOTS {
+        return Err(invalid(
+            key,
+            v,
+            format!("expected a power of two from 2 to {MAX_SLOTS}"),
+        ));
+    }
+    Ok(n)
+}
+
+fn parse_slot_size(key: &'static str, v: &str) -> Result<u32, DevargsError> {
+    let n = parse_u32(key, v)?;
+    if n < 64 || !n.is_power_of_two() || n > MAX_SLOT_SIZE {
+        return Err(invalid(
+            key,
+            v,
+            format!("expected a power of two from 64 to {MAX_SLOT_SIZE} (bytes)"),
+        ));
+    }
+    Ok(n)
+}
+
+fn parse_mac(key: &'static str, v: &str) -> Result<[u8; 6], DevargsError> {
+    const SHAPE: &str = "expected six hex bytes like 02:ec:f4:bb:d9:7f";
+    let mut mac = [0u8; 6];
+    let mut parts = v.split(':');
+    for byte in &mut mac {
+        let p = parts.next().ok_or_else(|| invalid(key, v, SHAPE))?;
+        if p.len() != 2 || !p.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(invalid(key, v, SHAPE));
+        }
+        *byte = u8::from_str_radix(p, 16).map_err(|_| invalid(key, v, SHAPE))?;
+    }
+    if parts.next().is_some() {
+        return Err(invalid(key, v, SHAPE));
+    }
+    if mac[0] & 1 != 0 {
+        return Err(invalid(
+            key,
+            v,
+            "multicast address; a port needs a unicast one",
+        ));
+    }
+    if mac == [0; 6] {
+        return Err(invalid(key, v, "all-zero address"));
+    }
+    Ok(mac)
+}
+
+fn parse_run_dir(key: &'static str, v: &str) -> Result<PathBuf, DevargsError> {
+    if !v.starts_with('/') {
+        return Err(invalid(key, v, "expected an absolute path"));
+    }
+    if v.split('/').any(|c| c == "..") {
+        return Err(invalid(key, v, "path must not contain '..'"));
+    }
+    Ok(PathBuf::from(v))
+}
+
+fn parse_owner(key: &'static str, v: &str) -> Result<(u32, u32), DevargsError> {
+    let shape = || invalid(key, v, "expected uid:gid, e.g. 100000:100000");
+    let (u, g) = v.split_once(':').ok_or_else(shape)?;
+    Ok((
+        parse_u32(key, u).map_err(|_| shape())?,
+        parse_u32(key, g).map_err(|_| shape())?,
+    ))
+}
+
+fn parse_uids(key: &'static str, v: &str) -> Result<Vec<u32>, DevargsError> {
+    v.split(':')
+        .map(|u| {
+            parse_u32(key, u).map_err(|_| invalid(key, v, "expected uid[:uid...], e.g. 100000"))
+        })
+        .collect()
+}
+
+fn parse_mode(key: &'static str, v: &str) -> Result<u32, DevargsError> {
+    let digits = v.strip_prefix("0o").unwrap_or(v);
+    if digits.is_empty() || digits.len() > 4 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return Err(invalid(key, v, "expected octal permission bits, e.g. 0660"));
+    }
+    let mode = u32::from_str_radix(digits, 8).map_err(|_| invalid(key, v, "not octal"))?;
+    if mode > 0o777 {
+        return Err(invalid(
+            key,
+            v,
+            "only permission bits (at most 0777) are allowed",
+        ));
+    }
+    Ok(mode)
+}
+
+fn parse_hugepages(key: &'static str, v: &str) -> Result<Hugepages, DevargsError> {
+    match v.to_ascii_lowercase().as_str() {
+        "prefer" => Ok(Hugepages::Prefer),
+        "require" => Ok(Hugepages::Require),
+        "never" => Ok(Hugepages::Never),
+        _ => Err(invalid(key, v, "expected prefer|require|never")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(args: &str) -> Devargs {
+        Devargs::parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    fn err(args: &str) -> DevargsError {
+        match Devargs::parse(args) {
+            Ok(d) => panic!("{args:?} accepted: {d:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn minimal_defaults_to_slave() {
+        let d = ok("domain=testcontainer,link=tap456");
+        assert_eq!(d.domain, "testcontainer");
+        assert_eq!(d.link, "tap456");
+        assert!(!d.master);
+        assert_eq!(d.role_name(), "slave");
+        assert_eq!(d.mac, None);
+        assert_eq!(d.socket, None);
+        assert_eq!(d.slots, None);
+        assert_eq!(d.slot_size, None);
+        assert_eq!(d.run_dir, None);
+        assert_eq!(d.hugepages, Hugepages::Prefer);
+        assert!(!d.zero_copy);
+    }
+
+    #[test]
+    fn every_key() {
+        let d = ok(
+            "domain=d-1.x,link=l_2,master=true,mac=00:EC:f4:bb:d9:7f,socket=1,\
+                    slots=4096,slot_size=2048,run_dir=/var/run/vr,hugepages=require,zero_copy=yes",
+        );
+        assert!(d.master);
+        assert_eq!(d.mac(), [0x00, 0xec, 0xf4, 0xbb, 0xd9, 0x7f]);
+        assert_eq!(d.socket, Some(1));
+        assert_eq!(d.slots, Some(4096));
+        assert_eq!(d.slot_size, Some(2048));
+        assert_eq!(d.run_dir, Some(PathBuf::from("/var/run/vr")));
+        assert_eq!(d.hugepages, Hugepages::Require);
+        assert!(d.zero_copy);
+    }
+
+    #[test]
+    fn empty_args_and_empty_items() {
+        assert_eq!(err(""), DevargsError::Missing { key: KEY_DOMAIN });
+        assert_eq!(err("domain=a"), DevargsError::Missing { key: KEY_LINK });
+        assert_eq!(err("link=a"), DevargsError::Missing { key: KEY_DOMAIN });
+        // Stray commas are harmless.
+        assert_eq!(ok(",domain=a,,link=b,").link, "b");
+    }
+
+    #[test]
+    fn name_rules_agree_with_vecring_core() {
+        // This module repeats the core's rules to name the key and the
+        // offending character; the two must accept exactly the same names.
+        let long = "x".repeat(MAX_NAME_LEN);
+        let too_long = "x".repeat(MAX_NAME_LEN + 1);
+        for name in [
+            "a",
+            "tap456",
+            "web-1.eth0",
+            "A_B",
+            "a.b.c",
+            "x-",
+            "x.",
+            &long,
+            "",
+            ".",
+            "..",
+            ".a",
+            "-a",
+            "a..b",
+            "a/b",
+            "a b",
+            "a\0b",
+            "é",
+            "a:b",
+            "a,b",
+            "a=b",
+            &too_long,
+        ] {
+            let ours = parse_name(KEY_LINK, name).is_ok();
+            let core = vecring_core::name::validate("link", name).is_ok();
+            assert_eq!(ours, core, "{name:?}: devargs {ours}, vecring-core {core}");
+        }
+    }
+
+    #[test]
+    fn booleans() {
+        for (v, want) in [
+            ("true", true),
+            ("TRUE", true),
+            ("1", true),
+            ("yes", true),
+            ("on", true),
+            ("false", false),
+            ("0", false),
+            ("No", false),
+            ("off", false),
+        ] {
+            assert_eq!(
+                ok(&format!("domain=a,link=b,master={v}")).master,
+                want,
+                "{v}"
+            );
+        }
+        for v in ["", "2", "maybe", "tru"] {
+            let e = err(&format!("domain=a,link=b,master={v}"));
+            assert_eq!(e.key(), Some("master"), "{v}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        let long = "x".repeat(MAX_NAME_LEN);
+        assert_eq!(ok(&format!("domain={long},link=b")).domain, long);
+        for bad in [
+            "",
+            ".hidden",
+            "..",
+            "a/b",
+            "a b",
+            "é",
+            "a..b/",
+            &"x".repeat(MAX_NAME_LEN + 1),
+        ] {
+            for key in [KEY_DOMAIN, KEY_LINK] {
+                let args = if key == KEY_DOMAIN {
+                    format!("domain={bad},link=b")
+                } else {
+                    format!("domain=a,link={bad}")
+                };
+                let e = err(&args);
+                assert_eq!(e.key(), Some(key), "{args}");
+                assert!(e.to_string().contains(&format!("for key '{key}'")), "{e}");
+            }
+        }
+        for bad in ["-flag", "c..d", "a/b", "sp ace"] {
+            assert_eq!(
+                err(&format!("domain=a,link={bad}")).key(),
+                Some(KEY_LINK),
+                "{bad}"
+            );
+        }
+        // Single dots and dashes inside a name are fine.
+        assert_eq!(ok("domain=a.b,link=c-d.e").link, "c-d.e");
+    }
+
+    #[test]
+    fn mac_values() {
+        for bad in [
+            "zz",
+            "00:11:22:33:44",
+            "00:11:22:33:44:55:66",
+            "0:11:22:33:44:55",
+            "000:11:22:33:44:55",
+            "00-11-22-33-44-55",
+            "00:11:22:33:44:gg",
+            "01:00:5e:00:00:01",
+            "ff:ff:ff:ff:ff:ff",
+            "00:00:00:00:00:00",
+            "",
+        ] {
+            let e = err(&format!("domain=a,link=b,mac={bad}"));
+            assert_eq!(e.key(), Some(KEY_MAC), "{bad}");
+        }
+        let e = err("domain=a,link=b,mac=zz");
+        assert!(
+            e.to_string()
+                .starts_with("invalid value 'zz' for key 'mac': "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn default_mac_is_stable_local_unicast_and_differs_by_role() {
+        let m = default_mac("dom", "lnk", true);
+        let s = default_mac("dom", "lnk", false);
+        assert_ne!(m, s);
+        for mac in [m, s] {
+            assert_eq!(mac[0] & 0x01, 0, "unicast");
+            assert_eq!(mac[0] & 0x02, 0x02, "locally administered");
+        }
+        assert_eq!(m, default_mac("dom", "lnk", true), "stable");
+        assert_ne!(m, default_mac("dom", "lnk2", true));
+        assert_ne!(m, default_mac("dom2", "lnk", true));
+        // The separator keeps ("ab","c") and ("a","bc") apart.
+        assert_ne!(default_mac("ab", "c", true), default_mac("a", "bc", true));
+        // Pinned values: a change here changes every deployed default MAC.
+        assert_eq!(
+            format_mac(&default_mac("testcontainer", "tap456", true)),
+            "f2:69:ef:96:be:1d"
+        );
+        assert_eq!(
+            format_mac(&default_mac("testcontainer", "tap456", false)),
+            "9e:ce:66:29:af:bc"
+        );
+        assert_eq!(ok("domain=dom,link=lnk,master=1").mac(), m);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(ok("domain=a,link=b,socket=0").socket, Some(0));
+        assert_eq!(
+            ok("domain=a,link=b,socket=4294967295").socket,
+            Some(u32::MAX)
+        );
+        for bad in ["", "-1", "+1", "1x", "0x1", "4294967296", " 1"] {
+            assert_eq!(
+                err(&format!("domain=a,link=b,socket={bad}")).key(),
+                Some(KEY_SOCKET),
+                "{bad}"
+            );
+        }
+        assert_eq!(ok("domain=a,link=b,slots=2").slots, Some(2));
+        for bad in ["0", "1", "3", "1000", "33554432", "x"] {
+            assert_eq!(
+                err(&format!("domain=a,link=b,slots={bad}")).key(),
+                Some(KEY_SLOTS),
+                "{bad}"
+            );
+        }
+        assert_eq!(ok("domain=a,link=b,slot_size=64").slot_size, Some(64));
+        assert_eq!(ok("domain=a,link=b,slot_size=65536").slot_size, Some(65536));
+        for bad in ["0", "32", "96", "100", "131072", "2k"] {
+            assert_eq!(
+                err(&format!("domain=a,link=b,slot_size={bad}")).key(),
+                Some(KEY_SLOT_SIZE),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn run_dir_and_hugepages() {
+        for bad in ["", "relative", "/a/../b", "/.."] {
+            assert_eq!(
+                err(&format!("domain=a,link=b,run_dir={bad}")).key(),
+                Some(KEY_RUN_DIR),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            ok("domain=a,link=b,hugepages=Never").hugepages,
+            Hugepages::Never
+        );
+        assert_eq!(
+            ok("domain=a,link=b,hugepages=prefer").hugepages,
+            Hugepages::Prefer
+        );
+        assert_eq!(
+            err("domain=a,link=b,hugepages=always").key(),
+            Some(KEY_HUGEPAGES)
+        );
+    }
+
+    #[test]
+    fn ownership_keys() {
+        let d =
+            ok("domain=a,link=b,master=1,owner=100000:100001,allow_uid=100000:0,socket_mode=0600");
+        assert_eq!(d.owner, Some((100000, 100001)));
+        assert_eq!(d.allow_uids, vec![100000, 0]);
+        assert_eq!(d.socket_mode, Some(0o600));
+        assert_eq!(
+            ok("domain=a,link=b,master=1,socket_mode=660").socket_mode,
+            Some(0o660)
+        );
+        assert!(ok("domain=a,link=b").allow_uids.is_empty());
+        for (args, key) in [
+            ("owner=1", KEY_OWNER),
+            ("owner=1:", KEY_OWNER),
+            ("owner=a:b", KEY_OWNER),
+            ("owner=1:2:3", KEY_OWNER),
+            ("allow_uid=", KEY_ALLOW_UID),
+            ("allow_uid=1::2", KEY_ALLOW_UID),
+            ("allow_uid=-1", KEY_ALLOW_UID),
+            ("socket_mode=0680", KEY_SOCKET_MODE),
+            ("socket_mode=7777", KEY_SOCKET_MODE),
+            ("socket_mode=", KEY_SOCKET_MODE),
+            ("socket_mode=rw", KEY_SOCKET_MODE),
+        ] {
+            let e = err(&format!("domain=a,link=b,master=1,{args}"));
+            assert_eq!(e.key(), Some(key), "{args}: {e}");
+        }
+        let e = err("domain=a,link=b,owner=1:2");
+        assert_eq!(e, DevargsError::MasterOnly { key: KEY_OWNER });
+        assert!(
+            e.to_string()
+                .contains("key 'owner' applies to the master only"),
+            "{e}"
+        );
+        assert_eq!(
+            err("domain=a,link=b,master=no,allow_uid=5"),
+            DevargsError::MasterOnly { key: KEY_ALLOW_UID }
+        );
+    }
+
+    #[test]
+    fn unknown_duplicate_malformed() {
+        let e = err("domain=a,link=b,speed=25G");
+        assert_eq!(
+            e,
+            DevargsError::UnknownKey {
+                key: "speed".into()
+            }
+        );
+        assert!(e.to_string().contains("unknown key 'speed'"), "{e}");
+        assert!(e.to_string().contains("domain, link, master"), "{e}");
+        // Keys are case-sensitive, like DPDK's kvargs.
+        assert_eq!(err("Domain=a,link=b").key(), Some("Domain"));
+        assert_eq!(
+            err("domain=a,link=b,link=c"),
+            DevargsError::Duplicate { key: KEY_LINK }
+        );
+        let e = err("domain=a,link=b,master");
+        assert_eq!(
+            e,
+            DevargsError::Malformed {
+                arg: "master".into()
+            }
+        );
+        assert_eq!(e.key(), None);
+        assert!(e.to_string().contains("expected key=value"));
+        // The first offending key is reported, before a missing one.
+        assert_eq!(err("mac=zz").key(), Some(KEY_MAC));
+    }
+
+    #[test]
+    fn value_may_contain_equals_sign_only_where_valid() {
+        // `split_once` keeps everything after the first '=' as the value.
+        assert_eq!(err("domain=a=b,link=c").key(), Some(KEY_DOMAIN));
+        assert_eq!(
+            ok("domain=a,link=c,run_dir=/x=y").run_dir,
+            Some(PathBuf::from("/x=y"))
+        );
+    }
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * The only C of librte_net_vecring: what Rust cannot express.
+ *  - driver registration (RTE_PMD_REGISTER_* run as ELF constructors),
+ *  - the log type,
+ *  - out-of-line wrappers of DPDK's `static inline` helpers, called at most
+ *    once per burst or once per control operation,
+ *  - build-time checks that the constants mirrored in src/ffi.rs still match
+ *    DPDK's headers.
+ * Everything else (devargs, ethdev ops, the data path) is in Rust.
+ */
+#include "wrapper.h"
+
+RTE_LOG_REGISTER(vecring_logtype, pmd.net.vecring, NOTICE);
+
+void
+vecring_log(uint32_t level, const char *msg)
+{
+	rte_log(level, vecring_logtype, "VECRING: %s\n", msg);
+}
+
+const char *
+vecring_vdev_name(const struct rte_vdev_device *dev)
+{
+	return rte_vdev_device_name(dev);
+}
+
+const char *
+vecring_vdev_args(const struct rte_vdev_device *dev)
+{
+	const char *args = rte_vdev_device_args(dev);
+
+	return args != NULL ? args : "";
+}
+
+struct rte_eth_dev *
+vecring_eth_vdev_allocate(struct rte_vdev_device *dev, size_t private_data_size)
+{
+	return rte_eth_vdev_allocate(dev, private_data_size);
+}
+
+int
+vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+			   unsigned int count)
+{
+	return rte_pktmbuf_alloc_bulk(pool, mbufs, count);
+}
+
+uint16_t
+vecring_pktmbuf_buf_space(struct rte_mempool *pool)
+{
+	uint16_t room = rte_pktmbuf_data_room_size(pool);
+
+	return room > RTE_PKTMBUF_HEADROOM ? room - RTE_PKTMBUF_HEADROOM : 0;
+}
+
+/* Constants mirrored in src/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
+_Static_assert(RTE_ETH_RX_OFFLOAD_SCATTER == (UINT64_C(1) << 13), "ffi.rs");
+_Static_assert(RTE_ETH_TX_OFFLOAD_MULTI_SEGS == (UINT64_C(1) << 15), "ffi.rs");
+_Static_assert(RTE_ETH_DEV_INTR_LSC == (UINT32_C(1) << 1), "ffi.rs");
+_Static_assert(RTE_ETH_LINK_SPEED_FIXED == (UINT32_C(1) << 0), "ffi.rs");
+_Static_assert(RTE_ETH_SPEED_NUM_UNKNOWN == UINT32_MAX, "ffi.rs");
+_Static_assert(RTE_ETH_XSTATS_NAME_SIZE == 64, "ffi.rs");
+_Static_assert(RTE_ETHDEV_QUEUE_STAT_CNTRS == 16, "ffi.rs");
+_Static_assert(RTE_PKTMBUF_HEADROOM == 128, "ffi.rs");
+_Static_assert(RTE_ETHER_HDR_LEN == 14 && RTE_ETHER_CRC_LEN == 4, "ffi.rs");
+_Static_assert(RTE_ETHER_MIN_MTU == 68, "ffi.rs");
+_Static_assert(SOCKET_ID_ANY == -1, "ffi.rs");
+
+static struct rte_vdev_driver vecring_vdev_driver = {
+	.probe = vecring_rs_probe,
+	.remove = vecring_rs_remove,
+};
+
+RTE_PMD_REGISTER_VDEV(net_vecring, vecring_vdev_driver);
+RTE_PMD_REGISTER_ALIAS(net_vecring, eth_vecring);
+RTE_PMD_REGISTER_PARAM_STRING(net_vecring,
+	"domain=<name> "
+	"link=<name> "
+	"master=<bool> "
+	"mac=<xx:xx:xx:xx:xx:xx> "
+	"socket=<numa node> "
+	"slots=<power of two> "
+	"slot_size=<bytes, power of two, multiple of 64> "
+	"run_dir=<path> "
+	"hugepages=<prefer|require|never> "
+	"zero_copy=<bool> "
+	"owner=<uid:gid> "
+	"allow_uid=<uid[:uid...]> "
+	"socket_mode=<octal>");

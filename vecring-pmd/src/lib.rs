@@ -1,0 +1,31 @@
+//! `librte_net_vecring.so`: the DPDK poll-mode driver of vecring, a
+//! shared-memory virtual Ethernet link between two processes.
+//!
+//! ```text
+//! dpdk-testpmd -d librte_net_vecring.so --no-pci \
+//!     --vdev=eth_vecring0,domain=testcontainer,link=tap456,master=true
+//! ```
+//!
+//! The driver registers as `net_vecring` (alias `eth_vecring`); EAL loads it
+//! with `-d`. Layout:
+//!
+//! | module | what |
+//! |---|---|
+//! | `glue.c` | `RTE_PMD_REGISTER_*`, the log type, wrappers of DPDK `static inline` helpers |
+//! | [`ffi`] | bindgen bindings and mirrored constants |
+//! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
+//! | [`port`] | probe/remove, per-port state, link-state events |
+//! | [`ops`] | the `eth_dev_ops` table |
+//! | [`rxtx`] | queues and burst functions |
+//! | [`stats`] | counters, filter, xstats |
+//! | [`log`] | `rte_log` output (`VECRING: ...`) |
+#![deny(missing_docs, unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+pub mod devargs;
+pub mod ffi;
+pub mod log;
+pub mod ops;
+pub mod port;
+pub mod rxtx;
+pub mod stats;

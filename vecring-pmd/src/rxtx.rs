@@ -1,0 +1,412 @@
+//! The data path: one RX and one TX queue per port, and their burst
+//! functions.
+//!
+//! TX copies each mbuf (chains too) into the ring with one chunk reservation
+//! and one commit per burst, then frees the sent mbufs in bulk. RX allocates
+//! mbufs in bulk, copies frames in (scattering into a chain when scatter is
+//! enabled), and releases the ring slots once per burst.
+//!
+//! Burst functions are chosen once, at `dev_start` ([`rx_burst_fn`]): the
+//! scatter decision is a const generic, never a per-packet branch. The filter
+//! mode (promiscuous or not) is read once per burst.
+//!
+//! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
+//! burst does not take are left to the application, as DPDK expects, and
+//! counted as `tx_ring_full` or `tx_link_down`.
+
+use crate::ffi::{self, rte_mbuf, rte_mempool};
+use crate::stats::{self, Shared};
+use std::ffi::c_void;
+use std::ptr;
+use std::slice;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use vecring_core::{PushError, Receiver, Sender};
+
+/// The receive queue behind `rte_eth_dev_data::rx_queues[0]`.
+pub struct RxQueue {
+    /// The link's receiving end, owned by the queue while it exists.
+    pub(crate) receiver: Receiver,
+    /// Where receive mbufs come from (set up by the application).
+    pool: *mut rte_mempool,
+    /// Bytes an mbuf of `pool` holds after its headroom.
+    buf_space: usize,
+    /// Written into `mbuf.port` of every received mbuf.
+    port_id: u16,
+    /// Counters and filter.
+    shared: Arc<Shared>,
+    /// `rte_eth_dev_data::rx_mbuf_alloc_failed` of the port.
+    nombuf: *mut u64,
+}
+
+/// The transmit queue behind `rte_eth_dev_data::tx_queues[0]`.
+pub struct TxQueue {
+    /// The link's sending end, owned by the queue while it exists.
+    pub(crate) sender: Sender,
+    /// Counters, and the slot size that sizes the reservation.
+    shared: Arc<Shared>,
+}
+
+/// Data bytes one mbuf of `pool` holds after its headroom (0 if none).
+///
+/// # Safety
+/// `pool` must be a packet mbuf pool.
+pub unsafe fn pool_buf_space(pool: *mut rte_mempool) -> usize {
+    // SAFETY: the caller guarantees `pool` is a packet mbuf pool.
+    usize::from(unsafe { ffi::vecring_pktmbuf_buf_space(pool) })
+}
+
+impl RxQueue {
+    /// A receive queue filling mbufs of `buf_space` data bytes from `pool`.
+    ///
+    /// # Safety
+    /// `pool` must be a packet mbuf pool whose mbufs hold `buf_space > 0`
+    /// bytes after the headroom (see [`pool_buf_space`]), and `nombuf` must
+    /// point to the port's `rx_mbuf_alloc_failed`; both must outlive the
+    /// queue.
+    pub unsafe fn new(
+        receiver: Receiver,
+        pool: *mut rte_mempool,
+        buf_space: usize,
+        port_id: u16,
+        shared: Arc<Shared>,
+        nombuf: *mut u64,
+    ) -> Self {
+        debug_assert!(buf_space > 0);
+        RxQueue {
+            receiver,
+            pool,
+            buf_space,
+            port_id,
+            shared,
+            nombuf,
+        }
+    }
+
+    /// Data bytes one mbuf of the queue's pool holds.
+    pub fn buf_space(&self) -> usize {
+        self.buf_space
+    }
+}
+
+impl TxQueue {
+    /// A transmit queue over `sender`.
+    pub fn new(sender: Sender, shared: Arc<Shared>) -> Self {
+        TxQueue { sender, shared }
+    }
+}
+
+/// The RX burst function for a port with scatter on or off.
+pub fn rx_burst_fn(scatter: bool) -> ffi::eth_rx_burst_t {
+    if scatter {
+        Some(rx_burst::<true>)
+    } else {
+        Some(rx_burst::<false>)
+    }
+}
+
+/// The TX burst function.
+pub fn tx_burst_fn() -> ffi::eth_tx_burst_t {
+    Some(tx_burst)
+}
+
+/// Frees `n` mbufs (and their chains) starting at `mbufs`.
+///
+/// # Safety
+/// The mbufs must be valid and owned by the caller.
+#[inline]
+unsafe fn free_bulk(mbufs: *mut *mut rte_mbuf, n: usize) {
+    if n > 0 {
+        // SAFETY: the caller owns the `n` mbufs; `n <= u16::MAX` in every caller.
+        unsafe { ffi::rte_pktmbuf_free_bulk(mbufs, n as u32) }
+    }
+}
+
+/// The data bytes of one mbuf segment.
+///
+/// # Safety
+/// `m` must be a valid mbuf whose `data_off + data_len` lies in its buffer.
+#[inline]
+unsafe fn seg_bytes<'a>(m: *const rte_mbuf) -> &'a [u8] {
+    // SAFETY: the caller guarantees the segment's data lies inside its
+    // buffer; the application does not modify an mbuf it passed to TX.
+    unsafe {
+        let m = &*m;
+        slice::from_raw_parts(
+            m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
+            usize::from(m.data_len),
+        )
+    }
+}
+
+/// The writable data room of one freshly reset mbuf (`buf_space` bytes).
+///
+/// # Safety
+/// `m` must be a freshly allocated mbuf owned by the caller, with at least
+/// `len` bytes after `data_off`.
+#[inline]
+unsafe fn seg_room<'a>(m: *mut rte_mbuf, len: usize) -> &'a mut [u8] {
+    // SAFETY: the caller owns the mbuf and guarantees the room.
+    unsafe {
+        let m = &*m;
+        slice::from_raw_parts_mut(m.buf_addr.cast::<u8>().add(usize::from(m.data_off)), len)
+    }
+}
+
+/// Transmit burst: copies the mbufs into the ring, frees those it took.
+///
+/// # Safety
+/// Called by ethdev with the queue pointer stored by `tx_queue_setup` and an
+/// array of `nb_pkts` valid mbufs, from one lcore at a time.
+unsafe extern "C" fn tx_burst(txq: *mut c_void, pkts: *mut *mut rte_mbuf, nb_pkts: u16) -> u16 {
+    // SAFETY: `txq` is the `Box<TxQueue>` stored by `tx_queue_setup`; ethdev
+    // calls a queue's burst function from one lcore at a time.
+    let q = unsafe { &mut *txq.cast::<TxQueue>() };
+    let n = usize::from(nb_pkts);
+    if n == 0 {
+        return 0;
+    }
+    // SAFETY: ethdev passes an array of `nb_pkts` mbuf pointers.
+    let mbufs = unsafe { slice::from_raw_parts(pkts, n) };
+
+    // Reserve the slots this burst needs, no more: the ring re-reads the
+    // consumer's index only when its cached view has fewer free slots than
+    // asked for, so asking for exactly what fits keeps that shared cache
+    // line out of most bursts. (If the slot size changed with a new master
+    // before the control path noticed, the reservation is merely off: pushes
+    // stop at `Full` and the rest is left to the application.)
+    let shift = q.shared.slot_shift.load(Ordering::Relaxed);
+    let slot_mask = (1usize << shift) - 1;
+    let need: usize = mbufs
+        .iter()
+        // SAFETY: every pointer of the array is a valid mbuf.
+        .map(|&m| (unsafe { (*m).pkt_len } as usize + slot_mask) >> shift)
+        .sum();
+    let mut chunk = match q.sender.write_chunk(need.max(1)) {
+        Ok(c) => c,
+        Err(_) => {
+            // Link down, or the peer corrupted the ring (the link counts and
+            // logs that): nothing is taken.
+            q.shared.tx.link_down.add(n as u64);
+            return 0;
+        }
+    };
+
+    let (mut taken, mut sent, mut bytes, mut dropped) = (0usize, 0u64, 0u64, 0u64);
+    for &m in mbufs {
+        // SAFETY: a valid mbuf from the application.
+        let (mut len, segs) = unsafe { ((*m).pkt_len as usize, (*m).nb_segs) };
+        let res = if segs == 1 {
+            // SAFETY: a valid single-segment mbuf.
+            let data = unsafe { seg_bytes(m) };
+            len = data.len();
+            chunk.push(data)
+        } else {
+            chunk.push_with(len, |w| {
+                let mut s = m.cast_const();
+                while !s.is_null() {
+                    // SAFETY: `s` walks the mbuf's own `next` chain.
+                    unsafe {
+                        w.append(seg_bytes(s));
+                        s = (*s).next;
+                    }
+                }
+            })
+        };
+        match res {
+            Ok(()) => {
+                sent += 1;
+                bytes += len as u64;
+            }
+            Err(PushError::Full) => break,
+            // Too large for the link, or empty: the frame can never be sent;
+            // take it and drop it so that the application does not retry it.
+            Err(_) => dropped += 1,
+        }
+        taken += 1;
+    }
+    chunk.commit();
+    // SAFETY: the first `taken` mbufs were copied or dropped and are ours.
+    unsafe { free_bulk(pkts, taken) };
+
+    let t = &q.shared.tx;
+    t.packets.add(sent);
+    t.bytes.add(bytes);
+    if dropped > 0 {
+        t.too_large.add(dropped);
+    }
+    if taken < n {
+        t.ring_full.add((n - taken) as u64);
+    }
+    taken as u16
+}
+
+/// Receive burst: copies up to `nb_pkts` frames from the ring into mbufs.
+///
+/// # Safety
+/// Called by ethdev with the queue pointer stored by `rx_queue_setup` and an
+/// array with room for `nb_pkts` mbuf pointers, from one lcore at a time.
+unsafe extern "C" fn rx_burst<const SCATTER: bool>(
+    rxq: *mut c_void,
+    pkts: *mut *mut rte_mbuf,
+    nb_pkts: u16,
+) -> u16 {
+    // SAFETY: `rxq` is the `Box<RxQueue>` stored by `rx_queue_setup`; ethdev
+    // calls a queue's burst function from one lcore at a time.
+    let q = unsafe { &mut *rxq.cast::<RxQueue>() };
+    let mode = q.shared.filter.load(Ordering::Relaxed);
+    let mac = q.shared.mac.load(Ordering::Relaxed);
+    let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
+    let shared = &*q.shared;
+
+    let Ok(mut chunk) = q.receiver.read_chunk(usize::from(nb_pkts)) else {
+        // Link down, or the ring is corrupt (the link counts and logs it).
+        return 0;
+    };
+    // A frame takes at least one slot: never allocate more mbufs than that.
+    let want = chunk.ready_slots().min(usize::from(nb_pkts));
+    if want == 0 {
+        return 0;
+    }
+    // Allocate straight into the application's array.
+    // SAFETY: `pkts` has room for `nb_pkts >= want` pointers; `pool` is the
+    // queue's packet pool.
+    if unsafe { ffi::vecring_pktmbuf_alloc_bulk(pool, pkts, want as u32) } != 0 {
+        // SAFETY: `nombuf` points to the port's counter; this lcore is its
+        // only writer.
+        unsafe { stats::add_raw(nombuf, want as u64) };
+        // The frames stay in the ring (none was taken from the chunk).
+        return 0;
+    }
+    // SAFETY: the first `want` entries now hold mbufs we own.
+    let mbufs = unsafe { slice::from_raw_parts_mut(pkts, want) };
+
+    let (mut filled, mut bytes) = (0usize, 0u64);
+    let (mut too_large, mut filtered, mut scatter_nombuf) = (0u64, 0u64, 0u64);
+    while filled < want {
+        let frame = match chunk.next_frame() {
+            Ok(Some(f)) => f,
+            // No more frames, or a corrupt descriptor (the endpoint is now
+            // poisoned; frames taken before stay valid).
+            Ok(None) | Err(_) => break,
+        };
+        let len = frame.len();
+        let head = frame.first_segment();
+        if !stats::accept(mode, mac, head) {
+            filtered += 1;
+            continue;
+        }
+        let m = mbufs[filled];
+        if len <= buf_space {
+            // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
+            // bytes of room.
+            let room = unsafe { seg_room(m, len) };
+            if head.len() == len {
+                room.copy_from_slice(head);
+            } else {
+                let mut at = 0;
+                for seg in frame.segments() {
+                    room[at..at + seg.len()].copy_from_slice(seg);
+                    at += seg.len();
+                }
+            }
+            // SAFETY: `m` is ours.
+            unsafe {
+                (*m).data_len = len as u16;
+                (*m).pkt_len = len as u32;
+                (*m).port = port_id;
+            }
+        } else if SCATTER {
+            // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.
+            if !unsafe { scatter_into(m, pool, buf_space, frame.segments(), len) } {
+                scatter_nombuf += 1;
+                continue;
+            }
+            // SAFETY: `m` is ours.
+            unsafe { (*m).port = port_id };
+        } else {
+            too_large += 1;
+            continue;
+        }
+        bytes += len as u64;
+        filled += 1;
+    }
+    chunk.release();
+    // Return the mbufs the burst did not fill (fewer frames than slots).
+    // SAFETY: entries `filled..want` are unused mbufs we own.
+    unsafe { free_bulk(pkts.add(filled), want - filled) };
+
+    let r = &shared.rx;
+    r.packets.add(filled as u64);
+    r.bytes.add(bytes);
+    if too_large + filtered + scatter_nombuf > 0 {
+        r.too_large.add(too_large);
+        r.filtered.add(filtered);
+        r.scatter_nombuf.add(scatter_nombuf);
+    }
+    filled as u16
+}
+
+/// Copies a frame of `len > buf_space` bytes given as `segments` into the
+/// chain starting at `head`, allocating the extra segments from `pool`.
+/// Returns false (and leaves `head` reusable, unchained) when the pool is
+/// empty.
+///
+/// # Safety
+/// `head` must be a freshly allocated mbuf of `pool` owned by the caller,
+/// with `buf_space` bytes of room; `pool` a packet pool.
+#[cold]
+unsafe fn scatter_into<'a>(
+    head: *mut rte_mbuf,
+    pool: *mut rte_mempool,
+    buf_space: usize,
+    segments: impl Iterator<Item = &'a [u8]>,
+    len: usize,
+) -> bool {
+    // Frames are at most 9216 bytes; a chain of more than 256 segments would
+    // need mbufs of fewer than 36 bytes.
+    const MAX_SEGS: usize = 256;
+    let nsegs = len.div_ceil(buf_space);
+    if nsegs > MAX_SEGS {
+        return false;
+    }
+    let mut extra = [ptr::null_mut::<rte_mbuf>(); MAX_SEGS];
+    // SAFETY: `extra` has room for `nsegs - 1 < MAX_SEGS` pointers.
+    if unsafe { ffi::vecring_pktmbuf_alloc_bulk(pool, extra.as_mut_ptr(), (nsegs - 1) as u32) } != 0
+    {
+        return false;
+    }
+    // The chain: head, extra[0], ..., extra[nsegs - 2].
+    let seg = |i: usize| if i == 0 { head } else { extra[i - 1] };
+    let mut seg_idx = 0;
+    let mut seg_fill = 0usize;
+    for mut src in segments {
+        while !src.is_empty() {
+            let m = seg(seg_idx);
+            let n = (buf_space - seg_fill).min(src.len());
+            // SAFETY: `m` is ours with `buf_space` bytes of room, and
+            // `seg_fill + n <= buf_space`.
+            let room = unsafe { seg_room(m, buf_space) };
+            room[seg_fill..seg_fill + n].copy_from_slice(&src[..n]);
+            seg_fill += n;
+            src = &src[n..];
+            if seg_fill == buf_space && seg_idx + 1 < nsegs {
+                // SAFETY: `m` is ours.
+                unsafe { (*m).data_len = buf_space as u16 };
+                seg_idx += 1;
+                seg_fill = 0;
+            }
+        }
+    }
+    // SAFETY: every mbuf of the chain is ours; linking them makes `head` own
+    // the chain, which the application frees as one packet.
+    unsafe {
+        (*seg(seg_idx)).data_len = seg_fill as u16;
+        for i in 1..nsegs {
+            (*seg(i - 1)).next = seg(i);
+        }
+        (*head).nb_segs = nsegs as u16;
+        (*head).pkt_len = len as u32;
+    }
+    true
+}

@@ -48,8 +48,9 @@ fn frames_flow_both_ways() {
     let dir = run_dir("both");
     let m = master(&dir);
     let s = slave(&dir);
-    assert_eq!(m.wait_up(UP).unwrap(), 1);
-    assert_eq!(s.wait_up(UP).unwrap(), 1);
+    let generation = m.wait_up(UP).unwrap();
+    assert!(generation > 1, "generations start from the clock");
+    assert_eq!(s.wait_up(UP).unwrap(), generation);
     let (mut mtx, mut mrx) = (m.sender().unwrap(), m.receiver().unwrap());
     let (mut stx, mut srx) = (s.sender().unwrap(), s.receiver().unwrap());
     assert!(matches!(m.sender(), Err(LinkError::AlreadyTaken("sender"))));
@@ -83,8 +84,7 @@ fn slave_first_waits_for_master() {
     ));
     assert_eq!(s.state(), LinkState::Down);
     let m = master(&dir);
-    assert_eq!(s.wait_up(UP).unwrap(), 1);
-    m.wait_up(UP).unwrap();
+    assert_eq!(s.wait_up(UP).unwrap(), m.wait_up(UP).unwrap());
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn second_slave_is_refused_and_first_undisturbed() {
     let dir = run_dir("second");
     let m = master(&dir);
     let s1 = slave(&dir);
-    s1.wait_up(UP).unwrap();
+    let generation = s1.wait_up(UP).unwrap();
     let (mut mtx, mut s1rx) = (m.sender().unwrap(), s1.receiver().unwrap());
     let s2 = slave(&dir);
     match s2.wait_up(UP) {
@@ -102,7 +102,7 @@ fn second_slave_is_refused_and_first_undisturbed() {
         }
         other => panic!("expected refusal, got {other:?}"),
     }
-    assert_eq!(s1.state(), LinkState::Up { generation: 1 });
+    assert_eq!(s1.state(), LinkState::Up { generation });
     mtx.send(b"still here").unwrap();
     assert_eq!(recv_one(&mut s1rx), b"still here");
     assert!(m.counters().rejected_peers >= 1);
@@ -194,10 +194,14 @@ fn reconnects_many_times_with_fresh_generations() {
         .unwrap();
     let mut mtx = m.sender().unwrap();
     let fds_before = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let mut last_generation = None;
     for round in 1..=50u64 {
         let s = slave(&dir);
-        assert_eq!(s.wait_up(UP).unwrap(), round);
-        assert_eq!(m.wait_up(UP).unwrap(), round);
+        let generation = s.wait_up(UP).unwrap();
+        assert_eq!(m.wait_up(UP).unwrap(), generation);
+        if let Some(previous) = last_generation.replace(generation) {
+            assert_eq!(generation, previous + 1, "one generation per connection");
+        }
         let mut srx = s.receiver().unwrap();
         // Frames of this generation arrive; frames queued in the previous
         // generation (sent after its slave left) never do.
@@ -219,7 +223,15 @@ fn reconnects_many_times_with_fresh_generations() {
         assert!(m.wait_down(UP));
     }
     let c = m.counters();
-    assert_eq!((c.link_ups, c.link_downs, c.generation), (50, 50, 50));
+    assert_eq!(
+        (c.link_ups, c.link_downs, Some(c.generation)),
+        (50, 50, last_generation)
+    );
+    // The callback runs on the control thread; give the last one a moment.
+    let deadline = std::time::Instant::now() + UP;
+    while changes.load(Ordering::Relaxed) < 100 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(changes.load(Ordering::Relaxed), 100);
     // Leftover "unread" frames of each generation are accounted for once
     // the sender notices the generation change.

@@ -215,7 +215,12 @@ pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result
 /// connection; refuse any second slave meanwhile.
 fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
     let geometry = config.geometry.unwrap_or_default();
-    let mut generation = 0u64;
+    // Generations grow by one per connection. A new master continues from
+    // the clock (microseconds), so generations also grow across master
+    // restarts and a slave never sees the same number twice in a row.
+    let mut generation = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
     let mut conn: Option<(OwnedFd, u64)> = None;
     while !stopping(shared) {
         let fds: Vec<&OwnedFd> = match &conn {

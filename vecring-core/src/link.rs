@@ -55,7 +55,8 @@ pub enum LinkState {
     Down,
     /// A peer is attached; frames flow in generation `generation`.
     Up {
-        /// Starts at 1 and grows with every (re)connection.
+        /// Grows by one with every connection, and across master restarts
+        /// (a master starts from the clock).
         generation: u64,
     },
 }
@@ -259,7 +260,6 @@ impl LinkShared {
         // Release: pairs with the Acquire load in `Endpoint::sync`, which
         // then reads the new session under the lock.
         self.epoch.fetch_add(1, Ordering::Release);
-        self.changed.notify_all();
         match state {
             LinkState::Up { generation } => {
                 log::info!("vecring: {}: link up (generation {generation})", self.label)
@@ -269,6 +269,8 @@ impl LinkShared {
         if let Some(cb) = &self.on_change {
             cb(state);
         }
+        // After the callback, so that a waiter woken here sees its effects.
+        self.changed.notify_all();
     }
 
     /// Records why the slave's last attempt failed.
@@ -823,6 +825,12 @@ impl Sender {
         self.ep.ring().is_some()
     }
 
+    /// The geometry of the rings, if the link is up (it may change when a
+    /// new master arrives).
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
+    }
+
     /// The generation this endpoint sends into, if the link is up.
     pub fn generation(&mut self) -> Option<u64> {
         self.ep.ring()?;
@@ -900,6 +908,11 @@ impl Receiver {
     /// Whether the link is up, as this endpoint last saw it.
     pub fn is_up(&mut self) -> bool {
         self.ep.ring().is_some()
+    }
+
+    /// The geometry of the rings, if the link is up.
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
     }
 
     /// The generation this endpoint receives from, if the link is up.

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# eth_vecring against DPDK's net_memif, side by side (see
+# shared/BENCHMARKING.md): two dpdk-testpmd processes per run, txonly on
+# CPU 0 -> rxonly on CPU 1, one CPU each; vecring and memif runs alternate
+# (A B A B ...) for every frame size. The receiver's Rx-pps per stats
+# period is the figure: first and last periods dropped, median of the rest.
+#
+# Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z]
+#   -z  also measure eth_vecring with zero_copy=true on the receiver
+# Needs root, hugepages and the built PMD (cargo build --release -p vecring-pmd).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SIZES="64 128 256 512 1024 1514 9000"
+PAIRS=5
+SECONDS_PER_RUN=8
+ZERO_COPY=0
+while getopts "s:p:t:z" o; do
+	case $o in
+	s) SIZES=$OPTARG ;;
+	p) PAIRS=$OPTARG ;;
+	t) SECONDS_PER_RUN=$OPTARG ;;
+	z) ZERO_COPY=1 ;;
+	*) sed -n '2,12p' "$0"; exit 2 ;;
+	esac
+done
+
+# EAL refuses plugins under a world-writable directory: install a copy.
+SO_SRC=${VECRING_PMD_SO:-$ROOT/target/release/librte_net_vecring.so}
+[ -f "$SO_SRC" ] || { echo "missing $SO_SRC: cargo build --release -p vecring-pmd" >&2; exit 1; }
+PLUGIN_DIR=/usr/local/lib/vecring
+install -d -m 0755 "$PLUGIN_DIR"
+install -m 0644 "$SO_SRC" "$PLUGIN_DIR/librte_net_vecring.so"
+SO=$PLUGIN_DIR/librte_net_vecring.so
+
+WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
+trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+
+# testpmd options shared by every run. (memif needs EAL's multi-process
+# support, so no --in-memory; each process gets its own --file-prefix.)
+COMMON="--no-pci --log-level=lib.eal:warning"
+# app_opts SIZE: default mbufs, or big ones so 9000-byte frames fit one
+# segment on both PMDs.
+app_opts() {
+	local o="--stats-period=1 --txd=1024 --rxd=1024"
+	[ "$1" -gt 2048 ] && o="$o --mbuf-size=10240 --total-num-mbufs=32768"
+	echo "$o"
+}
+
+# run_pair KIND SIZE -> prints "rx_pps tx_pps" (medians)
+run_pair() {
+	local kind=$1 size=$2 rx_vdev tx_vdev
+	case $kind in
+	vecring)
+		rx_vdev="eth_vecring0,domain=bench,link=l$size,master=true,run_dir=$WORK/run"
+		tx_vdev="eth_vecring0,domain=bench,link=l$size,run_dir=$WORK/run" ;;
+	vecring-zc)
+		rx_vdev="eth_vecring0,domain=bench,link=z$size,master=true,run_dir=$WORK/run,zero_copy=true"
+		tx_vdev="eth_vecring0,domain=bench,link=z$size,run_dir=$WORK/run" ;;
+	memif)
+		rx_vdev="net_memif0,role=server,socket=$WORK/memif-$size.sock"
+		tx_vdev="net_memif0,role=client,socket=$WORK/memif-$size.sock" ;;
+	esac
+	local plugin=""
+	[ "$kind" != memif ] && plugin="-d $SO"
+	# shellcheck disable=SC2086
+	timeout $((SECONDS_PER_RUN + 10)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix=vrbrx $COMMON $plugin \
+		--vdev="$rx_vdev" -- --forward-mode=rxonly $(app_opts "$size") >"$WORK/rx.log" 2>&1 &
+	local rx=$!
+	sleep 1
+	# shellcheck disable=SC2086
+	timeout $((SECONDS_PER_RUN + 5)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix=vrbtx $COMMON $plugin \
+		--vdev="$tx_vdev" -- --forward-mode=txonly --txpkts="$size" $(app_opts "$size") >"$WORK/tx.log" 2>&1 &
+	local tx=$!
+	sleep "$SECONDS_PER_RUN"
+	kill -TERM "$tx" "$rx" 2>/dev/null || true
+	wait "$tx" "$rx" 2>/dev/null || true
+	local rx_pps tx_pps
+	rx_pps=$(median_periods Rx-pps "$WORK/rx.log")
+	tx_pps=$(median_periods Tx-pps "$WORK/tx.log")
+	echo "$rx_pps $tx_pps"
+}
+
+# median_periods FIELD LOG: the median of the non-zero per-period figures,
+# first and last dropped.
+median_periods() {
+	{ grep -o "$1: *[0-9]*" "$2" || true; } | awk '{print $2}' | awk '$1 > 0' |
+		sed '1d;$d' | sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'
+}
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'; }
+
+KINDS="vecring memif"
+[ "$ZERO_COPY" = 1 ] && KINDS="vecring vecring-zc memif"
+echo "eth_vecring vs net_memif: dpdk-testpmd txonly (CPU 0) -> rxonly (CPU 1), $PAIRS alternating pairs of ${SECONDS_PER_RUN} s per size"
+echo "cross-core latency now: see 'ring-compare' (vCPU placement changes every figure 2-3x between runs; compare ratios only)"
+printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio"
+for size in $SIZES; do
+	declare -A rx_all=() tx_all=() ratios=()
+	for pair in $(seq 1 "$PAIRS"); do
+		order=$KINDS
+		# Alternate which candidate goes first.
+		[ $((pair % 2)) = 0 ] && order=$(echo "$KINDS" | tr ' ' '\n' | tac | tr '\n' ' ')
+		declare -A this=()
+		for kind in $order; do
+			read -r r t < <(run_pair "$kind" "$size")
+			rx_all[$kind]="${rx_all[$kind]:-} $r"
+			tx_all[$kind]="${tx_all[$kind]:-} $t"
+			this[$kind]=$r
+		done
+		for kind in $KINDS; do
+			[ "$kind" = memif ] && continue
+			ratios[$kind]="${ratios[$kind]:-} $(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')"
+		done
+		unset this
+	done
+	memif_rx=$(echo "${rx_all[memif]}" | median)
+	for kind in $KINDS; do
+		rx=$(echo "${rx_all[$kind]}" | median)
+		tx=$(echo "${tx_all[$kind]}" | median)
+		ratio="-"
+		[ "$kind" != memif ] && ratio=$(echo "${ratios[$kind]}" | median)
+		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" 'BEGIN {
+			thr = (tx > 0) ? 100 * rx / tx : 0
+			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r }'
+	done
+	unset rx_all tx_all ratios
+done
+echo "ratio = median of per-pair (candidate RX pps / memif RX pps); Mbit/s counts frame bytes."

@@ -934,6 +934,19 @@ impl Receiver {
         Ok(ring.read_chunk(max_frames)?)
     }
 
+    /// Releases the slots of frames [kept](ReadChunk::keep) in the current
+    /// generation up to slot `index`; see [`Consumer::release_to`]. Returns
+    /// false if `index` is out of range or the generation changed.
+    pub fn release_to(&mut self, index: u64) -> bool {
+        self.ep.ring.as_mut().is_some_and(|c| c.release_to(index))
+    }
+
+    /// The region the current generation's frames live in, if up (to keep
+    /// it mapped while frames kept in place are in use).
+    pub fn region(&mut self) -> Option<Arc<Region>> {
+        Some(Arc::clone(self.ep.ring()?.storage().region()))
+    }
+
     /// Copies the next frame into `buf`.
     ///
     /// # Errors

@@ -490,6 +490,13 @@ pub struct RegionRing {
     data: *mut u8,
 }
 
+impl RegionRing {
+    /// The region this ring lives in.
+    pub fn region(&self) -> &Arc<Region> {
+        &self.region
+    }
+}
+
 // SAFETY: the pointers target the shared mapping, which `region` keeps
 // alive; all access through them is atomic or follows the ring protocol.
 unsafe impl Send for RegionRing {}

@@ -218,10 +218,14 @@ pub struct Producer<S: RingStorage> {
 pub struct Consumer<S: RingStorage> {
     storage: S,
     shape: Shape,
-    /// Private copy of our index: the next slot to read.
+    /// Private read position: the next slot to read.
     tail: u64,
-    /// Last validated value of the producer's `head`; `cached_head - tail`
-    /// is in `0..=slot_count`.
+    /// Private copy of the index we last published: slots before it belong
+    /// to the producer again. Equal to `tail` unless frames were
+    /// [kept](ReadChunk::keep); `released <= tail <= cached_head`.
+    released: u64,
+    /// Last validated value of the producer's `head`; `cached_head -
+    /// released` is in `0..=slot_count`.
     cached_head: u64,
     poisoned: Option<Corruption>,
     stats: EndpointStats,
@@ -632,6 +636,7 @@ impl<S: RingStorage> Consumer<S> {
             storage,
             shape,
             tail,
+            released: tail,
             cached_head: head,
             poisoned: None,
             stats: EndpointStats::default(),
@@ -668,8 +673,8 @@ impl<S: RingStorage> Consumer<S> {
         // Acquire: pairs with the Release store of `head` in
         // `WriteChunk::commit`, making the slots and descriptors visible.
         let head = self.storage.control().head.index.load(Ordering::Acquire);
-        let ready = head.wrapping_sub(self.tail);
-        let known = self.cached_head.wrapping_sub(self.tail);
+        let ready = head.wrapping_sub(self.released);
+        let known = self.cached_head.wrapping_sub(self.released);
         if ready > u64::from(self.shape.slot_count) || ready < known {
             return Err(self.poison(Corruption::Index {
                 kind: IndexKind::Head,
@@ -694,6 +699,47 @@ impl<S: RingStorage> Consumer<S> {
         Ok(self.cached_head.wrapping_sub(self.tail) as usize)
     }
 
+    /// Publishes `index` as our tail: slots before it go back to the
+    /// producer.
+    fn publish_release(&mut self, index: u64) {
+        self.released = index;
+        // Release: pairs with the producer's Acquire load of `tail` in
+        // `Producer::refresh_tail`; our reads of the slots happen before the
+        // producer may reuse them.
+        self.storage
+            .control()
+            .tail
+            .index
+            .store(index, Ordering::Release);
+    }
+
+    /// Releases the slots of kept frames up to (not including) slot
+    /// `index`, which must lie between the last release and the read
+    /// position; returns false (and does nothing) otherwise.
+    pub fn release_to(&mut self, index: u64) -> bool {
+        let ahead = index.wrapping_sub(self.released);
+        if ahead == 0 || ahead > self.tail.wrapping_sub(self.released) {
+            return false;
+        }
+        self.publish_release(index);
+        true
+    }
+
+    /// The index of the next slot to read.
+    pub fn read_position(&self) -> u64 {
+        self.tail
+    }
+
+    /// The index up to which slots have been released to the producer.
+    pub fn released_position(&self) -> u64 {
+        self.released
+    }
+
+    /// The ring's storage (e.g. to keep a shared region mapped).
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
     /// Up to `max_frames` ready frames, to be read in place. Frames returned
     /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
     /// (or [`released`](ReadChunk::release)).
@@ -708,6 +754,7 @@ impl<S: RingStorage> Consumer<S> {
             frames_left: max_frames,
             frames: 0,
             bytes: 0,
+            keep: false,
             consumer: self,
         })
     }
@@ -786,6 +833,8 @@ pub struct ReadChunk<'c, S: RingStorage> {
     frames_left: usize,
     frames: u64,
     bytes: u64,
+    /// Set by [`ReadChunk::keep`]: do not release on drop.
+    keep: bool,
 }
 
 impl<S: RingStorage> ReadChunk<'_, S> {
@@ -894,8 +943,17 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     }
 
     /// Releases the frames handed out so far to the producer (also done on
-    /// drop).
+    /// drop), and any frames kept before them.
     pub fn release(self) {}
+
+    /// Ends the chunk *without* releasing its frames: the consumer moves
+    /// past them, but their slots stay unavailable to the producer (and
+    /// their bytes in place) until [`Consumer::release_to`] passes them.
+    /// For handing slots to code that frees them later, such as DPDK
+    /// mbufs attached to the slots.
+    pub fn keep(mut self) {
+        self.keep = true;
+    }
 }
 
 impl<S: RingStorage> Drop for ReadChunk<'_, S> {
@@ -903,16 +961,11 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
         let c = &mut *self.consumer;
         if self.pos != c.tail {
             c.tail = self.pos;
-            // Release: pairs with the producer's Acquire load of `tail` in
-            // `Producer::refresh_tail`; our reads of the slots happen before
-            // the producer may reuse them.
-            c.storage
-                .control()
-                .tail
-                .index
-                .store(c.tail, Ordering::Release);
             c.stats.frames += self.frames;
             c.stats.bytes += self.bytes;
+            if !self.keep {
+                c.publish_release(self.pos);
+            }
         }
     }
 }
@@ -952,6 +1005,17 @@ impl<'c> Frame<'c> {
             // until the chunk (which `'c` borrows) releases it.
             unsafe { core::slice::from_raw_parts(data.add(slot * shape.slot_size), seg) }
         })
+    }
+
+    /// Index of the frame's first slot (free-running; the slot is
+    /// `index % slot_count`).
+    pub fn index(&self) -> u64 {
+        self.first
+    }
+
+    /// Slots the frame occupies.
+    pub fn slots(&self) -> u64 {
+        self.shape.slots_for(self.len)
     }
 
     /// The first segment: the whole frame when it fits in one slot.
@@ -1351,5 +1415,55 @@ mod tests {
             assert!(Consumer::attach(ring.clone()).is_err());
             assert!(Producer::attach(ring.clone()).is_err());
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod keep_tests {
+    use super::*;
+
+    #[test]
+    fn kept_frames_hold_their_slots_until_released() {
+        let (mut tx, mut rx) = heap_channel(Geometry::new(16, 2048).unwrap());
+        for i in 0..16u8 {
+            tx.send(&[i; 10]).unwrap();
+        }
+        let mut first = None;
+        {
+            let mut chunk = rx.read_chunk(8).unwrap();
+            while let Some(f) = chunk.next_frame().unwrap() {
+                first.get_or_insert(f.index());
+                assert_eq!(f.slots(), 1);
+            }
+            chunk.keep();
+        }
+        assert_eq!(first, Some(0));
+        assert_eq!((rx.read_position(), rx.released_position()), (8, 0));
+        // The producer sees no free slot: the kept ones are still ours.
+        assert_eq!(tx.send(b"x"), Err(SendError::Push(PushError::Full)));
+        // Reading goes on past the kept frames.
+        let mut buf = [0u8; 16];
+        assert_eq!(rx.recv(&mut buf), Ok(10));
+        assert_eq!(buf[0], 8);
+        // A normal release releases everything before it, kept frames too.
+        assert_eq!(rx.released_position(), 9);
+        {
+            let chunk = rx.read_chunk(4).unwrap();
+            chunk.keep();
+        }
+        let mut chunk = rx.read_chunk(4).unwrap();
+        for _ in 0..4 {
+            chunk.next_frame().unwrap().unwrap();
+        }
+        chunk.keep();
+        assert_eq!((rx.read_position(), rx.released_position()), (13, 9));
+        assert!(!rx.release_to(14), "beyond the read position");
+        assert!(!rx.release_to(8), "before the last release");
+        assert!(rx.release_to(11));
+        let fill =
+            |tx: &mut Producer<HeapRing>| (0..).take_while(|_| tx.send(b"y").is_ok()).count();
+        assert_eq!(fill(&mut tx), 11);
+        assert!(rx.release_to(13));
+        assert_eq!(fill(&mut tx), 2);
     }
 }

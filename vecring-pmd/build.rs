@@ -100,6 +100,7 @@ fn main() {
         "rte_vdev_device",
         "rte_eth_event_type",
         "rte_proc_type_t",
+        "rte_mbuf_ext_shared_info",
     ] {
         bg = bg.allowlist_type(t);
     }

@@ -941,6 +941,16 @@ impl Receiver {
         self.ep.ring.as_mut().is_some_and(|c| c.release_to(index))
     }
 
+    /// `(released, read)` positions of the ring this endpoint holds now,
+    /// without following a generation change (so they belong to the same
+    /// ring as the last chunk read); see [`Consumer::released_position`].
+    pub fn positions(&self) -> Option<(u64, u64)> {
+        self.ep
+            .ring
+            .as_ref()
+            .map(|c| (c.released_position(), c.read_position()))
+    }
+
     /// The region the current generation's frames live in, if up (to keep
     /// it mapped while frames kept in place are in use).
     pub fn region(&mut self) -> Option<Arc<Region>> {

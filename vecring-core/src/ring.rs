@@ -838,6 +838,12 @@ pub struct ReadChunk<'c, S: RingStorage> {
 }
 
 impl<S: RingStorage> ReadChunk<'_, S> {
+    /// The storage the chunk's frames live in (e.g. to tell which shared
+    /// region, and so which link generation, they belong to).
+    pub fn storage(&self) -> &S {
+        &self.consumer.storage
+    }
+
     /// Slots in this chunk not yet handed out.
     pub fn ready_slots(&self) -> usize {
         self.end.wrapping_sub(self.pos) as usize

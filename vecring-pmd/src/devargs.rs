@@ -17,7 +17,7 @@
 //! | `slot_size` | bytes, power of two, multiple of 64 | vecring-core default |
 //! | `run_dir` | absolute path | vecring-core default (`/run/vecring`) |
 //! | `hugepages` | `prefer` \| `require` \| `never` | `prefer` |
-//! | `zero_copy` | bool (reserved: accepted, frames are copied) | `false` |
+//! | `zero_copy` | bool: receive frames of 512+ bytes as mbufs attached to the ring (no copy) | `false` |
 //! | `owner` | `uid:gid` given the domain directory and socket (master only) | the creating user |
 //! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
@@ -114,7 +114,7 @@ pub struct Devargs {
     pub run_dir: Option<PathBuf>,
     /// `hugepages=`.
     pub hugepages: Hugepages,
-    /// `zero_copy=` (reserved).
+    /// `zero_copy=`: zero-copy receive (see [`crate::zerocopy`]).
     pub zero_copy: bool,
     /// `owner=uid:gid` (master only).
     pub owner: Option<(u32, u32)>,

@@ -54,6 +54,15 @@ vecring_pktmbuf_buf_space(struct rte_mempool *pool)
 	return room > RTE_PKTMBUF_HEADROOM ? room - RTE_PKTMBUF_HEADROOM : 0;
 }
 
+void
+vecring_pktmbuf_attach_extbuf(struct rte_mbuf *m, void *buf, uint16_t len,
+			      struct rte_mbuf_ext_shared_info *shinfo)
+{
+	rte_mbuf_ext_refcnt_set(shinfo, 1);
+	/* Shared memory is not registered for DMA: no IOVA. */
+	rte_pktmbuf_attach_extbuf(m, buf, RTE_BAD_IOVA, len, shinfo);
+}
+
 /* Constants mirrored in src/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
 _Static_assert(RTE_ETH_RX_OFFLOAD_SCATTER == (UINT64_C(1) << 13), "ffi.rs");
 _Static_assert(RTE_ETH_TX_OFFLOAD_MULTI_SEGS == (UINT64_C(1) << 15), "ffi.rs");

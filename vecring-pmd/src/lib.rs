@@ -18,6 +18,7 @@
 //! | [`ops`] | the `eth_dev_ops` table |
 //! | [`rxtx`] | queues and burst functions |
 //! | [`stats`] | counters, filter, xstats |
+//! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
 //! | [`log`] | `rte_log` output (`VECRING: ...`) |
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -29,3 +30,4 @@ pub mod ops;
 pub mod port;
 pub mod rxtx;
 pub mod stats;
+pub mod zerocopy;

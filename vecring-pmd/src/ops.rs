@@ -172,11 +172,11 @@ impl Dev {
 
     /// Installs the burst functions; ethdev copies them into its fast-path
     /// table when `dev_start` returns.
-    fn set_burst_fns(self, scatter: bool) {
+    fn set_burst_fns(self, scatter: bool, zero_copy: bool) {
         // SAFETY: a valid port; the fast path does not read these fields.
         unsafe {
             (*self.data()).set_scattered_rx(u8::from(scatter));
-            (*self.0).rx_pkt_burst = rxtx::rx_burst_fn(scatter);
+            (*self.0).rx_pkt_burst = rxtx::rx_burst_fn(scatter, zero_copy);
             (*self.0).tx_pkt_burst = rxtx::tx_burst_fn();
         }
     }
@@ -221,7 +221,7 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
                 return -libc::EINVAL;
             }
         }
-        dev.set_burst_fns(scatter);
+        dev.set_burst_fns(scatter, p.args.zero_copy);
         dev.set_queue_states(QUEUE_STARTED);
         p.learn_geometry();
         dev.set_link_status(p.link.state().is_up());

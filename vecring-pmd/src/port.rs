@@ -241,7 +241,8 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     if args.zero_copy {
         vlog!(
             NOTICE,
-            "{name}: zero_copy is reserved and has no effect yet: frames are copied"
+            "{name}: zero-copy receive: frames of {} bytes or more are attached to the ring's slots (external mbufs) instead of copied",
+            crate::zerocopy::ZC_MIN_LEN
         );
     }
 
@@ -314,7 +315,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             None => ffi::rte_socket_id() as i32,
         };
         (*eth).dev_ops = &crate::ops::OPS;
-        (*eth).rx_pkt_burst = crate::rxtx::rx_burst_fn(false);
+        (*eth).rx_pkt_burst = crate::rxtx::rx_burst_fn(false, false);
         (*eth).tx_pkt_burst = crate::rxtx::tx_burst_fn();
     }
     // Link-state changes reach the port from now on; read the state after

@@ -16,6 +16,7 @@
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::stats::{self, Shared};
+use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::ptr;
 use std::slice;
@@ -37,6 +38,8 @@ pub struct RxQueue {
     shared: Arc<Shared>,
     /// `rte_eth_dev_data::rx_mbuf_alloc_failed` of the port.
     nombuf: *mut u64,
+    /// Zero-copy state of the current generation (zero-copy mode only).
+    zc: Option<Arc<ZcSlots>>,
 }
 
 /// The transmit queue behind `rte_eth_dev_data::tx_queues[0]`.
@@ -80,6 +83,7 @@ impl RxQueue {
             port_id,
             shared,
             nombuf,
+            zc: None,
         }
     }
 
@@ -96,12 +100,13 @@ impl TxQueue {
     }
 }
 
-/// The RX burst function for a port with scatter on or off.
-pub fn rx_burst_fn(scatter: bool) -> ffi::eth_rx_burst_t {
-    if scatter {
-        Some(rx_burst::<true>)
-    } else {
-        Some(rx_burst::<false>)
+/// The RX burst function for a port with scatter and zero-copy on or off.
+pub fn rx_burst_fn(scatter: bool, zero_copy: bool) -> ffi::eth_rx_burst_t {
+    match (scatter, zero_copy) {
+        (false, false) => Some(rx_burst::<false, false>),
+        (true, false) => Some(rx_burst::<true, false>),
+        (false, true) => Some(rx_burst::<false, true>),
+        (true, true) => Some(rx_burst::<true, true>),
     }
 }
 
@@ -246,7 +251,7 @@ unsafe extern "C" fn tx_burst(txq: *mut c_void, pkts: *mut *mut rte_mbuf, nb_pkt
 /// # Safety
 /// Called by ethdev with the queue pointer stored by `rx_queue_setup` and an
 /// array with room for `nb_pkts` mbuf pointers, from one lcore at a time.
-unsafe extern "C" fn rx_burst<const SCATTER: bool>(
+unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     rxq: *mut c_void,
     pkts: *mut *mut rte_mbuf,
     nb_pkts: u16,
@@ -259,9 +264,19 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool>(
     let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
     let shared = &*q.shared;
 
+    if ZC {
+        // Slots whose mbufs the application freed go back to the producer,
+        // every burst: a ring full of held frames must drain.
+        zerocopy::reclaim(&mut q.receiver, q.zc.as_ref());
+    }
     let Ok(mut chunk) = q.receiver.read_chunk(usize::from(nb_pkts)) else {
         // Link down, or the ring is corrupt (the link counts and logs it).
         return 0;
+    };
+    let zc = if ZC {
+        Some(zerocopy::slots_for(&mut q.zc, chunk.storage()))
+    } else {
+        None
     };
     // A frame takes at least one slot: never allocate more mbufs than that.
     let want = chunk.ready_slots().min(usize::from(nb_pkts));
@@ -291,13 +306,26 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool>(
             Ok(None) | Err(_) => break,
         };
         let len = frame.len();
+        let (index, slots) = (frame.index(), frame.slots());
+        // In zero-copy mode every frame not attached to an mbuf is done with
+        // once this iteration ends (copied or dropped).
+        let done = |zc: Option<&Arc<ZcSlots>>| {
+            if let Some(z) = zc {
+                z.mark_done(index, slots);
+            }
+        };
         let head = frame.first_segment();
         if !stats::accept(mode, mac, head) {
             filtered += 1;
+            done(zc);
             continue;
         }
         let m = mbufs[filled];
-        if len <= buf_space {
+        if let (true, Some(z)) = (len >= ZC_MIN_LEN && slots == 1, zc) {
+            // SAFETY: `m` is a fresh mbuf of ours; the frame is one slot of
+            // the ring `z` was made for.
+            unsafe { z.attach(m, &frame, port_id) };
+        } else if len <= buf_space {
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
             let room = unsafe { seg_room(m, len) };
@@ -316,22 +344,31 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool>(
                 (*m).pkt_len = len as u32;
                 (*m).port = port_id;
             }
+            done(zc);
         } else if SCATTER {
             // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.
             if !unsafe { scatter_into(m, pool, buf_space, frame.segments(), len) } {
                 scatter_nombuf += 1;
+                done(zc);
                 continue;
             }
             // SAFETY: `m` is ours.
             unsafe { (*m).port = port_id };
+            done(zc);
         } else {
             too_large += 1;
+            done(zc);
             continue;
         }
         bytes += len as u64;
         filled += 1;
     }
-    chunk.release();
+    if ZC {
+        // The slots stay ours until their done flags are set.
+        chunk.keep();
+    } else {
+        chunk.release();
+    }
     // Return the mbufs the burst did not fill (fewer frames than slots).
     // SAFETY: entries `filled..want` are unused mbufs we own.
     unsafe { free_bulk(pkts.add(filled), want - filled) };

@@ -47,4 +47,12 @@ int vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool,
 /** rte_pktmbuf_data_room_size() - RTE_PKTMBUF_HEADROOM, 0 if smaller. */
 uint16_t vecring_pktmbuf_buf_space(struct rte_mempool *pool);
 
+/**
+ * Points `m` (a fresh direct mbuf) at `len` bytes of external memory at
+ * `buf`, sharing `shinfo` (whose free_cb/fcb_opaque the caller set; its
+ * reference count is set to 1 here). The data starts at `buf`.
+ */
+void vecring_pktmbuf_attach_extbuf(struct rte_mbuf *m, void *buf, uint16_t len,
+				   struct rte_mbuf_ext_shared_info *shinfo);
+
 #endif

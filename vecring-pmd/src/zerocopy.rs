@@ -1,0 +1,160 @@
+//! Zero-copy receive (`zero_copy=true`): frames of at least
+//! [`ZC_MIN_LEN`] bytes that fit one slot are handed to the application as
+//! mbufs attached to the slot itself (DPDK external buffers) instead of
+//! being copied. The slot goes back to the producer when the mbuf is freed.
+//!
+//! The ring releases slots in order, but the application frees mbufs in any
+//! order, on any lcore. So each slot has a *done* flag: the mbuf's free
+//! callback sets it, and every receive burst first walks the flags from the
+//! last released slot and releases the run of done slots with one index
+//! store ([`reclaim`]). Frames the burst copies (small, multi-slot,
+//! filtered) are marked done at once.
+//!
+//! Each link generation gets its own [`ZcSlots`], reference-counted by the
+//! queue and by every outstanding mbuf, so that the shared mapping outlives
+//! the last mbuf pointing into it, even after the peer left or the port
+//! closed.
+//!
+//! Trade-offs, documented for users: a hostile peer can change a frame's
+//! bytes while the application reads them (never their length or location);
+//! mbufs held by the application hold ring slots (back-pressure on the
+//! peer); the memory has no IOVA, so these mbufs cannot be handed to a
+//! NIC's DMA without a copy.
+
+use crate::ffi::{self, rte_mbuf, rte_mbuf_ext_shared_info};
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use vecring_core::memory::RegionRing;
+use vecring_core::{Frame, Receiver, RingStorage};
+
+/// Smaller frames are copied even in zero-copy mode: copying them costs
+/// less than attaching and freeing an external buffer.
+pub const ZC_MIN_LEN: usize = 512;
+
+/// One generation's receive ring as seen by zero-copy mbufs.
+pub struct ZcSlots {
+    /// Keeps the region mapped while any mbuf points into it.
+    ring: RegionRing,
+    /// Address of slot 0.
+    data: usize,
+    slot_shift: u32,
+    mask: u64,
+    /// Per slot: 1 once the slot's frame is no longer needed.
+    done: Box<[AtomicU8]>,
+    /// Per slot: the external-buffer descriptor of the mbuf attached to it.
+    shinfo: Box<[UnsafeCell<rte_mbuf_ext_shared_info>]>,
+}
+
+// SAFETY: `shinfo[i]` is written only by the RX lcore while slot `i` is not
+// attached (its done flag is set or it was never used), and read by DPDK
+// through the attached mbuf; `done` is atomic; the rest is immutable.
+unsafe impl Send for ZcSlots {}
+// SAFETY: as above.
+unsafe impl Sync for ZcSlots {}
+
+impl ZcSlots {
+    fn new(ring: &RegionRing) -> Arc<Self> {
+        let g = ring.geometry();
+        let n = g.slot_count() as usize;
+        Arc::new(ZcSlots {
+            ring: ring.clone(),
+            data: ring.data() as usize,
+            slot_shift: g.slot_size().trailing_zeros(),
+            mask: u64::from(g.slot_count()) - 1,
+            done: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            shinfo: (0..n)
+                .map(|_| UnsafeCell::new(rte_mbuf_ext_shared_info::default()))
+                .collect(),
+        })
+    }
+
+    /// Marks every slot of `frame` done (its bytes were copied or dropped).
+    #[inline]
+    pub fn mark_done(&self, index: u64, slots: u64) {
+        for k in 0..slots {
+            // Relaxed: only this lcore reads these flags for slots it
+            // marked itself, after its own copy.
+            self.done[(index.wrapping_add(k) & self.mask) as usize].store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Attaches the single-slot `frame` to the fresh mbuf `m`.
+    ///
+    /// # Safety
+    /// `m` must be a freshly allocated direct mbuf owned by the caller, and
+    /// `frame` a single-slot frame of this generation's ring.
+    #[inline]
+    pub unsafe fn attach(self: &Arc<Self>, m: *mut rte_mbuf, frame: &Frame<'_>, port: u16) {
+        let slot = (frame.index() & self.mask) as usize;
+        let len = frame.len();
+        let buf = frame.first_segment().as_ptr().cast_mut();
+        let shinfo = self.shinfo[slot].get();
+        // One reference per outstanding mbuf, given back in `free_slot`.
+        let opaque = Arc::into_raw(Arc::clone(self));
+        // SAFETY: slot `slot` is not attached to another mbuf (it was read
+        // just now and is released only after its done flag is set), so
+        // writing its shinfo races with nobody; `m` is ours; `buf..buf+len`
+        // lies inside the slot.
+        unsafe {
+            (*shinfo).free_cb = Some(free_slot);
+            (*shinfo).fcb_opaque = opaque.cast_mut().cast::<c_void>();
+            ffi::vecring_pktmbuf_attach_extbuf(m, buf.cast::<c_void>(), len as u16, shinfo);
+            (*m).data_len = len as u16;
+            (*m).pkt_len = len as u32;
+            (*m).port = port;
+        }
+    }
+}
+
+/// DPDK's callback when the last mbuf attached to a slot is freed, on
+/// whatever lcore freed it.
+unsafe extern "C" fn free_slot(addr: *mut c_void, opaque: *mut c_void) {
+    let zc = opaque.cast_const().cast::<ZcSlots>();
+    // SAFETY: `opaque` is the `Arc::into_raw` made in `attach`, still
+    // counted, so the slots are alive.
+    let slots = unsafe { &*zc };
+    let slot = ((addr as usize).wrapping_sub(slots.data) >> slots.slot_shift) as u64 & slots.mask;
+    // Release: pairs with the Acquire load in `reclaim`, so the
+    // application's reads of the slot happen before the slot is released
+    // to the producer.
+    slots.done[slot as usize].store(1, Ordering::Release);
+    // SAFETY: gives back the reference taken in `attach`.
+    unsafe { Arc::decrement_strong_count(zc) };
+}
+
+/// The queue's slots for the ring `ring` (a new set when the generation
+/// changed).
+#[inline]
+pub fn slots_for<'a>(current: &'a mut Option<Arc<ZcSlots>>, ring: &RegionRing) -> &'a Arc<ZcSlots> {
+    let stale = current
+        .as_ref()
+        .is_none_or(|z| !Arc::ptr_eq(z.ring.region(), ring.region()));
+    if stale {
+        *current = Some(ZcSlots::new(ring));
+    }
+    current.as_ref().expect("set above")
+}
+
+/// Releases the run of done slots after the last release, with one index
+/// store. `slots` must belong to the ring `receiver` read last.
+#[inline]
+pub fn reclaim(receiver: &mut Receiver, slots: Option<&Arc<ZcSlots>>) {
+    let (Some(zc), Some((released, read))) = (slots, receiver.positions()) else {
+        return;
+    };
+    let mut at = released;
+    while at != read {
+        let flag = &zc.done[(at & zc.mask) as usize];
+        // Acquire: pairs with the Release store in `free_slot`.
+        if flag.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        flag.store(0, Ordering::Relaxed);
+        at = at.wrapping_add(1);
+    }
+    if at != released {
+        receiver.release_to(at);
+    }
+}

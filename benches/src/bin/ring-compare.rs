@@ -1,0 +1,232 @@
+//! A/B runner: vecring against its peers, alternately, in one run.
+//!
+//! For each comparison both candidates are built once (ring, threads), then
+//! measured A B A B … for `--pairs` pairs of `--secs` seconds each. Prints
+//! the median rate of each and the median (and range) of the per-pair
+//! ratios A/B, as the project's BENCHMARKING.md asks. The producer is pinned
+//! to CPU 0 and the consumer to CPU 1 for every candidate.
+//!
+//! ```text
+//! cargo run --release -p vecring-benches --bin ring-compare -- [--pairs 7] [--secs 0.3]
+//! ```
+//!
+//! `--only NAME --len L --batch B --secs S` instead runs one candidate
+//! alone for `S` seconds (for a profiler) and prints its rate and how
+//! often each side waited for the other. `--same-thread` runs producer and
+//! consumer alternately on one thread (the ring code's CPU cost alone; a
+//! diagnostic, not a result).
+
+use std::time::{Duration, Instant};
+use vecring_benches::pipeline::{Finished, Link};
+use vecring_benches::{
+    build, core_to_core_latency, geometry, hugepages_available, pin_current_thread, Candidate,
+    Placement, PRODUCER_CPU,
+};
+
+/// One line of the report.
+struct Comparison {
+    a: Candidate,
+    b: Candidate,
+    len: usize,
+    batch: usize,
+    /// The ratio A/B the issue asks for.
+    target: f64,
+}
+
+const COMPARISONS: [Comparison; 6] = [
+    Comparison {
+        a: Candidate::VecringCopy,
+        b: Candidate::RtrbCopy,
+        len: 64,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopy,
+        b: Candidate::RtrbZeroCopy,
+        len: 64,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringCopy,
+        b: Candidate::RtrbCopy,
+        len: 1514,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopy,
+        b: Candidate::RtrbZeroCopy,
+        len: 1514,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopy,
+        b: Candidate::Memcpy,
+        len: 1514,
+        batch: 32,
+        target: 0.8,
+    },
+    // Not a target: whether any two-thread ring reaches the same bar here.
+    Comparison {
+        a: Candidate::RtrbZeroCopy,
+        b: Candidate::Memcpy,
+        len: 1514,
+        batch: 32,
+        target: 0.8,
+    },
+];
+
+/// Frames per second of `link` over about `secs`, in runs of `chunk`
+/// frames.
+fn measure(link: &mut dyn Link, chunk: u64, secs: f64) -> f64 {
+    let budget = Duration::from_secs_f64(secs);
+    let mut frames = 0;
+    let mut busy = Duration::ZERO;
+    while busy < budget {
+        busy += link.run(chunk);
+        frames += chunk;
+    }
+    frames as f64 / busy.as_secs_f64()
+}
+
+/// Frames per run so that one run takes about 20 ms (and the drain at its
+/// end is negligible); also the warm-up.
+fn calibrate(link: &mut dyn Link) -> u64 {
+    let mut chunk = 1024u64;
+    loop {
+        let took = link.run(chunk);
+        if took >= Duration::from_millis(20) || chunk >= 1 << 26 {
+            return chunk;
+        }
+        let scale = (0.02 / took.as_secs_f64().max(1e-6)).clamp(2.0, 64.0);
+        chunk = (chunk as f64 * scale) as u64;
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name}: cannot parse {v}"))
+        })
+        .unwrap_or(default)
+}
+
+/// Runs one candidate alone and prints its rate and wait counts.
+fn only(name: &str, len: usize, batch: usize, secs: f64, placement: Placement) {
+    let candidate = Candidate::ALL
+        .into_iter()
+        .find(|c| c.name() == name)
+        .unwrap_or_else(|| panic!("--only: unknown candidate {name}"));
+    let mut link = build(candidate, len, batch, placement);
+    let chunk = calibrate(link.as_mut());
+    let fps = measure(link.as_mut(), chunk, secs);
+    let done = link.finish();
+    println!(
+        "{name} len {len} batch {batch}: {:.2} Mfps, {:.2} GB/s; per 1000 frames: \
+         producer found the ring full {:.1} times, consumer found it empty {:.1} times",
+        fps / 1e6,
+        fps * len as f64 / 1e9,
+        done.full_polls as f64 * 1000.0 / done.frames as f64,
+        done.empty_polls as f64 * 1000.0 / done.frames as f64,
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let pairs: usize = arg(&args, "--pairs", 7);
+    let secs: f64 = arg(&args, "--secs", 0.3);
+    assert!(pairs >= 1 && secs > 0.0, "--pairs >= 1 and --secs > 0");
+
+    pin_current_thread(PRODUCER_CPU).expect("pin the producer to CPU 0");
+    let placement = if args.iter().any(|a| a == "--same-thread") {
+        Placement::SameThread
+    } else {
+        Placement::Pinned
+    };
+    let name: String = arg(&args, "--only", String::new());
+    if !name.is_empty() {
+        only(
+            &name,
+            arg(&args, "--len", 1514),
+            arg(&args, "--batch", 32),
+            secs,
+            placement,
+        );
+        return;
+    }
+    println!(
+        "ring-compare: {pairs} A/B pairs of {secs} s; producer CPU 0, consumer CPU 1; \
+         vecring geometry {} slots x {} B, hugepages: {}; \
+         core-to-core latency now: {} ns one way",
+        geometry().slot_count(),
+        geometry().slot_size(),
+        if hugepages_available() { "yes" } else { "no" },
+        core_to_core_latency().as_nanos(),
+    );
+    println!();
+    println!(
+        "| A | B | frame B | batch | A Mfps | A GB/s | B Mfps | B GB/s | A/B median | A/B min..max | target | met | A full/empty | B full/empty |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let started = Instant::now();
+    for c in &COMPARISONS {
+        let mut a = build(c.a, c.len, c.batch, placement);
+        let mut b = build(c.b, c.len, c.batch, placement);
+        let chunk_a = calibrate(a.as_mut());
+        let chunk_b = calibrate(b.as_mut());
+        let (mut rates_a, mut rates_b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..pairs {
+            let ra = measure(a.as_mut(), chunk_a, secs);
+            let rb = measure(b.as_mut(), chunk_b, secs);
+            rates_a.push(ra);
+            rates_b.push(rb);
+            ratios.push(ra / rb);
+        }
+        let (done_a, done_b) = (a.finish(), b.finish());
+        // Per 1000 frames: producer found the ring full / consumer found it
+        // empty. Many "full" = the consumer is the bottleneck, and so on.
+        let waits = |d: Finished| {
+            let per = |n: u64| n as f64 * 1000.0 / d.frames.max(1) as f64;
+            format!("{:.0}/{:.0}", per(d.full_polls), per(d.empty_polls))
+        };
+        let (ma, mb) = (median(&mut rates_a), median(&mut rates_b));
+        let mr = median(&mut ratios);
+        let gb = |fps: f64| fps * c.len as f64 / 1e9;
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}..{:.2} | ≥ {:.1} | {} | {} | {} |",
+            c.a.name(),
+            c.b.name(),
+            c.len,
+            c.batch,
+            ma / 1e6,
+            gb(ma),
+            mb / 1e6,
+            gb(mb),
+            mr,
+            ratios[0],
+            ratios[ratios.len() - 1],
+            c.target,
+            if mr >= c.target { "yes" } else { "no" },
+            waits(done_a),
+            waits(done_b),
+        );
+    }
+    println!();
+    println!("total {:.1} s", started.elapsed().as_secs_f64());
+}

@@ -1,0 +1,181 @@
+//! vecring through its copying API (`send`/`send_batch`, `recv`/`recv_batch`)
+//! and its zero-copy API (`write_chunk` + `push_with`, `read_chunk` +
+//! `next_frame`).
+
+use crate::pipeline::{Rx, Tx};
+use crate::{frame_hash, touch, Source};
+use vecring_core::{Consumer, Producer, PushError, RecvError, RingStorage, SendError};
+
+/// Copying producer: `send` for batch 1, `send_batch` otherwise.
+pub struct CopyTx<S: RingStorage> {
+    tx: Producer<S>,
+    source: Source,
+    batch: usize,
+}
+
+impl<S: RingStorage> CopyTx<S> {
+    /// A producer sending frames of `source`, `batch` per call.
+    pub fn new(tx: Producer<S>, source: Source, batch: usize) -> Self {
+        CopyTx { tx, source, batch }
+    }
+}
+
+impl<S: RingStorage> Tx for CopyTx<S> {
+    fn send(&mut self, max: usize) -> usize {
+        if self.batch == 1 {
+            match self.tx.send(self.source.frame(0)) {
+                Ok(()) => 1,
+                Err(SendError::Push(PushError::Full)) => 0,
+                Err(e) => panic!("send: {e}"),
+            }
+        } else {
+            let source = &self.source;
+            self.tx
+                .send_batch((0..max).map(|i| source.frame(i)))
+                .expect("send_batch")
+        }
+    }
+
+    fn batch(&self) -> usize {
+        self.batch
+    }
+}
+
+/// Copying consumer: `recv` for batch 1, `recv_batch` otherwise, into
+/// `batch` contiguous buffers of `N` bytes (the same sink as the rtrb
+/// peer's).
+pub struct CopyRx<S: RingStorage, const N: usize> {
+    rx: Consumer<S>,
+    bufs: Vec<[u8; N]>,
+    lens: Vec<usize>,
+}
+
+impl<S: RingStorage, const N: usize> CopyRx<S, N> {
+    /// A consumer expecting frames of `N` bytes, `batch` per call.
+    pub fn new(rx: Consumer<S>, batch: usize) -> Self {
+        CopyRx {
+            rx,
+            bufs: vec![[0; N]; batch],
+            lens: vec![0; batch],
+        }
+    }
+}
+
+impl<S: RingStorage + 'static, const N: usize> Rx for CopyRx<S, N> {
+    fn recv(&mut self) -> usize {
+        if self.bufs.len() == 1 {
+            match self.rx.recv(&mut self.bufs[0]) {
+                Ok(n) => {
+                    debug_assert_eq!(n, N, "frame length");
+                    1
+                }
+                Err(RecvError::Empty) => 0,
+                Err(e) => panic!("recv: {e}"),
+            }
+        } else {
+            let n = self
+                .rx
+                .recv_batch(&mut self.bufs, &mut self.lens)
+                .expect("recv_batch");
+            debug_assert!(self.lens[..n].iter().all(|&l| l == N), "frame length");
+            n
+        }
+    }
+
+    fn digest(&self) -> u64 {
+        frame_hash(&self.bufs[0])
+    }
+}
+
+/// Zero-copy producer: reserves slots for a batch, writes each frame in
+/// place through `FrameWriter::segments_mut`, commits once.
+pub struct ZeroCopyTx<S: RingStorage> {
+    tx: Producer<S>,
+    source: Source,
+    batch: usize,
+    slots_per_frame: usize,
+}
+
+impl<S: RingStorage> ZeroCopyTx<S> {
+    /// A producer writing frames of `source` in place, `batch` per chunk.
+    pub fn new(tx: Producer<S>, source: Source, batch: usize) -> Self {
+        let slots_per_frame = tx.geometry().slots_for(source.len()) as usize;
+        ZeroCopyTx {
+            tx,
+            source,
+            batch,
+            slots_per_frame,
+        }
+    }
+}
+
+impl<S: RingStorage> Tx for ZeroCopyTx<S> {
+    fn send(&mut self, max: usize) -> usize {
+        let len = self.source.len();
+        let source = &self.source;
+        let mut chunk = self
+            .tx
+            .write_chunk(max * self.slots_per_frame)
+            .expect("write_chunk");
+        let mut n = 0;
+        while n < max && chunk.fits(len) {
+            let frame = source.frame(n);
+            chunk
+                .push_with(len, |w| {
+                    let mut at = 0;
+                    for seg in w.segments_mut() {
+                        let end = at + seg.len();
+                        seg.copy_from_slice(&frame[at..end]);
+                        at = end;
+                    }
+                })
+                .expect("push_with");
+            n += 1;
+        }
+        chunk.commit()
+    }
+
+    fn batch(&self) -> usize {
+        self.batch
+    }
+}
+
+/// Zero-copy consumer: reads up to a batch of frames in place (every byte,
+/// with [`touch`]), releases them once.
+pub struct ZeroCopyRx<S: RingStorage> {
+    rx: Consumer<S>,
+    batch: usize,
+    len: usize,
+    sum: u64,
+}
+
+impl<S: RingStorage> ZeroCopyRx<S> {
+    /// A consumer expecting frames of `len` bytes, `batch` per chunk.
+    pub fn new(rx: Consumer<S>, len: usize, batch: usize) -> Self {
+        ZeroCopyRx {
+            rx,
+            batch,
+            len,
+            sum: 0,
+        }
+    }
+}
+
+impl<S: RingStorage + 'static> Rx for ZeroCopyRx<S> {
+    fn recv(&mut self) -> usize {
+        let mut chunk = self.rx.read_chunk(self.batch).expect("read_chunk");
+        let mut n = 0;
+        while let Some(frame) = chunk.next_frame().expect("next_frame") {
+            debug_assert_eq!(frame.len(), self.len, "frame length");
+            for seg in frame.segments() {
+                self.sum = self.sum.wrapping_add(touch(seg));
+            }
+            n += 1;
+        }
+        n
+    }
+
+    fn digest(&self) -> u64 {
+        self.sum
+    }
+}

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/*
+ * vecring.h -- the C API of vecring (libvecring.so, libvecring.a).
+ *
+ * vecring is a shared-memory virtual Ethernet link between two processes on
+ * one host. One side is the *master* (it creates the link memory and listens
+ * on <run_dir>/<domain>/<link>.sock), the other the *slave* (it connects and
+ * maps the master's memory). Either side may start first; when the peer exits
+ * (even by kill -9) the link goes down, and it comes back up by itself, in a
+ * new *generation*, when the peer returns. A generation number names one
+ * connection: it grows with every connection and across master restarts (a
+ * master starts counting from the clock), so compare generations, do not
+ * expect small numbers. The other end may be a DPDK
+ * application using the vecring PMD (librte_net_vecring.so), a Rust program
+ * using the vecring-core crate, or another program using this library.
+ *
+ * Frames are 1 to 9216 bytes (or the link's smaller maximum). They travel
+ * through two single-producer/single-consumer rings of fixed-size slots; a
+ * frame larger than a slot continues in the following slots.
+ *
+ * Build and link:
+ *
+ *     PKG_CONFIG_PATH=<prefix>/lib/pkgconfig \
+ *         cc app.c $(pkg-config --cflags --libs vecring)
+ *
+ * (see docs/c-api.md for installing, static linking and an example).
+ *
+ * ---------------------------------------------------------------------------
+ * Return values
+ *
+ *   Every function returning int returns VECRING_OK (0) or a non-negative
+ *   count on success and a negative VECRING_E_* code on failure. After a
+ *   failure, vecring_last_error_message() says what exactly went wrong on this
+ *   thread, e.g. "master's region refused: region slot count mismatch: ours
+ *   512, theirs 1024". No function aborts the process or unwinds into C: null
+ *   pointers, zero or oversized lengths, too-small buffers and invalid
+ *   handles are reported as errors, and an internal error of the library is
+ *   reported as VECRING_E_PANIC.
+ *
+ * Threads
+ *
+ *   A link has one producer thread and one consumer thread: the TX functions
+ *   (vecring_send*, vecring_tx_*) may be called from one thread at a time and
+ *   the RX functions (vecring_recv*, vecring_rx_*) from one thread at a time;
+ *   these two may be different threads, and may change over time as long as
+ *   the caller orders the hand-over (e.g. with a mutex or a thread join).
+ *   A TX (RX) call made while another thread is inside a TX (RX) call on the
+ *   same link returns VECRING_E_BUSY and does nothing: misuse is reported, not
+ *   undefined. The link-level functions (vecring_state, vecring_wait_up,
+ *   vecring_wait_down, vecring_geometry, vecring_counters) may be called from
+ *   any thread at any time. vecring_close must be the last call on a link: no
+ *   other thread may be using the link during or after it.
+ *
+ * Ownership
+ *
+ *   vecring_open allocates the link; vecring_close frees it. Everything else
+ *   borrows: the library keeps no pointer passed to it beyond the call,
+ *   except the callback and user_data of vecring_options_t, which it keeps
+ *   until vecring_close. Pointers the library returns into the rings
+ *   (vecring_tx_alloc, vecring_rx_peek) are valid until the matching
+ *   vecring_tx_commit / vecring_tx_abort / vecring_rx_release (or
+ *   vecring_close); strings it returns are static, except
+ *   vecring_last_error_message's, which lives until the next failing call on
+ *   the same thread.
+ *
+ * The peer is untrusted
+ *
+ *   Every index and length the peer writes is checked; a peer that breaks the
+ *   ring protocol makes the calls return VECRING_E_CORRUPT and the link drops
+ *   it and waits for a new peer. Frame *bytes* in shared memory may still be
+ *   changed by a hostile peer while you read them in place (vecring_rx_peek):
+ *   copy what you must validate before validating it.
+ * ---------------------------------------------------------------------------
+ */
+#ifndef VECRING_H
+#define VECRING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== Errors ============================================================= */
+
+/** Return codes. Success is 0; errors are negative. */
+typedef enum vecring_error {
+	/** Success. */
+	VECRING_OK = 0,
+	/** An argument is invalid: a null pointer, a zero or out-of-range length
+	 *  or value, an invalid or closed handle, a bad option, or a call out of
+	 *  sequence (e.g. vecring_tx_alloc without vecring_tx_reserve). */
+	VECRING_E_INVAL = -1,
+	/** The link has no peer. Frames cannot be sent or received now; wait with
+	 *  vecring_wait_up. */
+	VECRING_E_LINK_DOWN = -2,
+	/** The ring is full (sending) or empty (receiving): try again later.
+	 *  Nothing was sent or received. */
+	VECRING_E_AGAIN = -3,
+	/** The frame is longer than the link's maximum frame length (9216 unless
+	 *  configured smaller); it can never be sent. */
+	VECRING_E_TOOBIG = -4,
+	/** The buffer is too small for the next frame. The frame stays queued;
+	 *  the length it needs is reported (see vecring_recv). */
+	VECRING_E_NOBUFS = -5,
+	/** The peer corrupted the shared memory. The link drops that peer and
+	 *  waits for a new one; calls fail with this code until it has. */
+	VECRING_E_CORRUPT = -6,
+	/** The wait timed out. */
+	VECRING_E_TIMEDOUT = -7,
+	/** The master refused this slave (credentials, a second slave), or this
+	 *  slave refused the master's memory (a geometry or version mismatch). */
+	VECRING_E_REFUSED = -8,
+	/** Another live master holds this link (vecring_open as master). */
+	VECRING_E_EXISTS = -9,
+	/** The domain or link name is not allowed: 1-64 characters of
+	 *  [A-Za-z0-9_.-], not starting with '.' or '-', without "..". */
+	VECRING_E_NAME = -10,
+	/** The NUMA node does not exist, or the memory could not be bound to it. */
+	VECRING_E_NUMA = -11,
+	/** The link memory could not be allocated: hugepages were required and
+	 *  none were free, or the system is out of memory. */
+	VECRING_E_NOMEM = -12,
+	/** A file-system, socket or other system call failed (e.g. permissions
+	 *  on run_dir, a socket path longer than 107 bytes). */
+	VECRING_E_IO = -13,
+	/** Another thread is inside a TX (or RX) call on this link right now: a
+	 *  link has one producer thread and one consumer thread. Nothing was done. */
+	VECRING_E_BUSY = -14,
+	/** An internal error of the library (a bug; please report it). The call
+	 *  did nothing harmful but its effect is unknown; closing the link is the
+	 *  safe reaction. */
+	VECRING_E_PANIC = -15,
+	/** The peer broke the handshake protocol. */
+	VECRING_E_PROTO = -16
+} vecring_error_t;
+
+/**
+ * The text of a return code, e.g. "link is down". Static; never NULL (an
+ * unknown code gives "unknown vecring error code"). Any thread.
+ */
+const char *vecring_strerror(int code);
+
+/**
+ * What the last failed vecring call on this thread said, with details
+ * (which option, which field mismatched, what the peer did), or "" if no
+ * call has failed on this thread. Never NULL. Valid until the next failing
+ * vecring call on this thread; successful calls leave it alone.
+ */
+const char *vecring_last_error_message(void);
+
+/** The library's version, e.g. "0.1.0". Static. */
+const char *vecring_version(void);
+
+/* ==== Opening and closing ================================================ */
+
+/** An open link. Opaque; from vecring_open, freed by vecring_close. */
+typedef struct vecring_link vecring_link_t;
+
+/** vecring_options_t.role */
+enum vecring_role {
+	/** Connect to the master and map its memory (typically in a container). */
+	VECRING_ROLE_SLAVE = 0,
+	/** Create the memory and listen (typically on the host). */
+	VECRING_ROLE_MASTER = 1
+};
+
+/** vecring_options_t.hugepages (master) */
+enum vecring_hugepages {
+	/** 2 MiB hugepages if available, else ordinary pages (one warning). */
+	VECRING_HUGEPAGES_PREFER = 0,
+	/** 2 MiB hugepages or fail with VECRING_E_NOMEM. */
+	VECRING_HUGEPAGES_REQUIRE = 1,
+	/** Ordinary pages. */
+	VECRING_HUGEPAGES_NEVER = 2
+};
+
+/**
+ * State-change callback: called from the link's own control thread (not a
+ * thread of yours) each time the link comes up (up = 1, generation >= 1) or
+ * goes down (up = 0, generation = 0). It must return quickly, be safe to run
+ * concurrently with your threads, and must not call vecring_close on this
+ * link (that waits for the control thread: deadlock). It may call the
+ * link-level functions such as vecring_counters.
+ */
+typedef void (*vecring_state_cb_t)(void *user_data, int up, uint64_t generation);
+
+/**
+ * Options of vecring_open: everything the Rust LinkBuilder can set. Always
+ * fill with vecring_options_init first, then set what you need: new fields
+ * may be added at the end in later versions, and `size` tells the library
+ * which ones your program knows.
+ */
+typedef struct vecring_options {
+	/** sizeof(vecring_options_t), set by vecring_options_init. Do not change. */
+	uint32_t size;
+	/** VECRING_ROLE_SLAVE (default) or VECRING_ROLE_MASTER. */
+	int32_t role;
+	/** Domain name (required): a directory under run_dir, typically a
+	 *  container's name. Copied by vecring_open. */
+	const char *domain;
+	/** Link name (required): the socket <run_dir>/<domain>/<link>.sock.
+	 *  Copied by vecring_open. */
+	const char *link;
+	/** Parent directory of the domain directories; NULL (default) for
+	 *  /run/vecring. Both sides must name the same directory (or bind mounts
+	 *  of it). Copied by vecring_open. */
+	const char *run_dir;
+	/** NUMA node for the link memory (master: binds it; slave: only checks
+	 *  that the node exists); -1 (default) for none. */
+	int32_t numa_node;
+	/** Master: one of enum vecring_hugepages (default PREFER). */
+	int32_t hugepages;
+	/** Ring slots, a power of two from 2 to 1048576 (0 = default 1024);
+	 *  slots times slot_size at most 1 GiB. */
+	uint32_t slot_count;
+	/** Bytes per slot, a power of two from 64 to 32768 (0 = default 2048). */
+	uint32_t slot_size;
+	/** Largest frame, 1..9216 (0 = default 9216). The ring must hold two
+	 *  frames of this size. Master: the geometry it creates when any of
+	 *  slot_count, slot_size, max_frame_len is set. Slave: when any is set,
+	 *  the slave refuses a master with another geometry (VECRING_E_REFUSED);
+	 *  when none is set, it takes the master's. */
+	uint32_t max_frame_len;
+	/** Master: mode bits of the socket (default 0660; the domain directory
+	 *  gets the same plus search permission). 0 = default. */
+	uint32_t socket_mode;
+	/** Master: owner of the domain directory and socket, e.g. an unprivileged
+	 *  container's mapped root. -1 (default) for none; set both or neither. */
+	int64_t owner_uid;
+	/** See owner_uid. */
+	int64_t owner_gid;
+	/** Master: only slaves running as one of these uids (as seen from the
+	 *  master) may attach. NULL/0 (default): any uid that can reach the
+	 *  socket. Copied by vecring_open. */
+	const uint32_t *allowed_uids;
+	/** Entries in allowed_uids. */
+	uint32_t allowed_uid_count;
+	/** Slave: how often to retry connecting while waiting for a master, in
+	 *  milliseconds (0 = default 50). */
+	uint32_t retry_interval_ms;
+	/** Called on every state change; NULL (default) for none. */
+	vecring_state_cb_t on_state_change;
+	/** Passed to on_state_change. */
+	void *user_data;
+} vecring_options_t;
+
+/** Fills *opts with the defaults (a slave; no names). NULL is ignored. */
+void vecring_options_init(vecring_options_t *opts);
+
+/**
+ * Opens a link and stores its handle in *link (NULL on failure). A master
+ * claims the link and listens; a slave starts trying to attach. Neither
+ * waits for the peer: see vecring_wait_up. Any thread.
+ *
+ * Errors: VECRING_E_INVAL (NULL pointers; options not initialised or from a
+ * newer vecring.h; a bad role, hugepages, geometry, socket mode or owner),
+ * VECRING_E_NAME, VECRING_E_NUMA, VECRING_E_EXISTS (a live master holds the
+ * link), VECRING_E_NOMEM, VECRING_E_IO (e.g. run_dir not writable).
+ */
+int vecring_open(const vecring_options_t *opts, vecring_link_t **link);
+
+/**
+ * Closes a link: stops its control thread, disconnects the peer, discards an
+ * open TX chunk, releases peeked frames, and (master) removes the socket.
+ * NULL is accepted (VECRING_OK). The handle is invalid afterwards.
+ *
+ * Must not race with any other call on the link; if another thread is inside
+ * a TX or RX call right now the link is left open and VECRING_E_BUSY is
+ * returned. VECRING_E_INVAL for a handle that is not a live link (a closed
+ * handle is detected on a best-effort basis only: do not use it).
+ */
+int vecring_close(vecring_link_t *link);
+
+/* ==== Link state (any thread) ============================================ */
+
+/**
+ * Whether the link is up: returns 1 (up; its generation in *generation if
+ * not NULL) or 0 (down; *generation = 0), or VECRING_E_INVAL.
+ */
+int vecring_state(const vecring_link_t *link, uint64_t *generation);
+
+/**
+ * Waits up to timeout_ms milliseconds for the link to be up; on success the
+ * generation goes to *generation (if not NULL). Returns at once if it is up.
+ * Errors: VECRING_E_TIMEDOUT; slave: VECRING_E_REFUSED or VECRING_E_PROTO as
+ * soon as the master refuses us or we refuse its memory (the link keeps
+ * retrying); VECRING_E_INVAL.
+ */
+int vecring_wait_up(const vecring_link_t *link, uint32_t timeout_ms, uint64_t *generation);
+
+/**
+ * Waits up to timeout_ms milliseconds for the link to be down (the peer
+ * left). VECRING_OK, VECRING_E_TIMEDOUT or VECRING_E_INVAL.
+ */
+int vecring_wait_down(const vecring_link_t *link, uint32_t timeout_ms);
+
+/**
+ * The geometry of the current generation's rings; each out pointer may be
+ * NULL. A slave learns it from the master, so it is known only while up:
+ * VECRING_E_LINK_DOWN otherwise.
+ */
+int vecring_geometry(const vecring_link_t *link, uint32_t *slot_count, uint32_t *slot_size,
+		     uint32_t *max_frame_len);
+
+/** A snapshot of a link's counters (totals over all generations). */
+typedef struct vecring_counters {
+	/** Current (or last) generation; 0 before the first. */
+	uint64_t generation;
+	/** Times the link came up. */
+	uint64_t link_ups;
+	/** Times the link went down. */
+	uint64_t link_downs;
+	/** Generations ended because the peer corrupted the memory. */
+	uint64_t peer_corruptions;
+	/** Peers refused (bad credentials, second slave, bad handshake). */
+	uint64_t rejected_peers;
+	/** Frames sent (updated by vecring_send*, vecring_tx_commit). */
+	uint64_t tx_frames;
+	/** Bytes sent. */
+	uint64_t tx_bytes;
+	/** Frames sent but still unread when their generation ended (lost). */
+	uint64_t tx_lost_on_link_down;
+	/** Frames received (updated by vecring_recv*, vecring_rx_release). */
+	uint64_t rx_frames;
+	/** Bytes received. */
+	uint64_t rx_bytes;
+} vecring_counters_t;
+
+/**
+ * Copies the counters into the first `size` bytes of *out; pass
+ * sizeof(vecring_counters_t) (a smaller size copies a prefix, so programs
+ * built against an older header keep working). VECRING_E_INVAL for a NULL
+ * link or out, or size 0.
+ */
+int vecring_counters(const vecring_link_t *link, vecring_counters_t *out, size_t size);
+
+/* ==== Frames ============================================================== */
+
+/** vecring_frame_t.flags: the frame's slots wrap around the end of the ring,
+ *  so data points to a copy made by the library, not into the ring. */
+#define VECRING_FRAME_COPIED 1u
+
+/** One frame: input of vecring_send_batch, output of vecring_rx_peek. */
+typedef struct vecring_frame {
+	/** The frame's bytes. */
+	const uint8_t *data;
+	/** Its length in bytes. */
+	uint32_t len;
+	/** VECRING_FRAME_* bits (output; ignored on input). */
+	uint32_t flags;
+} vecring_frame_t;
+
+/** One receive buffer of vecring_recv_batch. */
+typedef struct vecring_buf {
+	/** Where a frame is copied to (yours). */
+	uint8_t *data;
+	/** Bytes available at data. */
+	uint32_t cap;
+	/** Output: the received frame's length. */
+	uint32_t len;
+} vecring_buf_t;
+
+/* ==== Sending (the link's one producer thread) ============================ */
+
+/**
+ * Copies one frame of len bytes (1 .. the link's maximum) into the link.
+ *
+ * Errors: VECRING_E_AGAIN (ring full: nothing sent), VECRING_E_LINK_DOWN,
+ * VECRING_E_TOOBIG, VECRING_E_INVAL (len 0, NULL frame, a TX chunk is open),
+ * VECRING_E_CORRUPT, VECRING_E_BUSY.
+ */
+int vecring_send(vecring_link_t *link, const void *frame, size_t len);
+
+/**
+ * Copies as many of frames[0 .. count-1] as fit, in order, publishing them
+ * with one index update. Returns how many were sent: 0 when the ring has no
+ * room for the first; it stops before the first frame that does not fit or
+ * has a bad length. Errors as vecring_send, for the first frame only.
+ */
+int vecring_send_batch(vecring_link_t *link, const vecring_frame_t *frames, size_t count);
+
+/*
+ * Zero-copy sending: reserve slots, fill frames in place, commit once.
+ *
+ *     uint32_t slots;
+ *     if (vecring_tx_reserve(link, 64, &slots) == VECRING_OK) {
+ *         uint8_t *p;
+ *         while (vecring_tx_alloc(link, 60, &p) == VECRING_OK)
+ *             build_frame(p, 60);
+ *         vecring_tx_commit(link);      // publishes every allocated frame
+ *     }
+ *
+ * While a chunk is open, vecring_send and vecring_send_batch fail with
+ * VECRING_E_INVAL, and a second vecring_tx_reserve too.
+ */
+
+/**
+ * Opens a TX chunk of up to max_slots free slots (the number reserved goes to
+ * *slots if not NULL; a frame of n bytes takes ceil(n / slot_size) slots).
+ * Errors: VECRING_E_AGAIN (ring full: no chunk opened), VECRING_E_LINK_DOWN,
+ * VECRING_E_CORRUPT, VECRING_E_INVAL (max_slots 0, a chunk already open),
+ * VECRING_E_BUSY.
+ */
+int vecring_tx_reserve(vecring_link_t *link, uint32_t max_slots, uint32_t *slots);
+
+/**
+ * Adds a frame of len bytes to the open chunk and stores in *data where to
+ * write it: len writable bytes of unspecified content, valid until
+ * vecring_tx_commit or vecring_tx_abort. Write all len bytes before
+ * committing. Usually this is the frame's place in the ring; for a frame
+ * whose slots wrap around the end of the ring it is a staging buffer the
+ * library copies into the ring at commit.
+ *
+ * Errors: VECRING_E_AGAIN (the chunk has no room left for this frame: commit
+ * and reserve again; the chunk stays open), VECRING_E_TOOBIG, VECRING_E_INVAL
+ * (len 0, NULL data, no chunk open), VECRING_E_BUSY.
+ */
+int vecring_tx_alloc(vecring_link_t *link, uint32_t len, uint8_t **data);
+
+/** Copies a frame into the open chunk. Errors as vecring_tx_alloc. */
+int vecring_tx_push(vecring_link_t *link, const void *frame, size_t len);
+
+/**
+ * Publishes every frame of the open chunk with one index update and closes
+ * the chunk; returns how many frames were published (0 if none were added).
+ * If the link went down meanwhile they are counted in tx_lost_on_link_down.
+ * Errors: VECRING_E_INVAL (no chunk open), VECRING_E_BUSY.
+ */
+int vecring_tx_commit(vecring_link_t *link);
+
+/** Discards the open chunk, if any: none of its frames is sent. VECRING_OK. */
+int vecring_tx_abort(vecring_link_t *link);
+
+/**
+ * How many frames sent in the current generation the peer has not read yet
+ * (0 when the link is down): poll it until 0 before closing a link whose last
+ * frames must arrive. VECRING_E_INVAL (also while a TX chunk is open),
+ * VECRING_E_BUSY.
+ */
+int vecring_tx_unread(vecring_link_t *link);
+
+/* ==== Receiving (the link's one consumer thread) ========================== */
+
+/**
+ * Copies the next frame into buf (cap bytes) and its length into *len.
+ *
+ * Errors: VECRING_E_AGAIN (no frame waiting), VECRING_E_NOBUFS (the frame
+ * needs *len bytes, more than cap; it stays queued: call again with a larger
+ * buffer), VECRING_E_LINK_DOWN, VECRING_E_CORRUPT, VECRING_E_INVAL (NULL len,
+ * NULL buf with cap > 0, frames are held by vecring_rx_peek), VECRING_E_BUSY.
+ */
+int vecring_recv(vecring_link_t *link, void *buf, size_t cap, size_t *len);
+
+/**
+ * Copies up to count frames, frame i into bufs[i] (length in bufs[i].len),
+ * releasing them with one index update. Returns how many: 0 when none is
+ * waiting; it stops early at a frame that does not fit its buffer (that frame
+ * stays queued). Errors as vecring_recv for the first frame; for
+ * VECRING_E_NOBUFS the needed length is in bufs[0].len.
+ */
+int vecring_recv_batch(vecring_link_t *link, vecring_buf_t *bufs, size_t count);
+
+/*
+ * Zero-copy receiving: peek frames in place, release them once.
+ *
+ *     vecring_frame_t f[32];
+ *     int n = vecring_rx_peek(link, f, 32);
+ *     for (int i = 0; i < n; i++)
+ *         handle_frame(f[i].data, f[i].len);
+ *     vecring_rx_release(link);   // gives the slots back to the peer
+ */
+
+/**
+ * Hands out up to max waiting frames in place: frames[i].data points into the
+ * ring (or, flag VECRING_FRAME_COPIED, to a library copy of a frame that
+ * wraps around the ring's end). Returns how many (0: none waiting, nothing
+ * held). The frames stay valid and owned by you until vecring_rx_release;
+ * the peer cannot reuse their slots until then, so release promptly. While
+ * frames are held, another peek and vecring_recv* fail with VECRING_E_INVAL.
+ * If the peer corrupted the ring after some frames, those are returned and
+ * the next peek reports the corruption.
+ *
+ * Errors: VECRING_E_LINK_DOWN, VECRING_E_CORRUPT, VECRING_E_INVAL (max 0,
+ * NULL frames, frames already held), VECRING_E_BUSY.
+ */
+int vecring_rx_peek(vecring_link_t *link, vecring_frame_t *frames, size_t max);
+
+/** Releases the frames of the last vecring_rx_peek to the peer (nothing if
+ *  none are held). VECRING_OK, VECRING_E_INVAL or VECRING_E_BUSY. */
+int vecring_rx_release(vecring_link_t *link);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VECRING_H */

@@ -1,0 +1,233 @@
+//! Receiving: copies of single frames and batches, and the zero-copy
+//! peek / release form. All of these belong to the link's one consumer
+//! thread; a second thread inside one of them at the same moment gets
+//! `VECRING_E_BUSY`.
+
+use crate::error::{corruption, guard, recv_error, Error, VECRING_OK};
+use crate::handle::vecring_link;
+use crate::tx::c_count;
+use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
+use std::ffi::{c_int, c_void};
+use vecring_core::RecvError;
+
+/// Copies the next frame into `buf` (`cap` bytes); its length goes to
+/// `*len`, or the length it needs if it does not fit.
+///
+/// # Safety
+/// `link` a live handle; `buf` null or writable for `cap` bytes; `len` null
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_recv(
+    link: *mut vecring_link,
+    buf: *mut c_void,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded caller guarantee.
+        let h = unsafe { vecring_link::from_ptr(link)? };
+        if len.is_null() {
+            return Err(Error::inval("len is NULL"));
+        }
+        let dst: &mut [u8] = if cap == 0 {
+            &mut []
+        } else if buf.is_null() {
+            return Err(Error::inval(format!("buf is NULL but cap is {cap}")));
+        } else {
+            // SAFETY: non-null, writable for `cap` bytes (caller); capped
+            // at isize::MAX, far above any frame.
+            unsafe {
+                std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap.min(isize::MAX as usize))
+            }
+        };
+        let mut rx = h.rx()?;
+        match rx.receiver()?.recv(dst) {
+            Ok(n) => {
+                // SAFETY: non-null and writable (caller).
+                unsafe { len.write(n) };
+                Ok(VECRING_OK)
+            }
+            Err(RecvError::BufferTooSmall { needed }) => {
+                // SAFETY: as above.
+                unsafe { len.write(needed) };
+                Err(recv_error(RecvError::BufferTooSmall { needed }))
+            }
+            Err(e) => Err(recv_error(e)),
+        }
+    })
+}
+
+/// A C buffer known to be valid, as `recv_batch` wants it.
+#[repr(transparent)]
+struct CheckedBuf(vecring_buf_t);
+
+impl AsMut<[u8]> for CheckedBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
+        if self.0.cap == 0 {
+            return &mut [];
+        }
+        // SAFETY: `CheckedBuf`s are only made in `vecring_recv_batch`,
+        // after checking `data` is non-null when `cap > 0`; the caller
+        // guarantees `data` is writable for `cap` bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.0.data, self.0.cap as usize) }
+    }
+}
+
+/// Copies up to `count` frames, frame `i` into `bufs[i]` (its length in
+/// `bufs[i].len`), releasing them with one index update; returns how many.
+///
+/// # Safety
+/// `link` a live handle; `bufs` null or valid for `count` entries, each
+/// `data` writable for its `cap` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_recv_batch(
+    link: *mut vecring_link,
+    bufs: *mut vecring_buf_t,
+    count: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded caller guarantee.
+        let h = unsafe { vecring_link::from_ptr(link)? };
+        if count == 0 {
+            return Ok(0);
+        }
+        if bufs.is_null() {
+            return Err(Error::inval("bufs is NULL"));
+        }
+        let count = count.min(c_int::MAX as usize);
+        {
+            // SAFETY: non-null, valid for `count` entries (caller).
+            let plain = unsafe { std::slice::from_raw_parts(bufs, count) };
+            if let Some(i) = plain.iter().position(|b| b.data.is_null() && b.cap > 0) {
+                return Err(Error::inval(format!("bufs[{i}].data is NULL")));
+            }
+        }
+        // SAFETY: `CheckedBuf` is a transparent wrapper, every entry was
+        // checked above, and the shared view above has ended.
+        let checked = unsafe { std::slice::from_raw_parts_mut(bufs.cast::<CheckedBuf>(), count) };
+        let mut rx = h.rx()?;
+        let mut lens = std::mem::take(&mut rx.lens);
+        lens.clear();
+        lens.resize(count, 0);
+        let result = match rx.receiver() {
+            Err(e) => Err(e),
+            Ok(r) => match r.recv_batch(checked, &mut lens) {
+                Ok(n) => {
+                    for (b, &l) in checked.iter_mut().zip(&lens[..n]) {
+                        b.0.len = l as u32;
+                    }
+                    Ok(c_count(n))
+                }
+                Err(RecvError::BufferTooSmall { needed }) => {
+                    checked[0].0.len = u32::try_from(needed).unwrap_or(u32::MAX);
+                    Err(recv_error(RecvError::BufferTooSmall { needed }))
+                }
+                Err(e) => Err(recv_error(e)),
+            },
+        };
+        rx.lens = lens;
+        result
+    })
+}
+
+/// Hands out up to `max` ready frames in place, in `frames[0..n]`; returns
+/// `n`. They stay valid, and further peeks are refused, until
+/// [`vecring_rx_release`].
+///
+/// # Safety
+/// `link` a live handle; `frames` null or writable for `max` entries.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_rx_peek(
+    link: *mut vecring_link,
+    frames: *mut vecring_frame_t,
+    max: usize,
+) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded caller guarantee.
+        let h = unsafe { vecring_link::from_ptr(link)? };
+        if max == 0 {
+            return Err(Error::inval("max is 0"));
+        }
+        if frames.is_null() {
+            return Err(Error::inval("frames is NULL"));
+        }
+        let max = max.min(c_int::MAX as usize);
+        let mut rx = h.rx()?;
+        rx.open_chunk(max)?;
+        let st = &mut *rx;
+        let Some(chunk) = st.chunk.as_mut() else {
+            return Ok(0);
+        };
+        let mut n = 0;
+        let mut failure = None;
+        while n < max {
+            let frame = match chunk.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(c) => {
+                    failure = Some(c);
+                    break;
+                }
+            };
+            let len = frame.len();
+            let first = frame.first_segment();
+            // In place when the frame's slots follow each other in memory
+            // (always, unless they wrap around the end of the ring).
+            let mut end = first.as_ptr();
+            let in_place = frame.segments().all(|s| {
+                let follows = s.as_ptr() == end;
+                end = s.as_ptr().wrapping_add(s.len());
+                follows
+            });
+            let (data, flags) = if in_place {
+                (first.as_ptr(), 0)
+            } else {
+                // Slots wrap around the end of the ring: hand out a copy.
+                if st.bounce_used == st.bounce.len() {
+                    st.bounce.push(Vec::new());
+                }
+                let b = &mut st.bounce[st.bounce_used];
+                st.bounce_used += 1;
+                b.clear();
+                b.resize(len, 0);
+                frame.copy_to(b);
+                (b.as_ptr(), VECRING_FRAME_COPIED)
+            };
+            // SAFETY: `frames` is writable for `max > n` entries (caller).
+            unsafe {
+                frames.add(n).write(vecring_frame_t {
+                    data,
+                    len: len as u32,
+                    flags,
+                })
+            };
+            n += 1;
+        }
+        if n == 0 {
+            // Nothing handed out: nothing to release.
+            st.chunk = None;
+            if let Some(c) = failure {
+                return Err(corruption(c));
+            }
+        }
+        Ok(c_count(n))
+    })
+}
+
+/// Releases the frames of the last peek to the producer (does nothing if
+/// none are held).
+///
+/// # Safety
+/// `link` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_rx_release(link: *mut vecring_link) -> c_int {
+    guard(|| {
+        // SAFETY: forwarded caller guarantee.
+        let h = unsafe { vecring_link::from_ptr(link)? };
+        let mut rx = h.rx()?;
+        if rx.chunk.take().is_some() {
+            rx.receiver()?.flush_counters();
+        }
+        Ok(VECRING_OK)
+    })
+}

@@ -176,17 +176,43 @@ struct Shape {
     slot_shift: u32,
     max_frame: usize,
     slot_count: u32,
+    /// `storage.data()`, cached: valid while the storage lives (the
+    /// `RingStorage` contract), which every holder of a `Shape` outlives.
+    data: *mut u8,
+    /// `storage.descs()`, cached likewise (`slot_count` entries).
+    descs: *const SlotDesc,
 }
 
 impl Shape {
-    fn of(g: Geometry) -> Self {
+    fn of<S: RingStorage>(storage: &S) -> Self {
+        let g = storage.geometry();
+        let descs = storage.descs();
+        debug_assert_eq!(descs.len(), g.slot_count() as usize);
         Shape {
             mask: u64::from(g.slot_count()) - 1,
             slot_size: g.slot_size() as usize,
             slot_shift: g.slot_size().trailing_zeros(),
             max_frame: g.max_frame_len() as usize,
             slot_count: g.slot_count(),
+            data: storage.data(),
+            descs: descs.as_ptr(),
         }
+    }
+
+    /// The descriptor of the slot of free-running `index`.
+    #[inline]
+    fn desc(&self, index: u64) -> &SlotDesc {
+        // SAFETY: the masked slot is below `slot_count`, the length of the
+        // descriptor array, which lives as long as the storage.
+        unsafe { &*self.descs.add(self.slot(index)) }
+    }
+
+    /// The first byte of the slot of free-running `index`.
+    #[inline]
+    fn slot_ptr(&self, index: u64) -> *mut u8 {
+        // SAFETY: the masked slot is below `slot_count`, so the offset stays
+        // inside the data area of `slot_count * slot_size` bytes.
+        unsafe { self.data.add(self.slot(index) << self.slot_shift) }
     }
 
     #[inline]
@@ -197,6 +223,44 @@ impl Shape {
     #[inline]
     fn slots_for(&self, len: usize) -> u64 {
         ((len + self.slot_size - 1) >> self.slot_shift) as u64
+    }
+}
+
+/// Copies `len` bytes; frames of up to 64 bytes with a few overlapping
+/// unaligned loads and stores instead of a `memcpy` call, which dominates
+/// the cost of a small frame.
+///
+/// # Safety
+/// `src..src+len` must be readable, `dst..dst+len` writable, and the two
+/// must not overlap.
+#[inline(always)]
+unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    use core::ptr::{read_unaligned as rd, write_unaligned as wr};
+    // SAFETY (whole body): every access below lies within the first or the
+    // last `k <= len` bytes of the two ranges the caller guarantees.
+    unsafe {
+        if len > 64 {
+            ptr::copy_nonoverlapping(src, dst, len);
+        } else if len >= 32 {
+            let (a, b) = (
+                rd(src.cast::<[u8; 32]>()),
+                rd(src.add(len - 32).cast::<[u8; 32]>()),
+            );
+            wr(dst.cast::<[u8; 32]>(), a);
+            wr(dst.add(len - 32).cast::<[u8; 32]>(), b);
+        } else if len >= 16 {
+            let (a, b) = (rd(src.cast::<u128>()), rd(src.add(len - 16).cast::<u128>()));
+            wr(dst.cast::<u128>(), a);
+            wr(dst.add(len - 16).cast::<u128>(), b);
+        } else if len >= 8 {
+            let (a, b) = (rd(src.cast::<u64>()), rd(src.add(len - 8).cast::<u64>()));
+            wr(dst.cast::<u64>(), a);
+            wr(dst.add(len - 8).cast::<u64>(), b);
+        } else {
+            for i in 0..len {
+                *dst.add(i) = *src.add(i);
+            }
+        }
     }
 }
 
@@ -239,7 +303,7 @@ impl<S: RingStorage> Producer<S> {
     /// time (a second one in the *peer* process is tolerated: it can only
     /// garble frame contents).
     pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
-        let shape = Shape::of(storage.geometry());
+        let shape = Shape::of(&storage);
         let ctl = storage.control();
         // Relaxed: start-up read, validated below; the peer publishes
         // nothing before it has seen our first head.
@@ -393,9 +457,29 @@ impl<S: RingStorage> Producer<S> {
     where
         I: IntoIterator<Item = &'f [u8]>,
     {
-        let mut chunk = self.write_chunk(usize::MAX)?;
+        // Start from the cached view of the consumer's index and read the
+        // shared one (a line the other core writes) only when a frame does
+        // not fit, once per batch: not on every call, as
+        // `write_chunk(usize::MAX)` would.
+        let reserved = self.free_slots(1)?;
+        let mut chunk = WriteChunk {
+            start: self.head,
+            reserved,
+            used: 0,
+            frames: 0,
+            bytes: 0,
+            producer: self,
+        };
+        let mut refreshed = false;
         for frame in frames {
-            match chunk.push(frame) {
+            let mut pushed = chunk.push(frame);
+            if pushed == Err(PushError::Full) && !refreshed {
+                refreshed = true;
+                // `head` moves only at commit, so this counts from `start`.
+                chunk.reserved = chunk.producer.free_slots(u64::MAX)?;
+                pushed = chunk.push(frame);
+            }
+            match pushed {
                 Ok(()) => {}
                 Err(PushError::Full) => break,
                 Err(e) if chunk.frames == 0 => return Err(e.into()),
@@ -465,19 +549,13 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         if len != 0 && len <= shape.slot_size && len <= shape.max_frame && self.used < self.reserved
         {
             let index = self.start.wrapping_add(self.used);
-            let slot = shape.slot(index);
-            // SAFETY: `slot < slot_count` (masked) and `len <= slot_size`,
-            // so the destination is inside the data area; the slot is
-            // reserved for this producer and `frame` is not shared memory.
-            unsafe {
-                ptr::copy_nonoverlapping(
-                    frame.as_ptr(),
-                    self.producer.storage.data().add(slot * shape.slot_size),
-                    len,
-                );
-            }
+            // SAFETY: `slot_ptr` is inside the data area and `len <=
+            // slot_size`; the slot is reserved for this producer and `frame`
+            // is not shared memory.
+            unsafe { copy_bytes(shape.slot_ptr(index), frame.as_ptr(), len) };
             // Relaxed: published by the Release store of `head` in `commit`.
-            self.producer.storage.descs()[slot]
+            shape
+                .desc(index)
                 .0
                 .store(SlotDesc::pack(len as u16, 0), Ordering::Relaxed);
             self.used += 1;
@@ -504,7 +582,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         let shape = self.producer.shape;
         let first = self.start.wrapping_add(self.used);
         let mut writer = FrameWriter {
-            data: self.producer.storage.data(),
+            data: shape.data,
             shape,
             first,
             len,
@@ -512,14 +590,14 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             _ring: PhantomData,
         };
         fill(&mut writer);
-        let descs = self.producer.storage.descs();
         let mut left = len;
         for k in 0..slots {
             let seg = left.min(shape.slot_size);
             left -= seg;
             let flags = if left > 0 { SLOT_FLAG_MORE } else { 0 };
             // Relaxed: published by the Release store of `head` in `commit`.
-            descs[shape.slot(first.wrapping_add(k))]
+            shape
+                .desc(first.wrapping_add(k))
                 .0
                 .store(SlotDesc::pack(seg as u16, flags), Ordering::Relaxed);
         }
@@ -619,7 +697,7 @@ impl<S: RingStorage> Consumer<S> {
     /// # Safety
     /// At most one `Consumer` may exist for a ring in this process at a time.
     pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
-        let shape = Shape::of(storage.geometry());
+        let shape = Shape::of(&storage);
         let ctl = storage.control();
         let tail = ctl.tail.index.load(Ordering::Relaxed);
         // Acquire: pairs with the producer's Release store in `commit`.
@@ -849,9 +927,40 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         self.end.wrapping_sub(self.pos) as usize
     }
 
-    /// Validates the frame at `pos` without consuming it. Each descriptor
-    /// is loaded once; the returned [`Frame`] carries only checked values.
+    /// Validates the frame at `pos` without consuming it; the returned
+    /// [`Frame`] carries only checked values. The common case, a whole
+    /// frame in one slot, is checked here, inline; anything else (frames
+    /// over several slots, the end of the chunk, corruption) goes to
+    /// `peek_slow`.
+    #[inline]
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
+        if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
+            let shape = self.consumer.shape;
+            let slot = shape.slot(self.pos);
+            // Relaxed: ordered after the Acquire load of `head` that
+            // produced `end`. The value is used only if it passes the check
+            // below; otherwise `peek_slow` loads and checks it afresh.
+            let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
+            let (seg, flags) = SlotDesc::unpack(word);
+            let seg = seg as usize;
+            if flags == 0 && seg != 0 && seg <= shape.slot_size && seg <= shape.max_frame {
+                let frame = Frame {
+                    data: shape.data,
+                    shape,
+                    first: self.pos,
+                    len: seg,
+                    _chunk: PhantomData,
+                };
+                return Ok(Some((frame, self.pos.wrapping_add(1))));
+            }
+        }
+        self.peek_slow()
+    }
+
+    /// [`peek`](Self::peek) for everything but a valid one-slot frame. Each
+    /// descriptor is loaded once.
+    #[inline(never)]
+    fn peek_slow(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if let Some(c) = self.consumer.poisoned {
             return Err(c);
         }
@@ -1034,7 +1143,16 @@ impl<'c> Frame<'c> {
 
     /// Copies the frame into `dst`; returns the bytes copied, which is
     /// `min(len, dst.len())`.
+    #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) -> usize {
+        if self.len <= self.shape.slot_size {
+            // One segment: one copy, no segment iterator.
+            let n = self.len.min(dst.len());
+            // SAFETY: `n` bytes of the frame's slot (inside the data area,
+            // `n <= slot_size`) into `dst`, local memory with `n` bytes.
+            unsafe { copy_bytes(dst.as_mut_ptr(), self.shape.slot_ptr(self.first), n) };
+            return n;
+        }
         let mut at = 0;
         for seg in self.segments() {
             let n = seg.len().min(dst.len() - at);
@@ -1268,6 +1386,26 @@ mod tests {
     }
 
     #[test]
+    fn send_batch_refreshes_a_stale_view_before_reporting_full() {
+        // 64 slots of 2048 bytes; a jumbo frame takes 5.
+        let (mut tx, mut rx) = heap_channel(geometry(64, 2048));
+        let small = frame(100, 0);
+        // Leave 3 slots free in the producer's cached view ...
+        assert_eq!(tx.send_batch((0..61).map(|_| &small[..])), Ok(61));
+        // ... then free everything behind its back.
+        let mut bufs = vec![vec![0u8; 100]; 64];
+        let mut lens = vec![0; 64];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(61));
+        let jumbo = frame(9000, 1);
+        assert_eq!(
+            tx.send_batch([&jumbo[..]]),
+            Ok(1),
+            "stale view reported full"
+        );
+        assert_eq!(tx.send_batch((0..20).map(|_| &jumbo[..])), Ok(11));
+    }
+
+    #[test]
     fn recv_batch_stops_at_a_frame_that_does_not_fit() {
         let (mut tx, mut rx) = heap_channel(geometry(16, 2048));
         tx.send(&frame(10, 0)).unwrap();
@@ -1473,3 +1611,10 @@ mod keep_tests {
         assert_eq!(fill(&mut tx), 2);
     }
 }
+
+// SAFETY: the raw pointers in `Shape` point into `storage`, which is `Send`
+// and `Sync` and lives as long as the endpoint; an endpoint is used by one
+// thread at a time (`&mut self`).
+unsafe impl<S: RingStorage> Send for Producer<S> {}
+// SAFETY: as for `Producer`.
+unsafe impl<S: RingStorage> Send for Consumer<S> {}

@@ -236,8 +236,8 @@ impl Shape {
 #[inline(always)]
 unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     use core::ptr::{read_unaligned as rd, write_unaligned as wr};
-    // SAFETY (whole body): every access below lies within the first or the
-    // last `k <= len` bytes of the two ranges the caller guarantees.
+    // SAFETY: every access below lies within the first or the last
+    // `k <= len` bytes of the two ranges the caller guarantees.
     unsafe {
         if len > 64 {
             ptr::copy_nonoverlapping(src, dst, len);
@@ -936,7 +936,6 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
             let shape = self.consumer.shape;
-            let slot = shape.slot(self.pos);
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `end`. The value is used only if it passes the check
             // below; otherwise `peek_slow` loads and checks it afresh.

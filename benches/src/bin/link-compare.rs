@@ -1,0 +1,209 @@
+//! Cross-process link benchmark: a master (this process, CPU 0) sends to a
+//! slave (a child process, CPU 1) over a real `Link` (socket handshake,
+//! memfd region), alternating with `rtrb` between two threads of one
+//! process on the same CPUs (see shared/BENCHMARKING.md). Also the one-way
+//! latency (ping-pong / 2) over the link beside a plain cache-line
+//! ping-pong between the same two CPUs.
+//!
+//! ```text
+//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS]
+//! ```
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use vecring_benches::{
+    build, core_to_core_latency, pin_current_thread, Candidate, Placement, CONSUMER_CPU,
+    PRODUCER_CPU,
+};
+use vecring_core::{HugepagePolicy, Link, PushError, RecvError, Role, SendError};
+
+const BATCH: usize = 32;
+const ROUND_TRIPS: u32 = 20_000;
+
+fn frames_for(len: usize) -> u64 {
+    if len <= 64 {
+        4_000_000
+    } else {
+        1_000_000
+    }
+}
+
+fn open(role: Role, run_dir: &str) -> Link {
+    let link = Link::builder("bench", "xproc")
+        .role(role)
+        .run_dir(run_dir)
+        .hugepages(HugepagePolicy::Prefer)
+        .open()
+        .expect("open link");
+    link.wait_up(Duration::from_secs(20)).expect("link up");
+    link
+}
+
+/// The slave: answers `rx N` (receive N frames, copying each out) and
+/// `echo N` (N ping-pongs) on stdin with `done`.
+fn child(run_dir: &str) {
+    pin_current_thread(CONSUMER_CPU).expect("pin");
+    let link = open(Role::Slave, run_dir);
+    let (mut tx, mut rx) = (link.sender().unwrap(), link.receiver().unwrap());
+    let mut buf = vec![0u8; 9216];
+    for line in std::io::stdin().lock().lines() {
+        let line = line.unwrap();
+        let mut it = line.split_whitespace();
+        let (cmd, n): (&str, u64) = (
+            it.next().unwrap_or(""),
+            it.next().and_then(|v| v.parse().ok()).unwrap_or(0),
+        );
+        match cmd {
+            "rx" => {
+                let mut got = 0;
+                while got < n {
+                    let mut chunk = rx.read_chunk(BATCH).expect("read");
+                    while let Some(f) = chunk.next_frame().expect("frame") {
+                        f.copy_to(&mut buf);
+                        got += 1;
+                    }
+                }
+            }
+            "echo" => {
+                for _ in 0..n {
+                    let len = loop {
+                        match rx.recv(&mut buf) {
+                            Ok(len) => break len,
+                            Err(RecvError::Empty) => std::hint::spin_loop(),
+                            Err(e) => panic!("{e}"),
+                        }
+                    };
+                    while let Err(SendError::Push(PushError::Full)) = tx.send(&buf[..len]) {}
+                }
+            }
+            _ => return,
+        }
+        println!("done");
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        return child(&args[2]);
+    }
+    let pairs: usize = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(5);
+    let run_dir = format!("/run/vecring-link-compare-{}", std::process::id());
+    let mut slave = Command::new(std::env::current_exe().unwrap())
+        .args(["--child", &run_dir])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the slave process");
+    pin_current_thread(PRODUCER_CPU).expect("pin");
+    let link = open(Role::Master, &run_dir);
+    let mut tx = link.sender().unwrap();
+    let mut rx = link.receiver().unwrap();
+    let mut to_slave = slave.stdin.take().unwrap();
+    let mut from_slave = BufReader::new(slave.stdout.take().unwrap());
+    let mut ask = |cmd: String| -> Instant {
+        writeln!(to_slave, "{cmd}").unwrap();
+        Instant::now()
+    };
+    let mut wait_done = || {
+        let mut l = String::new();
+        from_slave.read_line(&mut l).unwrap();
+        assert_eq!(l.trim(), "done", "slave answered '{l}'");
+    };
+
+    let sizes = [64usize, 1514];
+    let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
+        sizes.iter().map(|_| (vec![], vec![], vec![])).collect();
+    let (mut link_lat, mut line_lat, mut lat_ratio) = (vec![], vec![], vec![]);
+    let source = vec![0x5au8; 9216];
+    for pair in 0..pairs {
+        for (i, &len) in sizes.iter().enumerate() {
+            let n = frames_for(len);
+            let mut measure_vecring = || {
+                let start = ask(format!("rx {n}"));
+                let mut sent = 0;
+                while sent < n {
+                    let mut chunk = tx.write_chunk(BATCH).expect("write");
+                    let want = ((n - sent) as usize).min(BATCH);
+                    let mut k = 0;
+                    while k < want && chunk.push(&source[..len]).is_ok() {
+                        k += 1;
+                    }
+                    chunk.commit();
+                    sent += k as u64;
+                }
+                wait_done();
+                n as f64 / start.elapsed().as_secs_f64()
+            };
+            let measure_rtrb = || {
+                let mut l = build(Candidate::RtrbCopy, len, BATCH, Placement::Pinned);
+                n as f64 / l.run(n).as_secs_f64()
+            };
+            let (v, r) = if pair % 2 == 0 {
+                let v = measure_vecring();
+                (v, measure_rtrb())
+            } else {
+                let r = measure_rtrb();
+                (measure_vecring(), r)
+            };
+            results[i].0.push(v);
+            results[i].1.push(r);
+            results[i].2.push(v / r);
+        }
+        // Latency: ping-pong of one 64-byte frame, half the round trip.
+        let start = ask(format!("echo {ROUND_TRIPS}"));
+        let mut buf = [0u8; 64];
+        for _ in 0..ROUND_TRIPS {
+            while tx.send(&source[..64]).is_err() {}
+            loop {
+                match rx.recv(&mut buf) {
+                    Ok(_) => break,
+                    Err(RecvError::Empty) => std::hint::spin_loop(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        let one_way = start.elapsed().as_secs_f64() / f64::from(ROUND_TRIPS) / 2.0;
+        wait_done();
+        let line = core_to_core_latency().as_secs_f64();
+        link_lat.push(one_way * 1e9);
+        line_lat.push(line * 1e9);
+        lat_ratio.push(one_way / line);
+    }
+    drop(to_slave);
+    let _ = slave.wait();
+    drop(link);
+
+    println!("link-compare: {pairs} alternating pairs; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
+    println!();
+    println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (i, &len) in sizes.iter().enumerate() {
+        let (v, r, q) = &mut results[i];
+        let (lo, hi) = q
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        let (mv, mr, mq) = (median(v), median(r), median(q));
+        println!(
+            "| {len} | {:.2} | {:.2} | {:.2} | {:.2} | {mq:.2} | {lo:.2}..{hi:.2} | >= 1.0 |",
+            mv / 1e6,
+            mv * len as f64 * 8.0 / 1e9,
+            mr / 1e6,
+            mr * len as f64 * 8.0 / 1e9
+        );
+    }
+    println!();
+    println!(
+        "one-way latency: link {:.0} ns (ping-pong / 2, 64 B), cache-line ping-pong {:.0} ns; ratio median {:.2} (target <= 2.0)",
+        median(&mut link_lat),
+        median(&mut line_lat),
+        median(&mut lat_ratio)
+    );
+    let _ = std::fs::remove_dir_all(&run_dir);
+}

@@ -2,8 +2,8 @@
 //! slave in different processes, with a control thread that runs the
 //! handshake and follows the peer's comings and goings.
 //!
-//! State lives in [`LinkShared`]; the control thread (module
-//! [`crate::control`]) installs a new *session* (one region, one generation)
+//! State lives in `LinkShared`; the control thread (module
+//! `control`) installs a new *session* (one region, one generation)
 //! when a peer attaches and removes it when the peer goes away, bumping an
 //! epoch counter each time. The data-path endpoints ([`Sender`],
 //! [`Receiver`]) load that epoch once per call and re-attach only when it

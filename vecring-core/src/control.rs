@@ -22,15 +22,15 @@ use std::time::Duration;
 pub(crate) struct MasterFiles {
     pub(crate) socket: PathBuf,
     lock: PathBuf,
-    dir: PathBuf,
 }
 
 impl MasterFiles {
     pub(crate) fn remove(&self) {
         let _ = std::fs::remove_file(&self.socket);
         let _ = std::fs::remove_file(&self.lock);
-        // Only succeeds when no other link of the domain is left.
-        let _ = std::fs::remove_dir(&self.dir);
+        // The domain directory stays: a container may have it bind-mounted,
+        // and a directory made anew by the next master would not be seen
+        // through that mount.
     }
 }
 
@@ -136,7 +136,6 @@ pub(crate) fn claim_master(
         files: MasterFiles {
             socket: config.socket.clone(),
             lock: config.lock.clone(),
-            dir: config.dir.clone(),
         },
     })
 }

@@ -1,0 +1,720 @@
+//! Interoperation of the DPDK driver and `vecring-core`: a real
+//! `dpdk-testpmd` (with `librte_net_vecring.so`) on one end of a link, this
+//! Rust program on the other, in both roles, with every frame's bytes
+//! checked on the Rust side.
+//!
+//! - testpmd `txonly` → Rust: testpmd's Ethernet/IPv4/UDP frame (headers
+//!   as DPDK 22.11's `app/test-pmd/txonly.c` writes them, every payload byte
+//!   accounted for) arrives intact, exactly as many times as testpmd
+//!   counted, including 9000-byte frames sent as mbuf chains of 5 and 6
+//!   segments.
+//! - Rust → testpmd `io` → Rust: self-checking frames (`pattern`) of mixed
+//!   sizes up to 9216 bytes, every eighth one 9000 bytes, go through testpmd
+//!   with small mbufs (scatter RX into chains, multi-segment TX back) and come
+//!   back complete, intact and in order; testpmd's counters agree. Again
+//!   with testpmd's port in zero-copy receive mode (`zero_copy=true`).
+//!
+//! These tests need root, `dpdk-testpmd`, the built PMD and hugepages (or
+//! `VECRING_TEST_NO_HUGE=1`), so they are `#[ignore]`d here and run by
+//! `tests/dpdk/run.sh`:
+//!
+//! ```sh
+//! VECRING_PMD_SO=$PWD/target/release/librte_net_vecring.so \
+//!   cargo test --release -p vecring-tests --test dpdk_interop -- --ignored --test-threads=1
+//! ```
+//!
+//! Env: `VECRING_PMD_SO` (default `target/release/librte_net_vecring.so`
+//! beside the test executable), `TESTPMD` (default `dpdk-testpmd`),
+//! `VECRING_TEST_NO_HUGE=1` (testpmd runs with `--no-huge -m 512
+//! --no-shconf`; so it does when fewer than 512 hugepages are free).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vecring_core::{Link, LinkError, PushError, RecvError, Role, SendError};
+use vecring_tests::{built_binary, check_frame, fill_frame, frame_len, Watchdog};
+
+/// testpmd's port MAC (devarg `mac`), the source of its txonly frames.
+const PMD_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x01];
+/// The destination testpmd's txonly frames are given (`--eth-peer`).
+const PEER_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x02];
+/// Seconds one testpmd may live (the `timeout` watchdog around it).
+const PMD_WATCHDOG: &str = "90";
+/// Longest any wait for progress lasts.
+const STALL: Duration = Duration::from_secs(20);
+
+fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Where things are, from the environment.
+struct Env {
+    so: PathBuf,
+    testpmd: String,
+    mem_args: Vec<String>,
+    work: PathBuf,
+    run: PathBuf,
+}
+
+impl Env {
+    fn new(test: &str) -> Env {
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(
+            euid, 0,
+            "DPDK tests need root (run tests/dpdk/run.sh as root)"
+        );
+        let so = match std::env::var_os("VECRING_PMD_SO") {
+            Some(p) => PathBuf::from(p),
+            None => built_binary("librte_net_vecring.so"),
+        };
+        let so = std::fs::canonicalize(&so)
+            .unwrap_or_else(|e| panic!("PMD {}: {e} (build vecring-pmd)", so.display()));
+        let free_huge = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("HugePages_Free:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        let no_huge = std::env::var("VECRING_TEST_NO_HUGE").is_ok_and(|v| v == "1");
+        // No files, in hugepages; without hugepages EAL refuses --in-memory
+        // (--no-huge implies legacy memory), so --no-shconf instead.
+        let mem_args: &[&str] = if no_huge || free_huge < 512 {
+            &["--no-huge", "-m", "512", "--no-shconf"]
+        } else {
+            &["--in-memory"]
+        };
+        let mem_args = mem_args.iter().map(|a| a.to_string()).collect();
+        let work =
+            std::env::temp_dir().join(format!("vecring-interop-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        let run = work.join("run");
+        Env {
+            so,
+            testpmd: std::env::var("TESTPMD").unwrap_or_else(|_| "dpdk-testpmd".into()),
+            mem_args,
+            work,
+            run,
+        }
+    }
+
+    /// The devargs of a port on link `interop/<link>` in this test's run dir.
+    fn vdev(&self, link: &str, master: bool) -> String {
+        format!(
+            "domain=interop,link={link},run_dir={},master={master},mac={}",
+            self.run.display(),
+            mac_str(&PMD_MAC)
+        )
+    }
+
+    /// The Rust end of link `interop/<link>`.
+    fn open(&self, link: &str, role: Role) -> Link {
+        Link::builder("interop", link)
+            .role(role)
+            .run_dir(&self.run)
+            .open()
+            .unwrap_or_else(|e| panic!("open interop/{link} as {role}: {e}"))
+    }
+}
+
+/// An interactive `dpdk-testpmd` under a `timeout` watchdog, fed commands on
+/// stdin, its output in `<work>/<name>.log`.
+struct Testpmd {
+    name: String,
+    /// The `timeout` process; testpmd is its child.
+    child: Child,
+    stdin: Option<ChildStdin>,
+    log: PathBuf,
+}
+
+impl Testpmd {
+    fn start(env: &Env, name: &str, cpu: usize, vdev: &str, app_args: &[&str]) -> Testpmd {
+        let log = env.work.join(format!("{name}.log"));
+        let out = File::create(&log).unwrap();
+        let child = Command::new("timeout")
+            .args(["--kill-after=5", PMD_WATCHDOG, "stdbuf", "-oL", "-eL"])
+            .arg(&env.testpmd)
+            .arg("-d")
+            .arg(&env.so)
+            .arg("--no-pci")
+            .arg(format!(
+                "--file-prefix=vrinterop_{name}_{}",
+                std::process::id()
+            ))
+            .arg(format!("--lcores=(0,1)@{cpu}"))
+            .args(&env.mem_args)
+            .arg(format!("--vdev=eth_vecring0,{vdev}"))
+            .args(["--", "-i", "--total-num-mbufs=8192"])
+            .args(app_args)
+            .stdin(Stdio::piped())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", env.testpmd));
+        let mut t = Testpmd {
+            name: name.into(),
+            stdin: None,
+            child,
+            log,
+        };
+        t.stdin = t.child.stdin.take();
+        t
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The end of the log, for failure messages.
+    fn tail(&self) -> String {
+        let out = self.output();
+        let lines: Vec<&str> = out.lines().collect();
+        let from = lines.len().saturating_sub(40);
+        format!(
+            "--- {} ({}), last lines:\n{}",
+            self.name,
+            self.log.display(),
+            lines[from..].join("\n")
+        )
+    }
+
+    fn count(&self, pred: impl Fn(&str) -> bool) -> usize {
+        self.output().lines().filter(|l| pred(l)).count()
+    }
+
+    /// Waits until `count` lines satisfy `pred`.
+    fn wait_for(&self, what: &str, count: usize, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + STALL;
+        while self.count(&pred) < count {
+            assert!(
+                Instant::now() < deadline,
+                "timeout waiting for {what} x{count}\n{}",
+                self.tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_prompt(&self) {
+        self.wait_for("testpmd prompt", 1, |l| l.contains("testpmd> "));
+    }
+
+    fn cmd(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("testpmd stdin open");
+        if let Err(e) = writeln!(stdin, "{line}").and_then(|()| stdin.flush()) {
+            panic!("{}: command '{line}': {e}\n{}", self.name, self.tail());
+        }
+    }
+
+    /// `stop`s forwarding; returns the port's (RX-dropped, TX-dropped) of
+    /// the forwarding run.
+    fn stop(&mut self) -> (u64, u64) {
+        let done = |l: &str| l.trim_end() == "Done.";
+        let before = self.count(done);
+        self.cmd("stop");
+        self.wait_for("Done.", before + 1, done);
+        let out = self.output();
+        let block = out
+            .rsplit("Forward statistics for port 0")
+            .next()
+            .unwrap_or("");
+        let field = |key: &str| -> u64 {
+            block
+                .split(key)
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no '{key}' in forward statistics\n{}", self.tail()))
+        };
+        (field("RX-dropped:"), field("TX-dropped:"))
+    }
+
+    /// The port's current extended statistics.
+    fn xstats(&mut self) -> HashMap<String, u64> {
+        let last = |l: &str| l.starts_with("rejected_peers: ");
+        let before = self.count(last);
+        self.cmd("show port xstats 0");
+        self.wait_for("xstats", before + 1, last);
+        let out = self.output();
+        let block = out
+            .rsplit("NIC extended statistics for port 0")
+            .next()
+            .unwrap_or("");
+        block
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(": ")?;
+                Some((k.trim().to_string(), v.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Waits until `link` (the Rust end) is up; fails at once if testpmd
+    /// exits first.
+    fn wait_link_up(&mut self, link: &Link) {
+        let deadline = Instant::now() + STALL;
+        loop {
+            match link.wait_up(Duration::from_millis(100)) {
+                Ok(_) => return,
+                Err(LinkError::Timeout(_)) => {}
+                Err(e) => panic!("link: {e}\n{}", self.tail()),
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "testpmd exited ({st}) before the link came up\n{}",
+                    self.tail()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "link not up after {STALL:?}\n{}",
+                self.tail()
+            );
+        }
+    }
+
+    fn quit(mut self) -> ExitStatus {
+        self.cmd("quit");
+        self.stdin = None;
+        let deadline = Instant::now() + STALL;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "testpmd did not quit\n{}",
+                self.tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Testpmd {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // `timeout` passes SIGTERM on to testpmd and SIGKILLs it 5 s later
+            // if it is still there.
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn stat(x: &HashMap<String, u64>, key: &str) -> u64 {
+    *x.get(key)
+        .unwrap_or_else(|| panic!("xstat '{key}' missing in {x:?}"))
+}
+
+/// The frame DPDK 22.11's testpmd `txonly` sends: Ethernet (peer MAC, port
+/// MAC, IPv4), IPv4 (no options, id 0, TTL 64, UDP, 198.18.0.1 →
+/// 198.18.0.2, header checksum), UDP (port 9 → 9, no checksum). Returns
+/// the 42 header bytes testpmd writes; the payload is whatever its mbufs
+/// hold (testpmd never writes it), so only its consistency is checked.
+fn txonly_headers(len: usize) -> Vec<u8> {
+    let mut h = Vec::with_capacity(42);
+    h.extend_from_slice(&PEER_MAC);
+    h.extend_from_slice(&PMD_MAC);
+    h.extend_from_slice(&[0x08, 0x00]);
+    let ip_len = (len - 14) as u16;
+    let mut ip = vec![0x45, 0x00];
+    ip.extend_from_slice(&ip_len.to_be_bytes());
+    ip.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2]);
+    let sum: u32 = ip
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let cksum = !(sum as u16);
+    ip[10..12].copy_from_slice(&cksum.to_be_bytes());
+    h.extend_from_slice(&ip);
+    h.extend_from_slice(&[0, 9, 0, 9]);
+    h.extend_from_slice(&((len - 34) as u16).to_be_bytes());
+    h.extend_from_slice(&[0, 0]);
+    h
+}
+
+/// Checks one frame of testpmd's txonly made of mbuf segments of `segs`
+/// bytes: exactly the expected headers, then the payload testpmd left in
+/// its mbufs. testpmd never writes the payload, and its mbufs (fresh,
+/// zeroed memory) are only ever written with these headers at the start of
+/// a packet's first segment; since an mbuf that once was a first segment
+/// may later be a packet's second or later segment, each later segment
+/// holds zeros, or the headers (cut to its length) and then zeros. Returns
+/// whether the whole payload was zero.
+fn check_txonly_frame(f: &[u8], segs: &[usize], headers: &[u8]) -> Result<bool, String> {
+    let len: usize = segs.iter().sum();
+    if f.len() != len {
+        return Err(format!("{} bytes, want {len}", f.len()));
+    }
+    if f[..42] != *headers {
+        let i = headers.iter().zip(f).position(|(a, b)| a != b).unwrap_or(0);
+        return Err(format!(
+            "headers differ from testpmd's txonly headers at byte {i}:\n got  {:02x?}\n want {:02x?}",
+            &f[..42],
+            headers
+        ));
+    }
+    let mut zero = true;
+    let mut at = 0;
+    for (k, &l) in segs.iter().enumerate() {
+        let seg = &f[at..at + l];
+        // The part of the segment that must be zero.
+        let rest = if k == 0 {
+            42
+        } else if seg.iter().all(|&b| b == 0) {
+            l
+        } else {
+            let h = l.min(42);
+            if seg[..h] != headers[..h] {
+                return Err(format!(
+                    "segment {k} (bytes {at}..{}) is neither zeros nor headers: starts {:02x?}",
+                    at + l,
+                    &seg[..h]
+                ));
+            }
+            zero = false;
+            h
+        };
+        if let Some(i) = seg[rest..].iter().position(|&b| b != 0) {
+            return Err(format!(
+                "byte {} (segment {k}) is {:#04x}: testpmd's payload altered",
+                at + rest + i,
+                seg[rest + i]
+            ));
+        }
+        at += l;
+    }
+    Ok(zero)
+}
+
+/// What the Rust receiver saw.
+#[derive(Debug, Default)]
+struct Seen {
+    frames: u64,
+    error: Option<String>,
+    /// Frames whose payload was all zero (no stale headers in it).
+    zero_payload: u64,
+}
+
+/// Receives testpmd txonly frames until `stop`, checking every byte of each
+/// (see [`check_txonly_frame`]).
+fn check_txonly_frames(
+    mut rx: vecring_core::Receiver,
+    segs: &[usize],
+    count: &AtomicU64,
+    stop: &AtomicBool,
+) -> Seen {
+    let len: usize = segs.iter().sum();
+    let headers = txonly_headers(len);
+    let mut buf = vec![0u8; 9216];
+    let mut seen = Seen::default();
+    loop {
+        match rx.recv(&mut buf) {
+            Ok(n) => {
+                match check_txonly_frame(&buf[..n], segs, &headers) {
+                    Ok(zero) => seen.zero_payload += u64::from(zero),
+                    Err(e) => {
+                        seen.error = Some(format!("frame {}: {e}", seen.frames));
+                        return seen;
+                    }
+                }
+                seen.frames += 1;
+                count.store(seen.frames, Ordering::Relaxed);
+            }
+            Err(RecvError::Empty) | Err(RecvError::LinkDown) => {
+                if stop.load(Ordering::Relaxed) {
+                    return seen;
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            Err(e) => {
+                seen.error = Some(format!("receive failed: {e}"));
+                return seen;
+            }
+        }
+    }
+}
+
+/// testpmd (the other role) sends txonly frames of `segs` (mbuf segment
+/// lengths) for 2 s; the Rust end receives them all, each byte checked, and
+/// exactly as many as testpmd sent.
+fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
+    let _w = Watchdog::new("dpdk interop txonly", Duration::from_secs(120));
+    let env = Env::new(test);
+    let len: usize = segs.iter().sum();
+    let link = env.open(test, rust_role);
+    let txpkts = segs
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut pmd = Testpmd::start(
+        &env,
+        "txonly",
+        0,
+        &env.vdev(test, rust_role == Role::Slave),
+        &[
+            "--forward-mode=txonly",
+            &format!("--txpkts={txpkts}"),
+            "--max-pkt-len=9216",
+            &format!("--eth-peer=0,{}", mac_str(&PEER_MAC)),
+        ],
+    );
+    pmd.wait_link_up(&link);
+    pmd.wait_prompt();
+    let rx = link.receiver().unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
+    let segs_owned = segs.to_vec();
+    let receiver = std::thread::spawn(move || check_txonly_frames(rx, &segs_owned, &c, &s));
+
+    pmd.cmd("start");
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, tx_dropped) = pmd.stop();
+    let x = pmd.xstats();
+    let sent = stat(&x, "tx_good_packets");
+    // Let the receiver drain what testpmd sent.
+    let deadline = Instant::now() + STALL;
+    while count.load(Ordering::Relaxed) < sent
+        && Instant::now() < deadline
+        && !receiver.is_finished()
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::Relaxed);
+    let seen = receiver.join().expect("receiver thread");
+    println!(
+        "{test}: testpmd sent {sent} frames of {len} bytes in {} segment(s) ({tx_dropped} not taken by the full ring, \
+         tx_ring_full {}); Rust received {} intact ({} with an all-zero payload)",
+        segs.len(),
+        stat(&x, "tx_ring_full"),
+        seen.frames,
+        seen.zero_payload
+    );
+    assert!(
+        seen.error.is_none(),
+        "{}\n{}",
+        seen.error.unwrap(),
+        pmd.tail()
+    );
+    assert!(sent > 0, "testpmd sent nothing\n{}", pmd.tail());
+    assert_eq!(
+        seen.frames,
+        sent,
+        "Rust received {} of {sent} frames\n{}",
+        seen.frames,
+        pmd.tail()
+    );
+    assert_eq!(stat(&x, "tx_good_bytes"), sent * len as u64);
+    assert_eq!(stat(&x, "tx_errors"), 0);
+    assert_eq!(stat(&x, "tx_too_large_drops"), 0);
+    // txonly does not retry: what the full ring did not take was freed and
+    // counted on both sides.
+    assert_eq!(stat(&x, "tx_ring_full"), tx_dropped);
+    let st = pmd.quit();
+    assert!(st.success(), "testpmd exit {st}");
+    let _ = std::fs::remove_dir_all(&env.work);
+}
+
+/// Every eighth frame is a 9000-byte jumbo frame; the others are the mixed
+/// workload's (16..=9216 bytes, mostly up to 1514).
+fn echo_len(seq: u64) -> usize {
+    if seq % 8 == 0 {
+        9000
+    } else {
+        frame_len(seq)
+    }
+}
+
+/// Frames in flight at most: their slots (at most 5 per frame) fit one ring,
+/// so testpmd's TX never finds the return ring full and never drops.
+const WINDOW: u64 = 128;
+
+/// The Rust end sends `frames` self-checking frames; testpmd (the other
+/// role) in `io` mode, with 1 KiB mbufs (scatter RX, multi-segment TX),
+/// sends each back unchanged; the Rust end checks every returned frame's
+/// bytes and order.
+/// With `zero_copy`, testpmd's port receives in zero-copy mode: frames of
+/// 512 bytes up to one slot are attached to the ring slots, not copied,
+/// until testpmd frees them after sending them back.
+fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: bool) {
+    let _w = Watchdog::new("dpdk interop echo", Duration::from_secs(120));
+    let env = Env::new(test);
+    let link = env.open(test, rust_role);
+    let mut pmd = Testpmd::start(
+        &env,
+        "io",
+        0,
+        &format!(
+            "{},zero_copy={zero_copy}",
+            env.vdev(test, rust_role == Role::Slave)
+        ),
+        &[
+            "--forward-mode=io",
+            // `start` would otherwise drain (and lose) frames that arrive
+            // before forwarding begins.
+            "--no-flush-rx",
+            "--enable-scatter",
+            "--max-pkt-len=9216",
+            "--mbuf-size=1152",
+        ],
+    );
+    pmd.wait_link_up(&link);
+    pmd.wait_prompt();
+    assert_eq!(
+        pmd.count(|l| l.contains("eth_vecring0: zero-copy receive:")),
+        usize::from(zero_copy),
+        "zero-copy mode as asked\n{}",
+        pmd.tail()
+    );
+    pmd.cmd("start");
+    let mut tx = link.sender().unwrap();
+    let mut rx = link.receiver().unwrap();
+    let mut sbuf = vec![0u8; 9216];
+    let mut rbuf = vec![0u8; 9216];
+    let (mut sent, mut received, mut bytes) = (0u64, 0u64, 0u64);
+    let mut progress = Instant::now();
+    while received < frames {
+        while sent < frames && sent - received < WINDOW {
+            let len = echo_len(sent);
+            fill_frame(&mut sbuf[..len], sent);
+            match tx.send(&sbuf[..len]) {
+                Ok(()) => {
+                    sent += 1;
+                    bytes += len as u64;
+                }
+                Err(SendError::Push(PushError::Full)) => break,
+                Err(e) => panic!("send frame {sent}: {e}\n{}", pmd.tail()),
+            }
+        }
+        match rx.recv(&mut rbuf) {
+            Ok(n) => {
+                let seq = check_frame(&rbuf[..n])
+                    .unwrap_or_else(|e| panic!("returned frame {received}: {e}\n{}", pmd.tail()));
+                assert_eq!(
+                    (seq, n),
+                    (received, echo_len(received)),
+                    "returned frame {received}: got frame {seq} of {n} bytes\n{}",
+                    pmd.tail()
+                );
+                received += 1;
+                progress = Instant::now();
+            }
+            Err(RecvError::Empty) => {
+                assert!(
+                    progress.elapsed() < STALL,
+                    "no frame back for {STALL:?}: sent {sent}, received {received}\n{}",
+                    pmd.tail()
+                );
+                std::hint::spin_loop();
+            }
+            Err(e) => panic!("receive after {received} frames: {e}\n{}", pmd.tail()),
+        }
+    }
+    tx.flush_counters();
+    rx.flush_counters();
+    // Nothing more comes back.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        rx.recv(&mut rbuf),
+        Err(RecvError::Empty),
+        "an extra frame came back"
+    );
+    let (rx_dropped, tx_dropped) = pmd.stop();
+    let x = pmd.xstats();
+    println!(
+        "{test}: {frames} frames ({bytes} bytes, 16..=9216 bytes, every 8th 9000) went through testpmd io \
+         (zero_copy={zero_copy}) and came back intact and in order"
+    );
+    assert_eq!(
+        (rx_dropped, tx_dropped),
+        (0, 0),
+        "testpmd forward drops\n{}",
+        pmd.tail()
+    );
+    for (k, want) in [
+        ("rx_good_packets", frames),
+        ("tx_good_packets", frames),
+        ("rx_good_bytes", bytes),
+        ("tx_good_bytes", bytes),
+        ("rx_errors", 0),
+        ("tx_errors", 0),
+        ("rx_mbuf_allocation_errors", 0),
+        ("rx_scatter_nombuf_drops", 0),
+        ("rx_filtered_drops", 0),
+        ("tx_ring_full", 0),
+    ] {
+        assert_eq!(stat(&x, k), want, "testpmd xstat {k}\n{}", pmd.tail());
+    }
+    let st = pmd.quit();
+    assert!(st.success(), "testpmd exit {st}");
+    let _ = std::fs::remove_dir_all(&env.work);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn testpmd_master_txonly_frames_arrive_intact_in_rust_slave() {
+    txonly_into_rust("tx-m64", Role::Slave, &[64]);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn testpmd_slave_txonly_frames_arrive_intact_in_rust_master() {
+    txonly_into_rust("tx-s64", Role::Master, &[64]);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn testpmd_master_9000_byte_chains_arrive_intact_in_rust_slave() {
+    txonly_into_rust("tx-m9000", Role::Slave, &[2048, 2048, 2048, 2048, 808]);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn testpmd_slave_9000_byte_chains_arrive_intact_in_rust_master() {
+    txonly_into_rust(
+        "tx-s9000",
+        Role::Master,
+        &[1000, 2048, 14, 2048, 2048, 1842],
+    );
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn rust_master_frames_echoed_by_testpmd_slave_io_intact_and_in_order() {
+    echo_through_testpmd("io-rm", Role::Master, 100_000, false);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn rust_slave_frames_echoed_by_testpmd_master_io_intact_and_in_order() {
+    echo_through_testpmd("io-rs", Role::Slave, 100_000, false);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn rust_master_frames_echoed_by_testpmd_slave_zero_copy_io_intact_and_in_order() {
+    echo_through_testpmd("iozc-rm", Role::Master, 100_000, true);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn rust_slave_frames_echoed_by_testpmd_master_zero_copy_io_intact_and_in_order() {
+    echo_through_testpmd("iozc-rs", Role::Slave, 100_000, true);
+}

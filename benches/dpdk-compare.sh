@@ -107,6 +107,9 @@ for size in $SIZES; do
 			tx_all[$kind]="${tx_all[$kind]:-} $t"
 			this[$kind]=$r
 		done
+		line="  pair $pair, $size B:"
+		for kind in $order; do line="$line $kind ${this[$kind]}"; done
+		echo "$line" >&2
 		for kind in $KINDS; do
 			[ "$kind" = memif ] && continue
 			ratios[$kind]="${ratios[$kind]:-} $(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')"

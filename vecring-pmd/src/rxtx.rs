@@ -329,15 +329,8 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
             let room = unsafe { seg_room(m, len) };
-            if head.len() == len {
-                room.copy_from_slice(head);
-            } else {
-                let mut at = 0;
-                for seg in frame.segments() {
-                    room[at..at + seg.len()].copy_from_slice(seg);
-                    at += seg.len();
-                }
-            }
+            // One inline copy for a one-slot frame, slot by slot otherwise.
+            frame.copy_to(room);
             // SAFETY: `m` is ours.
             unsafe {
                 (*m).data_len = len as u16;

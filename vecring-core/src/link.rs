@@ -243,6 +243,14 @@ impl LinkShared {
             }
             let was_up = inner.session.is_some();
             inner.session = session;
+            if inner.session.is_some() || was_up {
+                // Bumped before the lock is released, so that whoever sees
+                // the new session under the lock (`wait_up`, `wait_down`)
+                // also sees the new epoch on its next data-path call.
+                // Release: pairs with the Acquire load in `Endpoint::sync`,
+                // which then reads the new session under the lock.
+                self.epoch.fetch_add(1, Ordering::Release);
+            }
             match (&inner.session, was_up) {
                 (Some(s), _) => {
                     self.counters.link_ups.fetch_add(1, Ordering::Relaxed);
@@ -257,9 +265,6 @@ impl LinkShared {
                 (None, false) => return,
             }
         };
-        // Release: pairs with the Acquire load in `Endpoint::sync`, which
-        // then reads the new session under the lock.
-        self.epoch.fetch_add(1, Ordering::Release);
         match state {
             LinkState::Up { generation } => {
                 log::info!("vecring: {}: link up (generation {generation})", self.label)

@@ -212,10 +212,11 @@ typedef struct vecring_options {
 	int32_t numa_node;
 	/** Master: one of enum vecring_hugepages (default PREFER). */
 	int32_t hugepages;
-	/** Ring slots, a power of two from 2 to 1048576 (0 = default 1024);
+	/** Ring slots, a power of two from 2 to 1048576 (0 = default 8192);
 	 *  slots times slot_size at most 1 GiB. */
 	uint32_t slot_count;
-	/** Bytes per slot, a power of two from 64 to 32768 (0 = default 2048). */
+	/** Bytes per slot, a power of two from 64 to 32768 (0 = default 256); a frame
+	 *  takes as many consecutive slots as it needs. */
 	uint32_t slot_size;
 	/** Largest frame, 1..9216 (0 = default 9216). The ring must hold two
 	 *  frames of this size. Master: the geometry it creates when any of

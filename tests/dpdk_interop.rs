@@ -542,7 +542,8 @@ fn echo_len(seq: u64) -> usize {
     }
 }
 
-/// Frames in flight at most: their slots (at most 5 per frame) fit one ring,
+/// Frames in flight at most: their slots (at most 36 per frame with the
+/// default 256-byte slots) fit one ring,
 /// so testpmd's TX never finds the return ring full and never drops.
 const WINDOW: u64 = 128;
 
@@ -551,7 +552,8 @@ const WINDOW: u64 = 128;
 /// sends each back unchanged; the Rust end checks every returned frame's
 /// bytes and order.
 /// With `zero_copy`, testpmd's port receives in zero-copy mode: frames of
-/// 512 bytes up to one slot are attached to the ring slots, not copied,
+/// 512 bytes or more (unless they wrap around the ring's end) are attached
+/// to the ring slots, not copied,
 /// until testpmd frees them after sending them back.
 fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: bool) {
     let _w = Watchdog::new("dpdk interop echo", Duration::from_secs(120));

@@ -165,19 +165,19 @@ fn geometry_mismatch_names_both_values() {
     let _m = master(&dir);
     let s = Link::builder("dom", "l0")
         .run_dir(&dir)
-        .geometry(Geometry::new(512, 2048).unwrap())
+        .geometry(Geometry::new(512, 256).unwrap())
         .open()
         .unwrap();
     match s.wait_up(UP) {
         Err(LinkError::Attach(AttachError::Mismatch {
             field: "slot count",
             ours: 512,
-            theirs: 1024,
+            theirs: 8192,
         })) => {}
         other => panic!("expected a slot count mismatch, got {other:?}"),
     }
     let msg = s.wait_up(UP).unwrap_err().to_string();
-    assert!(msg.contains("ours 512, theirs 1024"), "{msg}");
+    assert!(msg.contains("ours 512, theirs 8192"), "{msg}");
 }
 
 #[test]

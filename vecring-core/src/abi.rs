@@ -19,7 +19,8 @@
 //!  |  |                       |  |  +64   consumer line: tail (64 B line)
 //!  |  +-----------------------+  |
 //!  |  | SlotDesc[slot_count]  |  |  +128  4 B each: len (bits 0..16),
-//!  |  |                       |  |        flags (bits 16..32)
+//!  |  |                       |  |        flags (bits 16..32); only a
+//!  |  |                       |  |        frame's first slot's is used
 //!  |  +-----------------------+  |  rounded up to 4096
 //!  |  | slot data             |  |  slot_count * slot_size bytes,
 //!  |  | [slot_count][slot_sz] |  |  each slot 64-byte aligned
@@ -33,17 +34,23 @@
 //! The producer owns `head`, the consumer owns `tail`; each keeps a private
 //! copy of its own index and never trusts the shared one after start-up.
 //!
-//! A frame occupies one slot, or for frames larger than a slot, consecutive
-//! slots: every slot but the last is full (`len == slot_size`) and carries
-//! [`SLOT_FLAG_MORE`]. Metadata lives in a compact array of its own so a
-//! 64-byte frame touches one data cache line and 1/16 of a metadata line.
+//! A frame of `len` bytes occupies `ceil(len / slot_size)` consecutive
+//! slots, its bytes back to back from the start of its first slot, so that
+//! it is one contiguous run of memory unless it wraps around the end of the
+//! data area (then it continues at slot 0). The descriptor of its first
+//! slot holds the whole length, and [`SLOT_FLAG_MORE`] exactly when the
+//! frame continues into the following slots; the descriptors of those
+//! slots are not used. Small slots therefore pack small frames densely (a
+//! 64-byte frame in 64-byte slots is one data line and 1/16 of a
+//! descriptor line), and a large frame costs one descriptor, not one per
+//! slot.
 
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// `b"VECRING\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
 /// Incompatible layout changes bump this; peers with different majors refuse.
-pub const VERSION_MAJOR: u16 = 1;
+pub const VERSION_MAJOR: u16 = 2;
 /// Compatible additions bump this; informational.
 pub const VERSION_MINOR: u16 = 0;
 /// Feature bits this build understands. None are defined yet.
@@ -62,7 +69,8 @@ pub const CACHE_LINE: usize = 64;
 /// Offset of the descriptor array inside a ring area.
 pub const DESC_OFFSET: u64 = 2 * CACHE_LINE as u64;
 
-/// The frame continues in the next slot.
+/// Set in a frame's first descriptor when the frame is larger than one slot
+/// and continues into the following slots.
 pub const SLOT_FLAG_MORE: u16 = 1 << 0;
 /// All flag bits this version defines; any other bit set is corruption.
 pub const SLOT_FLAGS_KNOWN: u16 = SLOT_FLAG_MORE;
@@ -240,13 +248,14 @@ const _: () = {
     assert!(size_of::<SlotDesc>() == 4);
     assert!(align_of::<SlotDesc>() == 4);
 
-    assert!(MAX_SLOT_SIZE <= u16::MAX as u32);
+    assert!(MAX_FRAME_LEN <= u16::MAX as usize);
     assert!(MIN_SLOT_SIZE as usize % CACHE_LINE == 0);
     assert!(HEADER_AREA % 4096 == 0);
-    // Default geometry: 1024 x 2048 B per direction.
-    assert!(data_offset(1024) == 8192);
-    assert!(ring_area_size(1024, 2048) == 8192 + 2 * 1024 * 1024);
-    assert!(ring_offset(1, 1024, 2048) == 4096 + 8192 + 2 * 1024 * 1024);
+    // Default geometry: 8192 x 256 B per direction (descriptors 32 KiB +
+    // 128 B of control, rounded up to 36 KiB).
+    assert!(data_offset(8192) == 36864);
+    assert!(ring_area_size(8192, 256) == 36864 + 2 * 1024 * 1024);
+    assert!(ring_offset(1, 8192, 256) == 4096 + 36864 + 2 * 1024 * 1024);
 };
 
 #[cfg(test)]

@@ -39,11 +39,15 @@ pub enum GeometryError {
 }
 
 impl Geometry {
-    /// Default: 1024 slots of 2048 bytes (one 2 MiB hugepage of data per
-    /// direction), jumbo frames up to 9216 bytes.
+    /// Default: 8192 slots of 256 bytes (one 2 MiB hugepage of data per
+    /// direction), jumbo frames up to 9216 bytes. Small slots pack small
+    /// frames densely (a 64-byte frame touches one line in four, not one in
+    /// thirty-two as with 2 KiB slots), while a 1514-byte frame takes six
+    /// consecutive slots and still one descriptor; measured in
+    /// `docs/BENCHMARKS.md`.
     pub const DEFAULT: Geometry = Geometry {
-        slot_count: 1024,
-        slot_size: 2048,
+        slot_count: 8192,
+        slot_size: 256,
         max_frame_len: abi::MAX_FRAME_LEN as u32,
     };
 
@@ -141,7 +145,7 @@ mod tests {
     fn default_is_valid() {
         let g = Geometry::default();
         assert_eq!(Geometry::new(g.slot_count(), g.slot_size()), Ok(g));
-        assert_eq!(g.max_slots_per_frame(), 5);
+        assert_eq!(g.max_slots_per_frame(), 36);
     }
 
     #[test]

@@ -68,8 +68,8 @@ pub enum Corruption {
         /// Ring capacity.
         slot_count: u32,
     },
-    /// A descriptor holds a length of zero or more than a slot, or a
-    /// continued slot that is not full.
+    /// A frame's descriptor holds a length of zero, or a continuation flag
+    /// that disagrees with its length.
     #[error("slot {slot} holds an invalid length {len} (flags {flags:#x})")]
     Length {
         /// Slot index.
@@ -87,7 +87,7 @@ pub enum Corruption {
         /// Flags read.
         flags: u16,
     },
-    /// A chain of continued slots exceeds the largest frame.
+    /// A frame's length exceeds the largest frame.
     #[error("frame starting at slot {slot} exceeds the maximum frame length {max}")]
     FrameTooLong {
         /// First slot of the frame.
@@ -95,7 +95,7 @@ pub enum Corruption {
         /// The maximum frame length.
         max: u32,
     },
-    /// A frame continues past the last published slot.
+    /// A frame's slots extend past the last published slot.
     #[error("frame starting at slot {slot} continues past the published head")]
     Truncated {
         /// First slot of the frame.
@@ -224,6 +224,26 @@ impl Shape {
     fn slots_for(&self, len: usize) -> u64 {
         ((len + self.slot_size - 1) >> self.slot_shift) as u64
     }
+
+    /// Where a frame of `len` bytes starting at free-running `index` lies:
+    /// its first byte and how many of its bytes come before the end of the
+    /// data area. The rest, if any, continues at the start of the data area.
+    #[inline]
+    fn span(&self, index: u64, len: usize) -> (*mut u8, usize) {
+        let slot = self.slot(index);
+        let room = (self.slot_count as usize - slot) << self.slot_shift;
+        (self.slot_ptr(index), len.min(room))
+    }
+
+    /// The head-descriptor flags of a frame of `len` bytes.
+    #[inline]
+    fn flags_for(&self, len: usize) -> u16 {
+        if len > self.slot_size {
+            SLOT_FLAG_MORE
+        } else {
+            0
+        }
+    }
 }
 
 /// Copies `len` bytes; frames of up to 64 bytes with a few overlapping
@@ -277,6 +297,13 @@ fn prefetch(p: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
+
+/// How far ahead, in slots, the consumer prefetches published slots (and
+/// twice as far, their descriptors): enough small frames to cover a
+/// cross-core transfer. (The producer does not: a `PREFETCHW` of slots
+/// ahead measured no better, and outside its reservation would take lines
+/// the consumer may still be reading.)
+const PREFETCH_SLOTS: u64 = 8;
 
 /// The writing end of a ring.
 pub struct Producer<S: RingStorage> {
@@ -417,15 +444,18 @@ impl<S: RingStorage> Producer<S> {
         } else {
             self.cached_tail
         };
-        let descs = self.storage.descs();
-        (0..self.head.wrapping_sub(tail))
-            .filter(|&k| {
-                let word = descs[self.shape.slot(tail.wrapping_add(k))]
-                    .0
-                    .load(Ordering::Relaxed);
-                SlotDesc::unpack(word).1 & SLOT_FLAG_MORE == 0
-            })
-            .count() as u64
+        // The descriptors are ours, but lie in shared memory: a scribbled
+        // length still advances by at least one slot, so the walk ends.
+        let mut at = tail;
+        let mut frames = 0;
+        while at != self.head {
+            // Relaxed: our own earlier stores; the value is only counted.
+            let (len, _) = SlotDesc::unpack(self.shape.desc(at).0.load(Ordering::Relaxed));
+            let slots = self.shape.slots_for(len as usize).max(1);
+            at = at.wrapping_add(slots.min(self.head.wrapping_sub(at)));
+            frames += 1;
+        }
+        frames
     }
 
     /// Reserves up to `max_slots` free slots for writing frames in place.
@@ -532,22 +562,29 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         self.producer.shape.slots_for(len) <= self.reserved - self.used
     }
 
+    /// The slots a frame of `len` bytes needs, if it can be pushed now.
+    #[inline]
     fn check_len(&self, len: usize) -> Result<u64, PushError> {
         let shape = &self.producer.shape;
-        if len == 0 {
-            return Err(PushError::Empty);
-        }
-        if len > shape.max_frame {
-            return Err(PushError::TooLarge {
-                len,
-                max: shape.max_frame,
-            });
-        }
         let slots = shape.slots_for(len);
-        if slots > self.reserved - self.used {
-            return Err(PushError::Full);
+        if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
+            Ok(slots)
+        } else {
+            Err(self.refusal(len))
         }
-        Ok(slots)
+    }
+
+    /// Why a frame of `len` bytes cannot be pushed now.
+    #[cold]
+    fn refusal(&self, len: usize) -> PushError {
+        let max = self.producer.shape.max_frame;
+        if len == 0 {
+            PushError::Empty
+        } else if len > max {
+            PushError::TooLarge { len, max }
+        } else {
+            PushError::Full
+        }
     }
 
     /// Copies `frame` into the next slot(s).
@@ -558,34 +595,37 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     pub fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
         let len = frame.len();
         let shape = self.producer.shape;
-        // Fast path: a frame that fits one slot is one copy and one
-        // descriptor store.
-        if len != 0 && len <= shape.slot_size && len <= shape.max_frame && self.used < self.reserved
-        {
+        let slots = shape.slots_for(len);
+        // Fast path: a valid frame that fits is one copy (two when it wraps
+        // around the end of the ring) and one descriptor store.
+        if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
             let index = self.start.wrapping_add(self.used);
-            // SAFETY: `slot_ptr` is inside the data area and `len <=
-            // slot_size`; the slot is reserved for this producer and `frame`
-            // is not shared memory.
-            unsafe { copy_bytes(shape.slot_ptr(index), frame.as_ptr(), len) };
+            let (dst, head_len) = shape.span(index, len);
+            // SAFETY: the frame's `slots` slots are reserved for this
+            // producer; `span` keeps the first `head_len` bytes inside the
+            // data area, and the rest (`len - head_len < slots * slot_size`)
+            // continues at its start. `frame` is not shared memory.
+            unsafe {
+                copy_bytes(dst, frame.as_ptr(), head_len);
+                if head_len < len {
+                    ptr::copy_nonoverlapping(
+                        frame.as_ptr().add(head_len),
+                        shape.data,
+                        len - head_len,
+                    );
+                }
+            }
             // Relaxed: published by the Release store of `head` in `commit`.
-            shape
-                .desc(index)
-                .0
-                .store(SlotDesc::pack(len as u16, 0), Ordering::Relaxed);
-            self.used += 1;
+            shape.desc(index).0.store(
+                SlotDesc::pack(len as u16, shape.flags_for(len)),
+                Ordering::Relaxed,
+            );
+            self.used += slots;
             self.frames += 1;
             self.bytes += len as u64;
             return Ok(());
         }
-        self.push_slow(frame)
-    }
-
-    /// [`push`](Self::push) for frames over one slot, and every error.
-    #[inline(never)]
-    fn push_slow(&mut self, frame: &[u8]) -> Result<(), PushError> {
-        self.push_with(frame.len(), |w| {
-            w.append(frame);
-        })
+        Err(self.refusal(len))
     }
 
     /// Reserves the next slot(s) for a frame of `len` bytes and lets `fill`
@@ -594,33 +634,29 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     ///
     /// # Errors
     /// [`PushError`] says why; `fill` is not called.
+    #[inline]
     pub fn push_with<F>(&mut self, len: usize, fill: F) -> Result<(), PushError>
     where
         F: FnOnce(&mut FrameWriter<'_>),
     {
         let slots = self.check_len(len)?;
         let shape = self.producer.shape;
-        let first = self.start.wrapping_add(self.used);
+        let index = self.start.wrapping_add(self.used);
+        let (head, head_len) = shape.span(index, len);
         let mut writer = FrameWriter {
-            data: shape.data,
-            shape,
-            first,
+            head,
+            head_len,
+            wrap: shape.data,
             len,
             written: 0,
             _ring: PhantomData,
         };
         fill(&mut writer);
-        let mut left = len;
-        for k in 0..slots {
-            let seg = left.min(shape.slot_size);
-            left -= seg;
-            let flags = if left > 0 { SLOT_FLAG_MORE } else { 0 };
-            // Relaxed: published by the Release store of `head` in `commit`.
-            shape
-                .desc(first.wrapping_add(k))
-                .0
-                .store(SlotDesc::pack(seg as u16, flags), Ordering::Relaxed);
-        }
+        // Relaxed: published by the Release store of `head` in `commit`.
+        shape.desc(index).0.store(
+            SlotDesc::pack(len as u16, shape.flags_for(len)),
+            Ordering::Relaxed,
+        );
         self.used += slots;
         self.frames += 1;
         self.bytes += len as u64;
@@ -647,10 +683,16 @@ impl<S: RingStorage> WriteChunk<'_, S> {
 }
 
 /// Writes one frame into its reserved slot(s); see [`WriteChunk::push_with`].
+///
+/// The frame's bytes are contiguous, unless its slots wrap around the end of
+/// the ring: then they come in two [segments](FrameWriter::segments_mut).
 pub struct FrameWriter<'c> {
-    data: *mut u8,
-    shape: Shape,
-    first: u64,
+    /// The frame's first byte.
+    head: *mut u8,
+    /// Bytes before the end of the data area.
+    head_len: usize,
+    /// The start of the data area, where a wrapped frame continues.
+    wrap: *mut u8,
     len: usize,
     written: usize,
     _ring: PhantomData<&'c mut [u8]>,
@@ -668,46 +710,46 @@ impl FrameWriter<'_> {
     }
 
     /// Copies `bytes` after what was appended before; returns how many fit.
-    pub fn append(&mut self, mut bytes: &[u8]) -> usize {
-        let start = self.written;
-        while !bytes.is_empty() && self.written < self.len {
-            let seg_index = self.written >> self.shape.slot_shift;
-            let offset = self.written & (self.shape.slot_size - 1);
-            let room = (self.shape.slot_size - offset).min(self.len - self.written);
-            let n = room.min(bytes.len());
-            let slot = self.shape.slot(self.first.wrapping_add(seg_index as u64));
-            // SAFETY: `slot < slot_count` (masked) and `offset + n <=
-            // slot_size`, so the destination lies inside the data area the
-            // `RingStorage` contract guarantees; the slot is reserved for
-            // this producer, and `bytes` is local memory, so they do not
-            // overlap.
-            unsafe {
+    pub fn append(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.len - self.written);
+        let at = self.written;
+        // Bytes `at..at + n` of the frame: some in the head part, the rest
+        // in the wrapped part.
+        let in_head = self.head_len.saturating_sub(at).min(n);
+        // SAFETY: the head part holds `head_len` bytes and the wrapped part
+        // `len - head_len`, both inside the data area and reserved for this
+        // producer (see `push_with`); `at + n <= len`. `bytes` is not
+        // shared memory, so the ranges do not overlap.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), self.head.add(at), in_head);
+            if in_head < n {
+                let wrapped_at = at + in_head - self.head_len;
                 ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    self.data.add(slot * self.shape.slot_size + offset),
-                    n,
+                    bytes.as_ptr().add(in_head),
+                    self.wrap.add(wrapped_at),
+                    n - in_head,
                 );
             }
-            self.written += n;
-            bytes = &bytes[n..];
         }
-        self.written - start
+        self.written += n;
+        n
     }
 
-    /// The frame's slots as mutable slices (all full but the last), to be
-    /// written in place.
+    /// The frame's bytes as mutable slices, to be written in place: one,
+    /// or two when the frame wraps around the end of the ring.
     pub fn segments_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
-        let shape = self.shape;
-        let (data, first, len) = (self.data, self.first, self.len);
-        self.written = len;
-        (0..shape.slots_for(len)).map(move |k| {
-            let seg = (len - (k as usize) * shape.slot_size).min(shape.slot_size);
-            let slot = shape.slot(first.wrapping_add(k));
-            // SAFETY: the slot is inside the data area (masked index), is
-            // reserved for this producer until commit, and each `k` yields a
-            // distinct slot, so the slices do not alias.
-            unsafe { core::slice::from_raw_parts_mut(data.add(slot * shape.slot_size), seg) }
-        })
+        self.written = self.len;
+        let (head_len, tail_len) = (self.head_len, self.len - self.head_len);
+        // SAFETY: the two parts lie inside the data area, are reserved for
+        // this producer until commit, and do not overlap (the frame is
+        // shorter than the ring).
+        let parts = unsafe {
+            [
+                core::slice::from_raw_parts_mut(self.head, head_len),
+                core::slice::from_raw_parts_mut(self.wrap, tail_len),
+            ]
+        };
+        parts.into_iter().filter(|p| !p.is_empty())
     }
 }
 
@@ -953,39 +995,43 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     }
 
     /// Validates the frame at `pos` without consuming it; the returned
-    /// [`Frame`] carries only checked values. The common case, a whole
-    /// frame in one slot, is checked here, inline; anything else (frames
-    /// over several slots, the end of the chunk, corruption) goes to
-    /// `peek_slow`.
+    /// [`Frame`] carries only checked values. A frame is one descriptor
+    /// load and one check, inline; the end of the chunk and corruption go
+    /// to `peek_slow`.
     #[inline]
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
             let shape = self.consumer.shape;
             // Start fetching the frame's first data line now, so that its
-            // cache miss overlaps the descriptor's instead of following it.
+            // cache miss overlaps the descriptor's instead of following it,
+            // and the lines of the frames after it, published already.
             prefetch(shape.slot_ptr(self.pos));
+            if PREFETCH_SLOTS < self.end.wrapping_sub(self.pos) {
+                let ahead = self.pos.wrapping_add(PREFETCH_SLOTS);
+                prefetch(shape.slot_ptr(ahead));
+                prefetch(
+                    (shape.desc(ahead.wrapping_add(PREFETCH_SLOTS)) as *const SlotDesc).cast(),
+                );
+            }
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `end`. The value is used only if it passes the check
             // below; otherwise `peek_slow` loads and checks it afresh.
-            let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
-            let (seg, flags) = SlotDesc::unpack(word);
-            let seg = seg as usize;
-            if flags == 0 && seg != 0 && seg <= shape.slot_size && seg <= shape.max_frame {
-                let frame = Frame {
-                    data: shape.data,
-                    shape,
-                    first: self.pos,
-                    len: seg,
-                    _chunk: PhantomData,
-                };
-                return Ok(Some((frame, self.pos.wrapping_add(1))));
+            let (len, flags) = SlotDesc::unpack(shape.desc(self.pos).0.load(Ordering::Relaxed));
+            let len = len as usize;
+            let slots = shape.slots_for(len);
+            if len.wrapping_sub(1) < shape.max_frame
+                && flags == shape.flags_for(len)
+                && slots <= self.end.wrapping_sub(self.pos)
+            {
+                let frame = Frame::new(&shape, self.pos, len, slots);
+                return Ok(Some((frame, self.pos.wrapping_add(slots))));
             }
         }
         self.peek_slow()
     }
 
-    /// [`peek`](Self::peek) for everything but a valid one-slot frame. Each
-    /// descriptor is loaded once.
+    /// [`peek`](Self::peek) for the end of the chunk and every kind of
+    /// corruption. The descriptor is loaded once.
     #[inline(never)]
     fn peek_slow(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if let Some(c) = self.consumer.poisoned {
@@ -995,64 +1041,32 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             return Ok(None);
         }
         let shape = self.consumer.shape;
-        let descs = self.consumer.storage.descs();
-        let first_slot = shape.slot(self.pos) as u32;
-        let max_slots = shape.slots_for(shape.max_frame);
-        let mut index = self.pos;
-        let mut len = 0usize;
-        let mut slots = 0u64;
-        loop {
-            if index == self.end {
-                return Err(self
-                    .consumer
-                    .poison(Corruption::Truncated { slot: first_slot }));
+        let slot = shape.slot(self.pos) as u32;
+        // Relaxed: ordered after the Acquire load of `head` that produced
+        // `end`; read exactly once.
+        let (len16, flags) = SlotDesc::unpack(shape.desc(self.pos).0.load(Ordering::Relaxed));
+        let len = len16 as usize;
+        let corruption = if flags & !SLOT_FLAGS_KNOWN != 0 {
+            Corruption::Flags { slot, flags }
+        } else if len == 0 || flags != shape.flags_for(len) {
+            Corruption::Length {
+                slot,
+                len: len16,
+                flags,
             }
-            if slots == max_slots {
-                return Err(self.consumer.poison(Corruption::FrameTooLong {
-                    slot: first_slot,
-                    max: shape.max_frame as u32,
-                }));
+        } else if len > shape.max_frame {
+            Corruption::FrameTooLong {
+                slot,
+                max: shape.max_frame as u32,
             }
-            let slot = shape.slot(index);
-            // Relaxed: ordered after the Acquire load of `head` that
-            // produced `end`; read exactly once.
-            let (seg, flags) = SlotDesc::unpack(descs[slot].0.load(Ordering::Relaxed));
-            if flags & !SLOT_FLAGS_KNOWN != 0 {
-                return Err(self.consumer.poison(Corruption::Flags {
-                    slot: slot as u32,
-                    flags,
-                }));
-            }
-            let more = flags & SLOT_FLAG_MORE != 0;
-            let seg = seg as usize;
-            if seg == 0 || seg > shape.slot_size || (more && seg != shape.slot_size) {
-                return Err(self.consumer.poison(Corruption::Length {
-                    slot: slot as u32,
-                    len: seg as u16,
-                    flags,
-                }));
-            }
-            len += seg;
-            slots += 1;
-            index = index.wrapping_add(1);
-            if len > shape.max_frame {
-                return Err(self.consumer.poison(Corruption::FrameTooLong {
-                    slot: first_slot,
-                    max: shape.max_frame as u32,
-                }));
-            }
-            if !more {
-                break;
-            }
-        }
-        let frame = Frame {
-            data: self.consumer.storage.data(),
-            shape,
-            first: self.pos,
-            len,
-            _chunk: PhantomData,
+        } else if shape.slots_for(len) > self.end.wrapping_sub(self.pos) {
+            Corruption::Truncated { slot }
+        } else {
+            let slots = shape.slots_for(len);
+            let frame = Frame::new(&shape, self.pos, len, slots);
+            return Ok(Some((frame, self.pos.wrapping_add(slots))));
         };
-        Ok(Some((frame, index)))
+        Err(self.consumer.poison(corruption))
     }
 
     fn advance(&mut self, next: u64, len: usize) {
@@ -1065,23 +1079,16 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// The next ready frame, validated, or `None` when the chunk is used up.
     ///
     /// # Errors
-    /// [`Corruption`] if its descriptors are invalid; the endpoint is then
+    /// [`Corruption`] if its descriptor is invalid; the endpoint is then
     /// poisoned, and frames handed out before stay valid and are released.
+    #[inline]
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Corruption> {
-        let (len, next) = match self.peek()? {
-            Some((frame, next)) => (frame.len, next),
+        let (frame, next) = match self.peek()? {
+            Some((frame, next)) => (frame.detach(), next),
             None => return Ok(None),
         };
-        let first = self.pos;
-        self.advance(next, len);
-        let c = &*self.consumer;
-        Ok(Some(Frame {
-            data: c.storage.data(),
-            shape: c.shape,
-            first,
-            len,
-            _chunk: PhantomData,
-        }))
+        self.advance(next, frame.len);
+        Ok(Some(frame))
     }
 
     /// Releases the frames handed out so far to the producer (also done on
@@ -1115,15 +1122,54 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
 /// One received frame, in place in the ring. Its bytes live in shared
 /// memory: a hostile peer may change them while they are read, but never
 /// their length or location.
+///
+/// The bytes are contiguous, unless the frame's slots wrap around the end of
+/// the ring: then they come in two [segments](Frame::segments).
 pub struct Frame<'c> {
-    data: *const u8,
-    shape: Shape,
-    first: u64,
+    /// The frame's first byte.
+    head: *const u8,
+    /// Bytes before the end of the data area (`len` unless wrapped).
+    head_len: usize,
+    /// The start of the data area, where a wrapped frame continues.
+    wrap: *const u8,
     len: usize,
+    first: u64,
+    slots: u64,
     _chunk: PhantomData<&'c [u8]>,
 }
 
 impl<'c> Frame<'c> {
+    /// A frame of `len` bytes in the `slots` slots from free-running
+    /// `first`, all published and validated by the caller.
+    #[inline(always)]
+    fn new(shape: &Shape, first: u64, len: usize, slots: u64) -> Self {
+        let (head, head_len) = shape.span(first, len);
+        Frame {
+            head,
+            head_len,
+            wrap: shape.data,
+            len,
+            first,
+            slots,
+            _chunk: PhantomData,
+        }
+    }
+
+    /// The same frame with a lifetime chosen by the caller (the chunk's, not
+    /// a borrow of it).
+    #[inline(always)]
+    fn detach<'d>(self) -> Frame<'d> {
+        Frame {
+            head: self.head,
+            head_len: self.head_len,
+            wrap: self.wrap,
+            len: self.len,
+            first: self.first,
+            slots: self.slots,
+            _chunk: PhantomData,
+        }
+    }
+
     /// The frame's length in bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -1134,19 +1180,17 @@ impl<'c> Frame<'c> {
         self.len == 0
     }
 
-    /// The frame's bytes slot by slot (one slice unless the frame is larger
-    /// than a slot).
+    /// The frame's bytes: one slice, or two when the frame wraps around
+    /// the end of the ring.
     pub fn segments(&self) -> impl Iterator<Item = &'c [u8]> + 'c {
-        let shape = self.shape;
-        let (data, first, len) = (self.data, self.first, self.len);
-        (0..shape.slots_for(len)).map(move |k| {
-            let seg = (len - (k as usize) * shape.slot_size).min(shape.slot_size);
-            let slot = shape.slot(first.wrapping_add(k));
-            // SAFETY: masked slot index and `seg <= slot_size` keep the
-            // slice inside the data area; the slot belongs to the consumer
-            // until the chunk (which `'c` borrows) releases it.
-            unsafe { core::slice::from_raw_parts(data.add(slot * shape.slot_size), seg) }
-        })
+        let parts = [self.first_segment(), self.wrapped_part()];
+        parts.into_iter().filter(|p| !p.is_empty())
+    }
+
+    /// The whole frame as one slice, unless it wraps around the end of the
+    /// ring.
+    pub fn contiguous(&self) -> Option<&'c [u8]> {
+        (self.head_len == self.len).then(|| self.first_segment())
     }
 
     /// Index of the frame's first slot (free-running; the slot is
@@ -1157,39 +1201,42 @@ impl<'c> Frame<'c> {
 
     /// Slots the frame occupies.
     pub fn slots(&self) -> u64 {
-        self.shape.slots_for(self.len)
+        self.slots
     }
 
-    /// The first segment: the whole frame when it fits in one slot.
+    /// The first segment: the whole frame unless it wraps around the end of
+    /// the ring.
     pub fn first_segment(&self) -> &'c [u8] {
-        let seg = self.len.min(self.shape.slot_size);
-        let slot = self.shape.slot(self.first);
-        // SAFETY: as in `segments`.
-        unsafe { core::slice::from_raw_parts(self.data.add(slot * self.shape.slot_size), seg) }
+        // SAFETY: `head..head + head_len` lies inside the data area (see
+        // `Shape::span`); the slots belong to the consumer until the chunk
+        // (which `'c` borrows) releases them.
+        unsafe { core::slice::from_raw_parts(self.head, self.head_len) }
+    }
+
+    /// The part of a wrapped frame at the start of the ring (empty unless
+    /// the frame wraps).
+    fn wrapped_part(&self) -> &'c [u8] {
+        // SAFETY: as in `first_segment`: the frame continues for
+        // `len - head_len` bytes at the start of the data area.
+        unsafe { core::slice::from_raw_parts(self.wrap, self.len - self.head_len) }
     }
 
     /// Copies the frame into `dst`; returns the bytes copied, which is
     /// `min(len, dst.len())`.
     #[inline]
     pub fn copy_to(&self, dst: &mut [u8]) -> usize {
-        if self.len <= self.shape.slot_size {
-            // One segment: one copy, no segment iterator.
-            let n = self.len.min(dst.len());
-            // SAFETY: `n` bytes of the frame's slot (inside the data area,
-            // `n <= slot_size`) into `dst`, local memory with `n` bytes.
-            unsafe { copy_bytes(dst.as_mut_ptr(), self.shape.slot_ptr(self.first), n) };
-            return n;
-        }
-        let mut at = 0;
-        for seg in self.segments() {
-            let n = seg.len().min(dst.len() - at);
-            dst[at..at + n].copy_from_slice(&seg[..n]);
-            at += n;
-            if at == dst.len() {
-                break;
+        let n = self.len.min(dst.len());
+        let in_head = n.min(self.head_len);
+        // SAFETY: the first `in_head <= head_len` bytes of the frame, then
+        // `n - in_head <= len - head_len` bytes of its wrapped part, into
+        // `dst`, local memory with room for `n` bytes.
+        unsafe {
+            copy_bytes(dst.as_mut_ptr(), self.head, in_head);
+            if in_head < n {
+                ptr::copy_nonoverlapping(self.wrap, dst.as_mut_ptr().add(in_head), n - in_head);
             }
         }
-        at
+        n
     }
 
     /// The frame's bytes in a new vector.
@@ -1447,25 +1494,59 @@ mod tests {
     }
 
     #[test]
-    fn zero_copy_multi_slot_frames_keep_segments() {
-        let (mut tx, mut rx) = heap_channel(geometry(64, 1024));
+    fn multi_slot_frames_are_contiguous_unless_they_wrap() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(64, 256, 4096).unwrap());
+        let write = |tx: &mut Producer<HeapRing>| {
+            let mut chunk = tx.write_chunk(64).unwrap();
+            chunk
+                .push_with(2500, |w| {
+                    assert_eq!(w.append(&[1u8; 1000]), 1000);
+                    assert_eq!(w.append(&[2u8; 1000]), 1000);
+                    assert_eq!(w.append(&[3u8; 1000]), 500);
+                })
+                .unwrap();
+            assert_eq!(chunk.commit(), 1);
+        };
+        let check = |rx: &mut Consumer<HeapRing>, segments: &[usize]| {
+            let mut chunk = rx.read_chunk(4).unwrap();
+            let frame = chunk.next_frame().unwrap().unwrap();
+            assert_eq!(frame.slots(), 10);
+            let lens: Vec<usize> = frame.segments().map(|s| s.len()).collect();
+            assert_eq!(lens, segments);
+            assert_eq!(frame.contiguous().is_some(), segments.len() == 1);
+            let bytes = frame.to_vec();
+            assert!(bytes[..1000].iter().all(|&b| b == 1));
+            assert!(bytes[1000..2000].iter().all(|&b| b == 2));
+            assert!(bytes[2000..].iter().all(|&b| b == 3));
+        };
+        // Slots 0..10, 10..20, ..., 50..60: contiguous.
+        for _ in 0..6 {
+            write(&mut tx);
+            check(&mut rx, &[2500]);
+        }
+        // Slots 60..64 then 0..6: 1024 bytes at the end, 1476 at the start.
+        write(&mut tx);
+        check(&mut rx, &[1024, 1476]);
+        // The zero-copy writer sees the same two parts.
         let mut chunk = tx.write_chunk(64).unwrap();
         chunk
-            .push_with(2500, |w| {
-                assert_eq!(w.append(&[1u8; 1000]), 1000);
-                assert_eq!(w.append(&[2u8; 1000]), 1000);
-                assert_eq!(w.append(&[3u8; 1000]), 500);
+            .push_with(300, |w| {
+                let lens: Vec<usize> = w.segments_mut().map(|s| s.len()).collect();
+                assert_eq!(lens, [300]);
             })
             .unwrap();
-        assert_eq!(chunk.commit(), 1);
-        let mut chunk = rx.read_chunk(4).unwrap();
-        let frame = chunk.next_frame().unwrap().unwrap();
-        let lens: Vec<usize> = frame.segments().map(|s| s.len()).collect();
-        assert_eq!(lens, [1024, 1024, 452]);
-        let bytes = frame.to_vec();
-        assert!(bytes[..1000].iter().all(|&b| b == 1));
-        assert!(bytes[1000..2000].iter().all(|&b| b == 2));
-        assert!(bytes[2000..].iter().all(|&b| b == 3));
+        // Slots 6..8, then six frames of 8 slots up to slot 56.
+        for _ in 0..6 {
+            chunk.push(&[7u8; 2000]).unwrap();
+        }
+        chunk
+            .push_with(3000, |w| {
+                let lens: Vec<usize> = w.segments_mut().map(|s| s.len()).collect();
+                assert_eq!(lens, [2048, 952], "slots 56..64, then 0..4");
+            })
+            .unwrap();
+        assert_eq!(chunk.commit(), 8);
+        assert_eq!(tx.unread_frames(), 8);
     }
 
     #[test]
@@ -1541,14 +1622,23 @@ mod tests {
         assert!(matches!(c, Corruption::Flags { flags: 0x80, .. }));
         let c = poisoned_consumer(|r| set_desc(r, 1, 100, SLOT_FLAG_MORE));
         assert!(matches!(c, Corruption::Length { slot: 1, .. }));
-        // The last published slot claims a continuation.
-        let c = poisoned_consumer(|r| set_desc(r, 2, 2048, SLOT_FLAG_MORE));
-        assert!(matches!(c, Corruption::Truncated { slot: 1 }));
-        // A chain of full continued slots longer than a jumbo frame.
-        let c = poisoned_consumer(|r| {
-            for s in 1..16 {
-                set_desc(r, s, 2048, SLOT_FLAG_MORE);
+        // A frame that is longer than a slot but not flagged, and one that
+        // is flagged but fits a slot.
+        let c = poisoned_consumer(|r| set_desc(r, 1, 3000, 0));
+        assert!(matches!(
+            c,
+            Corruption::Length {
+                slot: 1,
+                len: 3000,
+                flags: 0
             }
+        ));
+        // A frame whose slots extend past the published head.
+        let c = poisoned_consumer(|r| set_desc(r, 1, 9000, SLOT_FLAG_MORE));
+        assert!(matches!(c, Corruption::Truncated { slot: 1 }));
+        // A frame longer than a jumbo frame.
+        let c = poisoned_consumer(|r| {
+            set_desc(r, 1, 20_000, SLOT_FLAG_MORE);
             r.control().head.index.store(16, Ordering::Release);
         });
         assert!(matches!(c, Corruption::FrameTooLong { slot: 1, max: 9216 }));

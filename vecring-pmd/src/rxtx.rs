@@ -321,15 +321,15 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             continue;
         }
         let m = mbufs[filled];
-        if let (true, Some(z)) = (len >= ZC_MIN_LEN && slots == 1, zc) {
-            // SAFETY: `m` is a fresh mbuf of ours; the frame is one slot of
-            // the ring `z` was made for.
+        if let (true, Some(z)) = (len >= ZC_MIN_LEN && frame.contiguous().is_some(), zc) {
+            // SAFETY: `m` is a fresh mbuf of ours; the frame is contiguous,
+            // in the ring `z` was made for.
             unsafe { z.attach(m, &frame, port_id) };
         } else if len <= buf_space {
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
             let room = unsafe { seg_room(m, len) };
-            // One inline copy for a one-slot frame, slot by slot otherwise.
+            // One copy (two when the frame wraps around the ring's end).
             frame.copy_to(room);
             // SAFETY: `m` is ours.
             unsafe {

@@ -1,14 +1,17 @@
 //! Zero-copy receive (`zero_copy=true`): frames of at least
-//! [`ZC_MIN_LEN`] bytes that fit one slot are handed to the application as
-//! mbufs attached to the slot itself (DPDK external buffers) instead of
-//! being copied. The slot goes back to the producer when the mbuf is freed.
+//! [`ZC_MIN_LEN`] bytes whose slots are contiguous in memory (all but the
+//! rare frame that wraps around the end of the ring) are handed to the
+//! application as mbufs attached to the slots themselves (DPDK external
+//! buffers) instead of being copied. The slots go back to the producer when
+//! the mbuf is freed.
 //!
 //! The ring releases slots in order, but the application frees mbufs in any
-//! order, on any lcore. So each slot has a *done* flag: the mbuf's free
-//! callback sets it, and every receive burst first walks the flags from the
-//! last released slot and releases the run of done slots with one index
-//! store ([`reclaim`]). Frames the burst copies (small, multi-slot,
-//! filtered) are marked done at once.
+//! order, on any lcore. So each frame's first slot has a *done* flag and a
+//! *span* (how many slots the frame holds): the mbuf's free callback sets
+//! the flag, and every receive burst first walks the frames from the last
+//! released slot and releases the run of done ones with one index store
+//! ([`reclaim`]). Frames the burst copies (small, wrapped, filtered) are
+//! marked done at once.
 //!
 //! Each link generation gets its own [`ZcSlots`], reference-counted by the
 //! queue and by every outstanding mbuf, so that the shared mapping outlives
@@ -24,7 +27,7 @@
 use crate::ffi::{self, rte_mbuf, rte_mbuf_ext_shared_info};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU8, Ordering};
 use std::sync::Arc;
 use vecring_core::memory::RegionRing;
 use vecring_core::{Frame, Receiver, RingStorage};
@@ -41,8 +44,11 @@ pub struct ZcSlots {
     data: usize,
     slot_shift: u32,
     mask: u64,
-    /// Per slot: 1 once the slot's frame is no longer needed.
+    /// Per frame's first slot: 1 once the frame is no longer needed.
     done: Box<[AtomicU8]>,
+    /// Per frame's first slot: the slots the frame holds. Written and read
+    /// only by the RX lcore.
+    span: Box<[AtomicU16]>,
     /// Per slot: the external-buffer descriptor of the mbuf attached to it.
     shinfo: Box<[UnsafeCell<rte_mbuf_ext_shared_info>]>,
 }
@@ -64,32 +70,45 @@ impl ZcSlots {
             slot_shift: g.slot_size().trailing_zeros(),
             mask: u64::from(g.slot_count()) - 1,
             done: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            span: (0..n).map(|_| AtomicU16::new(1)).collect(),
             shinfo: (0..n)
                 .map(|_| UnsafeCell::new(rte_mbuf_ext_shared_info::default()))
                 .collect(),
         })
     }
 
-    /// Marks every slot of `frame` done (its bytes were copied or dropped).
+    /// Records that the frame at `index` holds `slots` slots.
     #[inline]
-    pub fn mark_done(&self, index: u64, slots: u64) {
-        for k in 0..slots {
-            // Relaxed: only this lcore reads these flags for slots it
-            // marked itself, after its own copy.
-            self.done[(index.wrapping_add(k) & self.mask) as usize].store(1, Ordering::Relaxed);
-        }
+    fn set_span(&self, slot: usize, slots: u64) {
+        // Relaxed: written and read by the RX lcore only. A frame holds at
+        // most `max_frame_len / 64 < u16::MAX` slots.
+        self.span[slot].store(slots as u16, Ordering::Relaxed);
     }
 
-    /// Attaches the single-slot `frame` to the fresh mbuf `m`.
+    /// Marks the frame of `slots` slots at `index` done (its bytes were
+    /// copied or dropped).
+    #[inline]
+    pub fn mark_done(&self, index: u64, slots: u64) {
+        let slot = (index & self.mask) as usize;
+        self.set_span(slot, slots);
+        // Relaxed: only this lcore reads the flag of a frame it marked
+        // itself, after its own copy.
+        self.done[slot].store(1, Ordering::Relaxed);
+    }
+
+    /// Attaches `frame`, whose bytes are contiguous, to the fresh mbuf `m`.
     ///
     /// # Safety
     /// `m` must be a freshly allocated direct mbuf owned by the caller, and
-    /// `frame` a single-slot frame of this generation's ring.
+    /// `frame` a frame of this generation's ring with
+    /// [`Frame::contiguous`] bytes.
     #[inline]
     pub unsafe fn attach(self: &Arc<Self>, m: *mut rte_mbuf, frame: &Frame<'_>, port: u16) {
         let slot = (frame.index() & self.mask) as usize;
         let len = frame.len();
+        debug_assert!(frame.contiguous().is_some());
         let buf = frame.first_segment().as_ptr().cast_mut();
+        self.set_span(slot, frame.slots());
         let shinfo = self.shinfo[slot].get();
         // One reference per outstanding mbuf, given back in `free_slot`.
         let opaque = Arc::into_raw(Arc::clone(self));
@@ -146,13 +165,17 @@ pub fn reclaim(receiver: &mut Receiver, slots: Option<&Arc<ZcSlots>>) {
     };
     let mut at = released;
     while at != read {
-        let flag = &zc.done[(at & zc.mask) as usize];
+        let slot = (at & zc.mask) as usize;
+        let flag = &zc.done[slot];
         // Acquire: pairs with the Release store in `free_slot`.
         if flag.load(Ordering::Acquire) == 0 {
             break;
         }
         flag.store(0, Ordering::Relaxed);
-        at = at.wrapping_add(1);
+        // Relaxed: set by this lcore when it read the frame. Clamped so
+        // that the walk cannot pass the read position whatever it holds.
+        let span = u64::from(zc.span[slot].load(Ordering::Relaxed).max(1));
+        at = at.wrapping_add(span.min(read.wrapping_sub(at)));
     }
     if at != released {
         receiver.release_to(at);

@@ -4,7 +4,7 @@
 //! Capacities are tiny so every interleaving is explored in seconds.
 #![cfg(loom)]
 
-use vecring_core::{Consumer, Geometry, HeapRing, Producer, RecvError, RingStorage};
+use vecring_core::{Consumer, Geometry, HeapRing, Producer, RecvError};
 
 fn pattern(seq: u8, len: usize) -> Vec<u8> {
     (0..len)

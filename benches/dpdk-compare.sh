@@ -7,6 +7,8 @@
 #
 # Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z]
 #   -z  also measure eth_vecring with zero_copy=true on the receiver
+# VECRING_DEVARGS=",slots=1024,slot_size=2048" appends devargs to the
+# eth_vecring master (e.g. to compare ring geometries).
 # Needs root, hugepages and the built PMD (cargo build --release -p vecring-pmd).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,13 +16,14 @@ SIZES="64 128 256 512 1024 1514 9000"
 PAIRS=5
 SECONDS_PER_RUN=8
 ZERO_COPY=0
+VECRING_DEVARGS=${VECRING_DEVARGS:-}
 while getopts "s:p:t:z" o; do
 	case $o in
 	s) SIZES=$OPTARG ;;
 	p) PAIRS=$OPTARG ;;
 	t) SECONDS_PER_RUN=$OPTARG ;;
 	z) ZERO_COPY=1 ;;
-	*) sed -n '2,12p' "$0"; exit 2 ;;
+	*) sed -n '2,14p' "$0"; exit 2 ;;
 	esac
 done
 
@@ -51,10 +54,10 @@ run_pair() {
 	local kind=$1 size=$2 rx_vdev tx_vdev
 	case $kind in
 	vecring)
-		rx_vdev="eth_vecring0,domain=bench,link=l$size,master=true,run_dir=$WORK/run"
+		rx_vdev="eth_vecring0,domain=bench,link=l$size,master=true,run_dir=$WORK/run$VECRING_DEVARGS"
 		tx_vdev="eth_vecring0,domain=bench,link=l$size,run_dir=$WORK/run" ;;
 	vecring-zc)
-		rx_vdev="eth_vecring0,domain=bench,link=z$size,master=true,run_dir=$WORK/run,zero_copy=true"
+		rx_vdev="eth_vecring0,domain=bench,link=z$size,master=true,run_dir=$WORK/run,zero_copy=true$VECRING_DEVARGS"
 		tx_vdev="eth_vecring0,domain=bench,link=z$size,run_dir=$WORK/run" ;;
 	memif)
 		rx_vdev="net_memif0,role=server,socket=$WORK/memif-$size.sock"
@@ -63,14 +66,21 @@ run_pair() {
 	local plugin=""
 	[ "$kind" != memif ] && plugin="-d $SO"
 	# shellcheck disable=SC2086
-	timeout $((SECONDS_PER_RUN + 10)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix=vrbrx $COMMON $plugin \
+	timeout $((SECONDS_PER_RUN + 45)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix=vrbrx $COMMON $plugin \
 		--vdev="$rx_vdev" -- --forward-mode=rxonly $(app_opts "$size") >"$WORK/rx.log" 2>&1 &
 	local rx=$!
 	sleep 1
 	# shellcheck disable=SC2086
-	timeout $((SECONDS_PER_RUN + 5)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix=vrbtx $COMMON $plugin \
+	timeout $((SECONDS_PER_RUN + 40)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix=vrbtx $COMMON $plugin \
 		--vdev="$tx_vdev" -- --forward-mode=txonly --txpkts="$size" $(app_opts "$size") >"$WORK/tx.log" 2>&1 &
 	local tx=$!
+	# Measure from the moment forwarding starts (creating the mbuf pools
+	# takes a few seconds), not from the launch.
+	local waited=0
+	while ! grep -q "packet forwarding - ports" "$WORK/tx.log" 2>/dev/null && [ $waited -lt 300 ]; do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
 	sleep "$SECONDS_PER_RUN"
 	kill -TERM "$tx" "$rx" 2>/dev/null || true
 	wait "$tx" "$rx" 2>/dev/null || true

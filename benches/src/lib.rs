@@ -110,6 +110,14 @@ impl Source {
         self.len == 0
     }
 
+    /// The first `n` frames (at most [`SOURCE_FRAMES`]), in order: a batch
+    /// to send, walked without per-frame index arithmetic (as the rtrb
+    /// peer walks its array).
+    #[inline]
+    pub fn batch(&self, n: usize) -> std::slice::ChunksExact<'_, u8> {
+        self.bytes[..n.min(SOURCE_FRAMES) * self.len].chunks_exact(self.len)
+    }
+
     /// Frame `i` (modulo [`SOURCE_FRAMES`]).
     #[inline]
     pub fn frame(&self, i: usize) -> &[u8] {

@@ -29,9 +29,8 @@ impl<S: RingStorage> Tx for CopyTx<S> {
                 Err(e) => panic!("send: {e}"),
             }
         } else {
-            let source = &self.source;
             self.tx
-                .send_batch((0..max).map(|i| source.frame(i)))
+                .send_batch(self.source.batch(max))
                 .expect("send_batch")
         }
     }

@@ -235,6 +235,86 @@ impl Shape {
         (self.slot_ptr(index), len.min(room))
     }
 
+    /// The length and slot count of the frame whose first descriptor holds
+    /// `word`, if the descriptor is valid and the frame lies within the
+    /// `ready` published slots. The hot-path check: one branch.
+    #[inline(always)]
+    fn frame_of(&self, word: u32, ready: u64) -> Option<(usize, u64)> {
+        let (len, flags) = SlotDesc::unpack(word);
+        let len = len as usize;
+        let slots = self.slots_for(len);
+        (len.wrapping_sub(1) < self.max_frame && flags == self.flags_for(len) && slots <= ready)
+            .then_some((len, slots))
+    }
+
+    /// What is wrong with the frame descriptor `word` at free-running
+    /// `index`, with `ready` published slots from there; `Ok` (length and
+    /// slots) if nothing is.
+    #[cold]
+    fn diagnose(&self, index: u64, word: u32, ready: u64) -> Result<(usize, u64), Corruption> {
+        let slot = self.slot(index) as u32;
+        let (len16, flags) = SlotDesc::unpack(word);
+        let len = len16 as usize;
+        Err(if flags & !SLOT_FLAGS_KNOWN != 0 {
+            Corruption::Flags { slot, flags }
+        } else if len == 0 || flags != self.flags_for(len) {
+            Corruption::Length {
+                slot,
+                len: len16,
+                flags,
+            }
+        } else if len > self.max_frame {
+            Corruption::FrameTooLong {
+                slot,
+                max: self.max_frame as u32,
+            }
+        } else if self.slots_for(len) > ready {
+            Corruption::Truncated { slot }
+        } else {
+            return Ok((len, self.slots_for(len)));
+        })
+    }
+
+    /// Prefetches the published slot `PREFETCH_SLOTS` after `index` and
+    /// the descriptors after that, when `ready` slots are published.
+    #[inline(always)]
+    fn prefetch_ahead(&self, index: u64, ready: u64) {
+        if PREFETCH_SLOTS < ready {
+            let ahead = index.wrapping_add(PREFETCH_SLOTS);
+            prefetch(self.slot_ptr(ahead));
+            prefetch((self.desc(ahead.wrapping_add(PREFETCH_SLOTS)) as *const SlotDesc).cast());
+        }
+    }
+
+    /// Copies `frame` into the slots from free-running `index` and writes
+    /// its descriptor (Relaxed: published by the producer's next Release
+    /// store of `head`).
+    ///
+    /// # Safety
+    /// `frame` must be 1 to `max_frame` bytes, not in shared memory, and
+    /// the `slots_for(frame.len())` slots from `index` reserved for the
+    /// caller, the producer.
+    #[inline(always)]
+    unsafe fn write_frame(&self, index: u64, frame: &[u8]) {
+        let len = frame.len();
+        let (dst, head_len) = self.span(index, len);
+        // SAFETY: `span` keeps the first `head_len` bytes inside the data
+        // area, and the rest (`len - head_len`, less than the frame's slots
+        // hold) continues at its start; the slots are the caller's (see
+        // above) and `frame` does not overlap them.
+        unsafe {
+            copy_bytes(dst, frame.as_ptr(), head_len);
+            if head_len < len {
+                ptr::copy_nonoverlapping(frame.as_ptr().add(head_len), self.data, len - head_len);
+            }
+        }
+        // Relaxed: published by the Release store of `head` that follows.
+        self.desc(index).0.store(
+            SlotDesc::pack(len as u16, self.flags_for(len)),
+            Ordering::Relaxed,
+        );
+    }
+
     /// The head-descriptor flags of a frame of `len` bytes.
     #[inline]
     fn flags_for(&self, len: usize) -> u16 {
@@ -504,33 +584,59 @@ impl<S: RingStorage> Producer<S> {
         // Start from the cached view of the consumer's index and read the
         // shared one (a line the other core writes) only when a frame does
         // not fit, once per batch: not on every call, as
-        // `write_chunk(usize::MAX)` would.
-        let reserved = self.free_slots(1)?;
-        let mut chunk = WriteChunk {
-            start: self.head,
-            reserved,
-            used: 0,
-            frames: 0,
-            bytes: 0,
-            producer: self,
-        };
+        // `write_chunk(usize::MAX)` would. The loop is `write_chunk` + `push`
+        // flattened: position and totals stay in registers.
+        let shape = self.shape;
+        let mut free = self.free_slots(1)?;
+        let start = self.head;
+        let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
         let mut refreshed = false;
         for frame in frames {
-            let mut pushed = chunk.push(frame);
-            if pushed == Err(PushError::Full) && !refreshed {
+            let len = frame.len();
+            if len.wrapping_sub(1) >= shape.max_frame {
+                if n == 0 {
+                    let max = shape.max_frame;
+                    return Err(if len == 0 {
+                        PushError::Empty
+                    } else {
+                        PushError::TooLarge { len, max }
+                    }
+                    .into());
+                }
+                break;
+            }
+            let slots = shape.slots_for(len);
+            if slots > free - used {
+                if refreshed {
+                    break;
+                }
                 refreshed = true;
-                // `head` moves only at commit, so this counts from `start`.
-                chunk.reserved = chunk.producer.free_slots(u64::MAX)?;
-                pushed = chunk.push(frame);
+                // `head` moves only below, so this counts from `start`.
+                free = self.free_slots(u64::MAX)?;
+                if slots > free - used {
+                    break;
+                }
             }
-            match pushed {
-                Ok(()) => {}
-                Err(PushError::Full) => break,
-                Err(e) if chunk.frames == 0 => return Err(e.into()),
-                Err(_) => break,
-            }
+            // SAFETY: `len` is valid (checked above), `frame` is the
+            // caller's memory, and the slots are among the `free` ones.
+            unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+            used += slots;
+            n += 1;
+            bytes += len as u64;
         }
-        Ok(chunk.commit())
+        if n > 0 {
+            self.head = start.wrapping_add(used);
+            // Release: pairs with the consumer's Acquire load of `head` in
+            // `Consumer::refresh_head`, publishing the slots and descriptors.
+            self.storage
+                .control()
+                .head
+                .index
+                .store(self.head, Ordering::Release);
+            self.stats.frames += n as u64;
+            self.stats.bytes += bytes;
+        }
+        Ok(n)
     }
 }
 
@@ -599,27 +705,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         // Fast path: a valid frame that fits is one copy (two when it wraps
         // around the end of the ring) and one descriptor store.
         if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
-            let index = self.start.wrapping_add(self.used);
-            let (dst, head_len) = shape.span(index, len);
-            // SAFETY: the frame's `slots` slots are reserved for this
-            // producer; `span` keeps the first `head_len` bytes inside the
-            // data area, and the rest (`len - head_len < slots * slot_size`)
-            // continues at its start. `frame` is not shared memory.
-            unsafe {
-                copy_bytes(dst, frame.as_ptr(), head_len);
-                if head_len < len {
-                    ptr::copy_nonoverlapping(
-                        frame.as_ptr().add(head_len),
-                        shape.data,
-                        len - head_len,
-                    );
-                }
-            }
-            // Relaxed: published by the Release store of `head` in `commit`.
-            shape.desc(index).0.store(
-                SlotDesc::pack(len as u16, shape.flags_for(len)),
-                Ordering::Relaxed,
-            );
+            // SAFETY: a valid length, the caller's memory, and slots of our
+            // reservation.
+            unsafe { shape.write_frame(self.start.wrapping_add(self.used), frame) };
             self.used += slots;
             self.frames += 1;
             self.bytes += len as u64;
@@ -939,29 +1027,52 @@ impl<S: RingStorage> Consumer<S> {
         bufs: &mut [B],
         lens: &mut [usize],
     ) -> Result<usize, RecvError> {
+        // The loop of `read_chunk` + `next_frame` + `copy_to`, flattened:
+        // position, end and totals stay in registers, one check per frame.
         let max = bufs.len().min(lens.len());
-        let mut chunk = self.read_chunk(max)?;
-        let mut n = 0;
-        while n < max {
-            let peeked = match chunk.peek() {
-                Ok(Some(found)) => found,
-                Ok(None) => break,
-                Err(e) if n == 0 => return Err(e.into()),
-                Err(_) => break,
+        self.ready_slots()?;
+        let shape = self.shape;
+        let end = self.cached_head;
+        let mut pos = self.tail;
+        let (mut n, mut bytes) = (0usize, 0u64);
+        while n < max && pos != end {
+            let ready = end.wrapping_sub(pos);
+            shape.prefetch_ahead(pos, ready);
+            // Relaxed: ordered after the Acquire load of `head` that
+            // produced `end`; read once, checked, then used.
+            let word = shape.desc(pos).0.load(Ordering::Relaxed);
+            let checked = match shape.frame_of(word, ready) {
+                Some(frame) => Ok(frame),
+                None => shape.diagnose(pos, word, ready),
             };
-            let (frame, next) = peeked;
+            let (len, slots) = match checked {
+                Ok(frame) => frame,
+                Err(c) => {
+                    let c = self.poison(c);
+                    if n == 0 {
+                        return Err(c.into());
+                    }
+                    break;
+                }
+            };
             let buf = bufs[n].as_mut();
-            if frame.len() > buf.len() {
+            if len > buf.len() {
                 if n == 0 {
-                    return Err(RecvError::BufferTooSmall {
-                        needed: frame.len(),
-                    });
+                    return Err(RecvError::BufferTooSmall { needed: len });
                 }
                 break;
             }
-            lens[n] = frame.copy_to(buf);
-            chunk.advance(next, lens[n]);
+            Frame::new(&shape, pos, len, slots).copy_to(buf);
+            lens[n] = len;
             n += 1;
+            bytes += len as u64;
+            pos = pos.wrapping_add(slots);
+        }
+        if n > 0 {
+            self.tail = pos;
+            self.stats.frames += n as u64;
+            self.stats.bytes += bytes;
+            self.publish_release(pos);
         }
         Ok(n)
     }
@@ -1002,27 +1113,17 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
             let shape = self.consumer.shape;
+            let ready = self.end.wrapping_sub(self.pos);
             // Start fetching the frame's first data line now, so that its
             // cache miss overlaps the descriptor's instead of following it,
             // and the lines of the frames after it, published already.
             prefetch(shape.slot_ptr(self.pos));
-            if PREFETCH_SLOTS < self.end.wrapping_sub(self.pos) {
-                let ahead = self.pos.wrapping_add(PREFETCH_SLOTS);
-                prefetch(shape.slot_ptr(ahead));
-                prefetch(
-                    (shape.desc(ahead.wrapping_add(PREFETCH_SLOTS)) as *const SlotDesc).cast(),
-                );
-            }
+            shape.prefetch_ahead(self.pos, ready);
             // Relaxed: ordered after the Acquire load of `head` that
-            // produced `end`. The value is used only if it passes the check
-            // below; otherwise `peek_slow` loads and checks it afresh.
-            let (len, flags) = SlotDesc::unpack(shape.desc(self.pos).0.load(Ordering::Relaxed));
-            let len = len as usize;
-            let slots = shape.slots_for(len);
-            if len.wrapping_sub(1) < shape.max_frame
-                && flags == shape.flags_for(len)
-                && slots <= self.end.wrapping_sub(self.pos)
-            {
+            // produced `end`. The value is used only if it passes the check;
+            // otherwise `peek_slow` loads and checks it afresh.
+            let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
+            if let Some((len, slots)) = shape.frame_of(word, ready) {
                 let frame = Frame::new(&shape, self.pos, len, slots);
                 return Ok(Some((frame, self.pos.wrapping_add(slots))));
             }
@@ -1041,32 +1142,16 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             return Ok(None);
         }
         let shape = self.consumer.shape;
-        let slot = shape.slot(self.pos) as u32;
         // Relaxed: ordered after the Acquire load of `head` that produced
         // `end`; read exactly once.
-        let (len16, flags) = SlotDesc::unpack(shape.desc(self.pos).0.load(Ordering::Relaxed));
-        let len = len16 as usize;
-        let corruption = if flags & !SLOT_FLAGS_KNOWN != 0 {
-            Corruption::Flags { slot, flags }
-        } else if len == 0 || flags != shape.flags_for(len) {
-            Corruption::Length {
-                slot,
-                len: len16,
-                flags,
+        let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
+        match shape.diagnose(self.pos, word, self.end.wrapping_sub(self.pos)) {
+            Ok((len, slots)) => {
+                let frame = Frame::new(&shape, self.pos, len, slots);
+                Ok(Some((frame, self.pos.wrapping_add(slots))))
             }
-        } else if len > shape.max_frame {
-            Corruption::FrameTooLong {
-                slot,
-                max: shape.max_frame as u32,
-            }
-        } else if shape.slots_for(len) > self.end.wrapping_sub(self.pos) {
-            Corruption::Truncated { slot }
-        } else {
-            let slots = shape.slots_for(len);
-            let frame = Frame::new(&shape, self.pos, len, slots);
-            return Ok(Some((frame, self.pos.wrapping_add(slots))));
-        };
-        Err(self.consumer.poison(corruption))
+            Err(c) => Err(self.consumer.poison(c)),
+        }
     }
 
     fn advance(&mut self, next: u64, len: usize) {
@@ -1642,6 +1727,56 @@ mod tests {
             r.control().head.index.store(16, Ordering::Release);
         });
         assert!(matches!(c, Corruption::FrameTooLong { slot: 1, max: 9216 }));
+    }
+
+    #[test]
+    fn recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops() {
+        let ring = HeapRing::new(geometry(128, 256));
+        // SAFETY: this test's only producer and consumer of the ring.
+        let (mut tx, mut rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
+        let frames = [frame(100, 0), frame(600, 1), frame(50, 2)];
+        assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(3));
+        // The second frame (slots 1..4) now claims 4000 bytes (16 slots).
+        set_desc(&ring, 1, 4000, SLOT_FLAG_MORE);
+        let mut bufs = vec![vec![0u8; 9216]; 8];
+        let mut lens = [0usize; 8];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+        assert_eq!(&bufs[0][..lens[0]], &frames[0][..]);
+        let err = rx.recv_batch(&mut bufs, &mut lens).unwrap_err();
+        assert!(matches!(
+            err,
+            RecvError::Corrupt(Corruption::Truncated { slot: 1 })
+        ));
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Err(err), "sticky");
+        assert_eq!(rx.stats().corruptions, 1);
+        assert_eq!(rx.stats().frames, 1);
+    }
+
+    #[test]
+    fn send_batch_stops_at_a_bad_frame_after_the_first() {
+        let (mut tx, mut rx) = heap_channel(geometry(128, 256));
+        let (ok, empty, huge) = (frame(10, 0), Vec::new(), frame(9217, 1));
+        assert_eq!(tx.send_batch([&ok[..], &empty[..], &ok[..]]), Ok(1));
+        assert_eq!(tx.send_batch([&ok[..], &huge[..]]), Ok(1));
+        assert_eq!(
+            tx.send_batch([&huge[..], &ok[..]]),
+            Err(SendError::Push(PushError::TooLarge {
+                len: 9217,
+                max: 9216
+            }))
+        );
+        assert_eq!(
+            tx.send_batch([&empty[..]]),
+            Err(SendError::Push(PushError::Empty))
+        );
+        let mut bufs = vec![vec![0u8; 64]; 8];
+        let mut lens = [0usize; 8];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(2));
     }
 
     #[test]

@@ -72,7 +72,7 @@ run_pair() {
 	sleep 1
 	# shellcheck disable=SC2086
 	timeout $((SECONDS_PER_RUN + 40)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix=vrbtx $COMMON $plugin \
-		--vdev="$tx_vdev" -- --forward-mode=txonly --txpkts="$size" $(app_opts "$size") >"$WORK/tx.log" 2>&1 &
+		--vdev="$tx_vdev" -- --forward-mode=txonly $(app_opts "$size") --txpkts="$size" >"$WORK/tx.log" 2>&1 &
 	local tx=$!
 	# Measure from the moment forwarding starts (creating the mbuf pools
 	# takes a few seconds), not from the launch.
@@ -84,6 +84,14 @@ run_pair() {
 	sleep "$SECONDS_PER_RUN"
 	kill -TERM "$tx" "$rx" 2>/dev/null || true
 	wait "$tx" "$rx" 2>/dev/null || true
+	# testpmd silently falls back to 64-byte frames when it refuses --txpkts
+	# (e.g. longer than its mbufs): never report such a run as SIZE bytes.
+	if ! grep -q "packet len=$size " "$WORK/tx.log"; then
+		echo "dpdk-compare: $kind: testpmd did not send $size-byte frames:" >&2
+		grep -m1 -i "give up\|packet len=" "$WORK/tx.log" >&2 || true
+		echo "ERR ERR"
+		return
+	fi
 	local rx_pps tx_pps
 	rx_pps=$(median_periods Rx-pps "$WORK/rx.log")
 	tx_pps=$(median_periods Tx-pps "$WORK/tx.log")
@@ -113,6 +121,7 @@ for size in $SIZES; do
 		declare -A this=()
 		for kind in $order; do
 			read -r r t < <(run_pair "$kind" "$size")
+			[ "$r" = ERR ] && exit 1
 			rx_all[$kind]="${rx_all[$kind]:-} $r"
 			tx_all[$kind]="${tx_all[$kind]:-} $t"
 			this[$kind]=$r
@@ -132,6 +141,8 @@ for size in $SIZES; do
 		tx=$(echo "${tx_all[$kind]}" | median)
 		ratio="-"
 		[ "$kind" != memif ] && ratio=$(echo "${ratios[$kind]}" | median)
+		# memif's frames are at most 1518 bytes here (max_rx_pktlen).
+		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a"
 		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" 'BEGIN {
 			thr = (tx > 0) ? 100 * rx / tx : 0
 			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r }'

@@ -788,6 +788,7 @@ pub struct FrameWriter<'c> {
 
 impl FrameWriter<'_> {
     /// The frame's length.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -1109,7 +1110,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// [`Frame`] carries only checked values. A frame is one descriptor
     /// load and one check, inline; the end of the chunk and corruption go
     /// to `peek_slow`.
-    #[inline]
+    #[inline(always)]
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
             let shape = self.consumer.shape;
@@ -1166,7 +1167,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// # Errors
     /// [`Corruption`] if its descriptor is invalid; the endpoint is then
     /// poisoned, and frames handed out before stay valid and are released.
-    #[inline]
+    #[inline(always)]
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, Corruption> {
         let (frame, next) = match self.peek()? {
             Some((frame, next)) => (frame.detach(), next),
@@ -1256,6 +1257,7 @@ impl<'c> Frame<'c> {
     }
 
     /// The frame's length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -1274,23 +1276,27 @@ impl<'c> Frame<'c> {
 
     /// The whole frame as one slice, unless it wraps around the end of the
     /// ring.
+    #[inline]
     pub fn contiguous(&self) -> Option<&'c [u8]> {
         (self.head_len == self.len).then(|| self.first_segment())
     }
 
     /// Index of the frame's first slot (free-running; the slot is
     /// `index % slot_count`).
+    #[inline]
     pub fn index(&self) -> u64 {
         self.first
     }
 
     /// Slots the frame occupies.
+    #[inline]
     pub fn slots(&self) -> u64 {
         self.slots
     }
 
     /// The first segment: the whole frame unless it wraps around the end of
     /// the ring.
+    #[inline]
     pub fn first_segment(&self) -> &'c [u8] {
         // SAFETY: `head..head + head_len` lies inside the data area (see
         // `Shape::span`); the slots belong to the consumer until the chunk
@@ -1300,6 +1306,7 @@ impl<'c> Frame<'c> {
 
     /// The part of a wrapped frame at the start of the ring (empty unless
     /// the frame wraps).
+    #[inline]
     fn wrapped_part(&self) -> &'c [u8] {
         // SAFETY: as in `first_segment`: the frame continues for
         // `len - head_len` bytes at the start of the data area.

@@ -79,7 +79,7 @@ pub const SLOT_FLAGS_KNOWN: u16 = SLOT_FLAG_MORE;
 pub const MIN_FRAME_LEN: usize = 1;
 /// Largest frame the link carries (jumbo).
 pub const MAX_FRAME_LEN: usize = 9216;
-/// Slot sizes are powers of two in this range (the length field is 16 bits).
+/// Slot sizes are powers of two in this range.
 pub const MIN_SLOT_SIZE: u32 = 64;
 /// See [`MIN_SLOT_SIZE`].
 pub const MAX_SLOT_SIZE: u32 = 32768;
@@ -141,7 +141,9 @@ pub struct RingControl {
     pub tail: IndexLine,
 }
 
-/// Per-slot metadata word: length in bits 0..16, flags in bits 16..32.
+/// A frame's metadata word, in the descriptor of its first slot: the
+/// frame's length in bits 0..16, flags in bits 16..32. The descriptors of
+/// the frame's other slots are not used.
 #[repr(transparent)]
 pub struct SlotDesc(pub AtomicU32);
 

@@ -5,7 +5,7 @@
 //! lines are read only when the cached view runs out, and written once per
 //! batch:
 //!
-//! - the producer fills slots and their descriptors, then publishes `head`
+//! - the producer fills slots and each frame's descriptor, then publishes `head`
 //!   with one `Release` store per [`WriteChunk::commit`];
 //! - the consumer loads `head` with `Acquire` only when it has consumed
 //!   everything it knew of, reads the frames, then publishes `tail` with one
@@ -222,7 +222,9 @@ impl Shape {
 
     #[inline]
     fn slots_for(&self, len: usize) -> u64 {
-        ((len + self.slot_size - 1) >> self.slot_shift) as u64
+        // No `len + slot_size - 1`: that overflows for absurd lengths, which
+        // callers check only after this.
+        ((len >> self.slot_shift) + usize::from(len & (self.slot_size - 1) != 0)) as u64
     }
 
     /// Where a frame of `len` bytes starting at free-running `index` lies:
@@ -275,14 +277,18 @@ impl Shape {
         })
     }
 
-    /// Prefetches the published slot `PREFETCH_SLOTS` after `index` and
-    /// the descriptors after that, when `ready` slots are published.
+    /// Prefetches the slot `PREFETCH_SLOTS` after `index` and the
+    /// descriptor twice as far, each only if published (`ready` slots from
+    /// `index` are): a line the producer is still writing would be pulled
+    /// away from it.
     #[inline(always)]
     fn prefetch_ahead(&self, index: u64, ready: u64) {
         if PREFETCH_SLOTS < ready {
-            let ahead = index.wrapping_add(PREFETCH_SLOTS);
-            prefetch(self.slot_ptr(ahead));
-            prefetch((self.desc(ahead.wrapping_add(PREFETCH_SLOTS)) as *const SlotDesc).cast());
+            prefetch(self.slot_ptr(index.wrapping_add(PREFETCH_SLOTS)));
+            if 2 * PREFETCH_SLOTS < ready {
+                let desc = self.desc(index.wrapping_add(2 * PREFETCH_SLOTS));
+                prefetch((desc as *const SlotDesc).cast());
+            }
         }
     }
 
@@ -291,9 +297,10 @@ impl Shape {
     /// store of `head`).
     ///
     /// # Safety
-    /// `frame` must be 1 to `max_frame` bytes, not in shared memory, and
-    /// the `slots_for(frame.len())` slots from `index` reserved for the
-    /// caller, the producer.
+    /// `frame` must be 1 to `max_frame` bytes, must not overlap the slots
+    /// written (it may lie in shared memory elsewhere, e.g. a received
+    /// frame held in place), and the `slots_for(frame.len())` slots from
+    /// `index` must be reserved for the caller, the producer.
     #[inline(always)]
     unsafe fn write_frame(&self, index: u64, frame: &[u8]) {
         let len = frame.len();
@@ -807,10 +814,13 @@ impl FrameWriter<'_> {
         let in_head = self.head_len.saturating_sub(at).min(n);
         // SAFETY: the head part holds `head_len` bytes and the wrapped part
         // `len - head_len`, both inside the data area and reserved for this
-        // producer (see `push_with`); `at + n <= len`. `bytes` is not
-        // shared memory, so the ranges do not overlap.
+        // producer (see `push_with`); `at + n <= len`, and `head + at` is
+        // formed only while `at < head_len`. `bytes` cannot overlap slots
+        // reserved for writing.
         unsafe {
-            ptr::copy_nonoverlapping(bytes.as_ptr(), self.head.add(at), in_head);
+            if in_head > 0 {
+                ptr::copy_nonoverlapping(bytes.as_ptr(), self.head.add(at), in_head);
+            }
             if in_head < n {
                 let wrapped_at = at + in_head - self.head_len;
                 ptr::copy_nonoverlapping(
@@ -1183,9 +1193,11 @@ impl<S: RingStorage> ReadChunk<'_, S> {
 
     /// Ends the chunk *without* releasing its frames: the consumer moves
     /// past them, but their slots stay unavailable to the producer (and
-    /// their bytes in place) until [`Consumer::release_to`] passes them.
-    /// For handing slots to code that frees them later, such as DPDK
-    /// mbufs attached to the slots.
+    /// their bytes in place) until [`Consumer::release_to`] passes them,
+    /// or a later normal release (a chunk dropped without `keep`,
+    /// [`Consumer::recv`], [`Consumer::recv_batch`]) releases everything
+    /// read so far. For handing slots to code that frees them later, such
+    /// as DPDK mbufs attached to the slots.
     pub fn keep(mut self) {
         self.keep = true;
     }
@@ -1241,8 +1253,8 @@ impl<'c> Frame<'c> {
         }
     }
 
-    /// The same frame with a lifetime chosen by the caller (the chunk's, not
-    /// a borrow of it).
+    /// The same frame with another lifetime (to return it from a borrow of
+    /// the chunk that `peek` made).
     #[inline(always)]
     fn detach<'d>(self) -> Frame<'d> {
         Frame {
@@ -1501,6 +1513,21 @@ mod tests {
                 assert_eq!(&buf[..len], &f[..], "slot {slot_size} len {len}");
             }
         }
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused_without_overflow() {
+        let (mut tx, _rx) = heap_channel(geometry(16, 2048));
+        let mut chunk = tx.write_chunk(16).unwrap();
+        assert!(!chunk.fits(usize::MAX));
+        assert_eq!(
+            chunk.push_with(usize::MAX, |_| panic!("not called")),
+            Err(PushError::TooLarge {
+                len: usize::MAX,
+                max: 9216
+            })
+        );
+        assert_eq!(chunk.commit(), 0);
     }
 
     #[test]

@@ -49,13 +49,15 @@ pub struct ZcSlots {
     /// Per frame's first slot: the slots the frame holds. Written and read
     /// only by the RX lcore.
     span: Box<[AtomicU16]>,
-    /// Per slot: the external-buffer descriptor of the mbuf attached to it.
+    /// Per frame's first slot: the external-buffer descriptor of the mbuf
+    /// attached to the frame.
     shinfo: Box<[UnsafeCell<rte_mbuf_ext_shared_info>]>,
 }
 
-// SAFETY: `shinfo[i]` is written only by the RX lcore while slot `i` is not
-// attached (its done flag is set or it was never used), and read by DPDK
-// through the attached mbuf; `done` is atomic; the rest is immutable.
+// SAFETY: `shinfo[i]` is written only by the RX lcore while no mbuf is
+// attached at slot `i` (the frame attached there before was freed and its
+// slots released, or none ever was), and read by DPDK through the attached
+// mbuf; `done` and `span` are atomic; the rest is immutable.
 unsafe impl Send for ZcSlots {}
 // SAFETY: as above.
 unsafe impl Sync for ZcSlots {}
@@ -77,7 +79,7 @@ impl ZcSlots {
         })
     }
 
-    /// Records that the frame at `index` holds `slots` slots.
+    /// Records that the frame whose first slot is `slot` holds `slots` slots.
     #[inline]
     fn set_span(&self, slot: usize, slots: u64) {
         // Relaxed: written and read by the RX lcore only. A frame holds at
@@ -112,10 +114,10 @@ impl ZcSlots {
         let shinfo = self.shinfo[slot].get();
         // One reference per outstanding mbuf, given back in `free_slot`.
         let opaque = Arc::into_raw(Arc::clone(self));
-        // SAFETY: slot `slot` is not attached to another mbuf (it was read
-        // just now and is released only after its done flag is set), so
-        // writing its shinfo races with nobody; `m` is ours; `buf..buf+len`
-        // lies inside the slot.
+        // SAFETY: no other mbuf is attached at slot `slot` (the frame was
+        // read just now and its slots are released only after its done flag
+        // is set), so writing its shinfo races with nobody; `m` is ours;
+        // `buf..buf+len` is the frame's contiguous run of slots.
         unsafe {
             (*shinfo).free_cb = Some(free_slot);
             (*shinfo).fcb_opaque = opaque.cast_mut().cast::<c_void>();
@@ -156,7 +158,7 @@ pub fn slots_for<'a>(current: &'a mut Option<Arc<ZcSlots>>, ring: &RegionRing) -
     current.as_ref().expect("set above")
 }
 
-/// Releases the run of done slots after the last release, with one index
+/// Releases the run of done frames after the last release, with one index
 /// store. `slots` must belong to the ring `receiver` read last.
 #[inline]
 pub fn reclaim(receiver: &mut Receiver, slots: Option<&Arc<ZcSlots>>) {

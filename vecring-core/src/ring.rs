@@ -1073,7 +1073,20 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
-            Frame::new(&shape, pos, len, slots).copy_to(buf);
+            let (src, head_len) = shape.span(pos, len);
+            // SAFETY: a validated frame: `head_len` bytes from `src` inside
+            // the data area, the rest at its start; `buf` is local memory
+            // with room for `len` bytes (checked above).
+            unsafe {
+                copy_bytes(buf.as_mut_ptr(), src, head_len);
+                if head_len < len {
+                    ptr::copy_nonoverlapping(
+                        shape.data,
+                        buf.as_mut_ptr().add(head_len),
+                        len - head_len,
+                    );
+                }
+            }
             lens[n] = len;
             n += 1;
             bytes += len as u64;

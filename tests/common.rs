@@ -62,6 +62,21 @@ pub fn open_fds() -> usize {
         .unwrap_or(0)
 }
 
+/// What [`assert_no_leak`] compares against: open descriptors and region
+/// mappings now.
+pub fn resources() -> (usize, usize) {
+    (open_fds(), region_mappings())
+}
+
+/// Asserts that the process holds at most `fd_slack` more descriptors than
+/// in `before` (from [`resources`]) and no more region mappings.
+pub fn assert_no_leak(before: (usize, usize), fd_slack: usize) {
+    let (fds, maps) = before;
+    let (fds_now, maps_now) = resources();
+    assert!(fds_now <= fds + fd_slack, "fd leak: {fds} -> {fds_now}");
+    assert!(maps_now <= maps, "mapping leak: {maps} -> {maps_now}");
+}
+
 /// Number of mappings of vecring regions in this process.
 pub fn region_mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps")

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_core::{pattern, HugepagePolicy, Link, RecvError, Role};
-use vecring_tests::{built_binary, open_fds, region_mappings, run_dir, Watchdog};
+use vecring_tests::{assert_no_leak, built_binary, resources, run_dir, Watchdog};
 
 const PROMPT: Duration = Duration::from_secs(5);
 
@@ -62,7 +62,7 @@ fn master_survives_slaves_killed_and_restarted() {
         .open()
         .unwrap();
     let mut rx = master.receiver().unwrap();
-    let (fds, maps) = (open_fds(), region_mappings());
+    let before = resources();
     let dir_s = dir.to_str().unwrap();
     for round in 1..=20u64 {
         // The slave sends self-checking frames until killed.
@@ -105,12 +105,7 @@ fn master_survives_slaves_killed_and_restarted() {
         master.socket_path().unwrap().exists(),
         "master keeps listening"
     );
-    assert!(open_fds() <= fds + 1, "fd leak: {fds} -> {}", open_fds());
-    assert!(
-        region_mappings() <= maps,
-        "mapping leak: {maps} -> {}",
-        region_mappings()
-    );
+    assert_no_leak(before, 1);
 }
 
 #[test]
@@ -125,7 +120,7 @@ fn slave_survives_masters_killed_and_restarted() {
         .open()
         .unwrap();
     let mut rx = slave.receiver().unwrap();
-    let (fds, maps) = (open_fds(), region_mappings());
+    let before = resources();
     let mut last_generation = 0;
     for round in 1..=15 {
         // A master that sends self-checking frames until killed; the
@@ -161,12 +156,7 @@ fn slave_survives_masters_killed_and_restarted() {
     assert_eq!(slave.counters().link_ups, 15);
     // Endpoints drop dead regions when they next look.
     let _ = rx.recv(&mut [0u8; 16]);
-    assert!(open_fds() <= fds + 1, "fd leak: {fds} -> {}", open_fds());
-    assert!(
-        region_mappings() <= maps,
-        "mapping leak: {maps} -> {}",
-        region_mappings()
-    );
+    assert_no_leak(before, 1);
 }
 
 #[test]

@@ -315,11 +315,31 @@ impl Shape {
                 ptr::copy_nonoverlapping(frame.as_ptr().add(head_len), self.data, len - head_len);
             }
         }
-        // Relaxed: published by the Release store of `head` that follows.
+        self.write_desc(index, len);
+    }
+
+    /// Writes the descriptor of a frame of `len` (valid) bytes starting at
+    /// free-running `index`.
+    #[inline(always)]
+    fn write_desc(&self, index: u64, len: usize) {
+        // Relaxed: published by the producer's next Release store of `head`.
         self.desc(index).0.store(
             SlotDesc::pack(len as u16, self.flags_for(len)),
             Ordering::Relaxed,
         );
+    }
+
+    /// Why a frame of `len` bytes can never be sent, if it cannot.
+    #[cold]
+    fn bad_length(&self, len: usize) -> Option<PushError> {
+        let max = self.max_frame;
+        if len == 0 {
+            Some(PushError::Empty)
+        } else if len > max {
+            Some(PushError::TooLarge { len, max })
+        } else {
+            None
+        }
     }
 
     /// The head-descriptor flags of a frame of `len` bytes.
@@ -601,14 +621,8 @@ impl<S: RingStorage> Producer<S> {
         for frame in frames {
             let len = frame.len();
             if len.wrapping_sub(1) >= shape.max_frame {
-                if n == 0 {
-                    let max = shape.max_frame;
-                    return Err(if len == 0 {
-                        PushError::Empty
-                    } else {
-                        PushError::TooLarge { len, max }
-                    }
-                    .into());
+                if let (0, Some(e)) = (n, shape.bad_length(len)) {
+                    return Err(e.into());
                 }
                 break;
             }
@@ -690,14 +704,10 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// Why a frame of `len` bytes cannot be pushed now.
     #[cold]
     fn refusal(&self, len: usize) -> PushError {
-        let max = self.producer.shape.max_frame;
-        if len == 0 {
-            PushError::Empty
-        } else if len > max {
-            PushError::TooLarge { len, max }
-        } else {
-            PushError::Full
-        }
+        self.producer
+            .shape
+            .bad_length(len)
+            .unwrap_or(PushError::Full)
     }
 
     /// Copies `frame` into the next slot(s).
@@ -747,11 +757,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             _ring: PhantomData,
         };
         fill(&mut writer);
-        // Relaxed: published by the Release store of `head` in `commit`.
-        shape.desc(index).0.store(
-            SlotDesc::pack(len as u16, shape.flags_for(len)),
-            Ordering::Relaxed,
-        );
+        shape.write_desc(index, len);
         self.used += slots;
         self.frames += 1;
         self.bytes += len as u64;

@@ -848,6 +848,7 @@ impl Sender {
     /// # Errors
     /// [`SendError::LinkDown`] without a peer, [`SendError::Corrupt`] if the
     /// peer corrupted this generation (the link then reconnects).
+    #[inline]
     pub fn write_chunk(
         &mut self,
         max_slots: usize,
@@ -931,6 +932,7 @@ impl Receiver {
     /// # Errors
     /// [`RecvError::LinkDown`] without a peer, [`RecvError::Corrupt`] if the
     /// peer corrupted this generation (the link then reconnects).
+    #[inline]
     pub fn read_chunk(
         &mut self,
         max_frames: usize,

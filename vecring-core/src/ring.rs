@@ -168,6 +168,31 @@ pub struct EndpointStats {
     pub corruptions: u64,
 }
 
+/// Frames per group in [`Consumer::recv_batch`]'s fast path for streams of
+/// one small frame size.
+const RUN: usize = 4;
+
+/// The last descriptor word the consumer validated, decoded: a stream of
+/// one frame size then costs one comparison per frame (see
+/// [`Shape::frame_of`]).
+#[derive(Clone, Copy)]
+struct SeenDesc {
+    word: u32,
+    len: usize,
+    slots: u64,
+}
+
+impl SeenDesc {
+    /// Matches no valid frame: word 0 is never valid, and `slots` fails
+    /// every published-slots check, so a 0 descriptor still goes to
+    /// [`Shape::diagnose`].
+    const NONE: SeenDesc = SeenDesc {
+        word: 0,
+        len: 0,
+        slots: u64::MAX,
+    };
+}
+
 /// Geometry in the form the hot path wants, copied out of the storage once.
 #[derive(Clone, Copy)]
 struct Shape {
@@ -239,14 +264,39 @@ impl Shape {
 
     /// The length and slot count of the frame whose first descriptor holds
     /// `word`, if the descriptor is valid and the frame lies within the
-    /// `ready` published slots. The hot-path check: one branch.
+    /// `ready` published slots: the hot-path check. When `word` is the
+    /// descriptor validated last (`seen`), the answer comes from `seen`
+    /// with one comparison; otherwise `word` is decoded out of line and, if
+    /// valid, becomes `seen`.
     #[inline(always)]
-    fn frame_of(&self, word: u32, ready: u64) -> Option<(usize, u64)> {
+    fn frame_of(&self, word: u32, ready: u64, seen: &mut SeenDesc) -> Option<(usize, u64)> {
+        if word != seen.word {
+            *seen = self.decode(word)?;
+        }
+        (seen.slots <= ready).then_some((seen.len, seen.slots))
+    }
+
+    /// Whether the [`RUN`] descriptors from free-running `pos` all hold
+    /// `seen.word`, i.e. (when `seen` is a one-slot frame) start `RUN`
+    /// frames like it in consecutive slots: one test for the group.
+    #[inline(always)]
+    fn run_of(&self, pos: u64, seen: &SeenDesc) -> bool {
+        // Relaxed: ordered after the Acquire load of `head` that published
+        // these slots (the caller checks that it did); each is read once.
+        let differs = |i: u64| self.desc(pos.wrapping_add(i)).0.load(Ordering::Relaxed) ^ seen.word;
+        (0..RUN as u64).fold(0, |acc, i| acc | differs(i)) == 0
+    }
+
+    /// `word` decoded and validated, but for the published-slots check.
+    #[inline(never)]
+    fn decode(&self, word: u32) -> Option<SeenDesc> {
         let (len, flags) = SlotDesc::unpack(word);
         let len = len as usize;
-        let slots = self.slots_for(len);
-        (len.wrapping_sub(1) < self.max_frame && flags == self.flags_for(len) && slots <= ready)
-            .then_some((len, slots))
+        (len.wrapping_sub(1) < self.max_frame && flags == self.flags_for(len)).then(|| SeenDesc {
+            word,
+            len,
+            slots: self.slots_for(len),
+        })
     }
 
     /// What is wrong with the frame descriptor `word` at free-running
@@ -369,12 +419,18 @@ unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
         if len > 64 {
             ptr::copy_nonoverlapping(src, dst, len);
         } else if len >= 32 {
-            let (a, b) = (
-                rd(src.cast::<[u8; 32]>()),
-                rd(src.add(len - 32).cast::<[u8; 32]>()),
+            // Four 16-byte words, not two `[u8; 32]`s: those go through the
+            // stack.
+            let tail = len - 32;
+            let (a, b) = (rd(src.cast::<u128>()), rd(src.add(16).cast::<u128>()));
+            let (c, d) = (
+                rd(src.add(tail).cast::<u128>()),
+                rd(src.add(tail + 16).cast::<u128>()),
             );
-            wr(dst.cast::<[u8; 32]>(), a);
-            wr(dst.add(len - 32).cast::<[u8; 32]>(), b);
+            wr(dst.cast::<u128>(), a);
+            wr(dst.add(16).cast::<u128>(), b);
+            wr(dst.add(tail).cast::<u128>(), c);
+            wr(dst.add(tail + 16).cast::<u128>(), d);
         } else if len >= 16 {
             let (a, b) = (rd(src.cast::<u128>()), rd(src.add(len - 16).cast::<u128>()));
             wr(dst.cast::<u128>(), a);
@@ -441,6 +497,8 @@ pub struct Consumer<S: RingStorage> {
     cached_head: u64,
     poisoned: Option<Corruption>,
     stats: EndpointStats,
+    /// The descriptor validated last (see [`Shape::frame_of`]).
+    seen: SeenDesc,
 }
 
 impl<S: RingStorage> Producer<S> {
@@ -523,6 +581,7 @@ impl<S: RingStorage> Producer<S> {
 
     /// Slots free for writing, refreshing the consumer's index if fewer than
     /// `wanted` are known to be free.
+    #[inline]
     fn free_slots(&mut self, wanted: u64) -> Result<u64, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
@@ -569,6 +628,7 @@ impl<S: RingStorage> Producer<S> {
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline]
     pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
         let max = max_slots.min(self.shape.slot_count as usize) as u64;
         let free = self.free_slots(max)?;
@@ -616,6 +676,10 @@ impl<S: RingStorage> Producer<S> {
         let shape = self.shape;
         let mut free = self.free_slots(1)?;
         let start = self.head;
+        // Frames before the end of the data area (all but at most one per
+        // lap) are copied to a fixed base plus their offset.
+        let to_end = u64::from(shape.slot_count) - (start & shape.mask);
+        let base = shape.slot_ptr(start);
         let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
         let mut refreshed = false;
         for frame in frames {
@@ -638,9 +702,23 @@ impl<S: RingStorage> Producer<S> {
                     break;
                 }
             }
-            // SAFETY: `len` is valid (checked above), `frame` is the
-            // caller's memory, and the slots are among the `free` ones.
-            unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+            if used + slots <= to_end {
+                // SAFETY: the frame's slots are among the `free` ones and
+                // lie before the end of the data area, `used` slots from
+                // `base`; `frame` is the caller's memory.
+                unsafe {
+                    copy_bytes(
+                        base.add((used as usize) << shape.slot_shift),
+                        frame.as_ptr(),
+                        len,
+                    );
+                }
+                shape.write_desc(start.wrapping_add(used), len);
+            } else {
+                // SAFETY: `len` is valid (checked above), `frame` is the
+                // caller's memory, and the slots are among the `free` ones.
+                unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+            }
             used += slots;
             n += 1;
             bytes += len as u64;
@@ -884,6 +962,7 @@ impl<S: RingStorage> Consumer<S> {
             released: tail,
             cached_head: head,
             poisoned: None,
+            seen: SeenDesc::NONE,
             stats: EndpointStats::default(),
         })
     }
@@ -939,6 +1018,7 @@ impl<S: RingStorage> Consumer<S> {
 
     /// Slots published and not yet read, refreshing the producer's index if
     /// none are known.
+    #[inline]
     pub fn ready_slots(&mut self) -> Result<usize, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
@@ -996,6 +1076,7 @@ impl<S: RingStorage> Consumer<S> {
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
         self.ready_slots()?;
         Ok(ReadChunk {
@@ -1045,20 +1126,50 @@ impl<S: RingStorage> Consumer<S> {
         lens: &mut [usize],
     ) -> Result<usize, RecvError> {
         // The loop of `read_chunk` + `next_frame` + `copy_to`, flattened:
-        // position, end and totals stay in registers, one check per frame.
+        // offsets, totals and the last descriptor seen stay in registers,
+        // and frames before the end of the data area (all but at most one
+        // per lap) are copied from a fixed base.
         let max = bufs.len().min(lens.len());
         self.ready_slots()?;
         let shape = self.shape;
-        let end = self.cached_head;
-        let mut pos = self.tail;
-        let (mut n, mut bytes) = (0usize, 0u64);
-        while n < max && pos != end {
-            let ready = end.wrapping_sub(pos);
-            shape.prefetch_ahead(pos, ready);
+        let start = self.tail;
+        let avail = self.cached_head.wrapping_sub(start);
+        let to_end = u64::from(shape.slot_count) - (start & shape.mask);
+        let base = shape.slot_ptr(start);
+        let mut seen = self.seen;
+        let (mut off, mut n, mut bytes) = (0u64, 0usize, 0u64);
+        // Up to here from `start`, a group of four single-slot frames needs
+        // no wrap or published-slots check of its own.
+        let group_end = avail.min(to_end).saturating_sub(RUN as u64 - 1);
+        while n < max && off < avail {
+            let (pos, ready) = (start.wrapping_add(off), avail - off);
+            if seen.slots == 1 && off < group_end && n + RUN <= max && shape.run_of(pos, &seen) {
+                let len = seen.len;
+                if bufs[n..n + RUN].iter_mut().all(|b| b.as_mut().len() >= len) {
+                    for (i, buf) in bufs[n..n + RUN].iter_mut().enumerate() {
+                        // SAFETY: `RUN` validated one-slot frames (`run_of`)
+                        // wholly before both the published head and the end
+                        // of the data area (`group_end`), from `off` slots
+                        // past `base`; each `buf` has room for `len` bytes.
+                        unsafe {
+                            copy_bytes(
+                                buf.as_mut().as_mut_ptr(),
+                                base.add(((off as usize) + i) << shape.slot_shift),
+                                len,
+                            );
+                        }
+                    }
+                    lens[n..n + RUN].fill(len);
+                    n += RUN;
+                    bytes += (RUN * len) as u64;
+                    off += RUN as u64;
+                    continue;
+                }
+            }
             // Relaxed: ordered after the Acquire load of `head` that
-            // produced `end`; read once, checked, then used.
+            // produced `avail`; read once, checked, then used.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);
-            let checked = match shape.frame_of(word, ready) {
+            let checked = match shape.frame_of(word, ready, &mut seen) {
                 Some(frame) => Ok(frame),
                 None => shape.diagnose(pos, word, ready),
             };
@@ -1079,26 +1190,29 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
-            let (src, head_len) = shape.span(pos, len);
-            // SAFETY: a validated frame: `head_len` bytes from `src` inside
-            // the data area, the rest at its start; `buf` is local memory
-            // with room for `len` bytes (checked above).
-            unsafe {
-                copy_bytes(buf.as_mut_ptr(), src, head_len);
-                if head_len < len {
-                    ptr::copy_nonoverlapping(
-                        shape.data,
-                        buf.as_mut_ptr().add(head_len),
-                        len - head_len,
+            if off + slots <= to_end {
+                // SAFETY: a validated frame wholly before the end of the
+                // data area, `off` slots from `base`; `buf` is local memory
+                // with room for `len` bytes (checked above).
+                unsafe {
+                    copy_bytes(
+                        buf.as_mut_ptr(),
+                        base.add((off as usize) << shape.slot_shift),
+                        len,
                     );
                 }
+            } else {
+                // A validated frame that wraps or starts past the wrap.
+                Frame::new(&shape, pos, len, slots).copy_to(buf);
             }
             lens[n] = len;
             n += 1;
             bytes += len as u64;
-            pos = pos.wrapping_add(slots);
+            off += slots;
         }
+        self.seen = seen;
         if n > 0 {
+            let pos = start.wrapping_add(off);
             self.tail = pos;
             self.stats.frames += n as u64;
             self.stats.bytes += bytes;
@@ -1153,7 +1267,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             // produced `end`. The value is used only if it passes the check;
             // otherwise `peek_slow` loads and checks it afresh.
             let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
-            if let Some((len, slots)) = shape.frame_of(word, ready) {
+            if let Some((len, slots)) = shape.frame_of(word, ready, &mut self.consumer.seen) {
                 let frame = Frame::new(&shape, self.pos, len, slots);
                 return Ok(Some((frame, self.pos.wrapping_add(slots))));
             }
@@ -1808,6 +1922,83 @@ mod tests {
         assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Err(err), "sticky");
         assert_eq!(rx.stats().corruptions, 1);
         assert_eq!(rx.stats().frames, 1);
+    }
+
+    /// Streams of one small frame size take `recv_batch`'s grouped path;
+    /// every way out of it must behave like the frame-by-frame path.
+    #[test]
+    fn recv_batch_groups_equal_frames_across_the_wrap() {
+        // 32 slots; each round sends 7 equal one-slot frames and a 3-slot
+        // one, so groups start at every alignment and meet the wrap, the
+        // published head and the end of `bufs` in every position.
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(32, 64, 1024).unwrap());
+        let mut bufs = vec![[0u8; 200]; 6];
+        let mut lens = [0usize; 6];
+        let (mut sent, mut got) = (0u32, 0u32);
+        for round in 0..200u32 {
+            let frames: Vec<Vec<u8>> = (0..8)
+                .map(|i| frame(if i == 7 { 150 } else { 40 }, (round * 8 + i) as u8))
+                .collect();
+            sent += tx.send_batch(frames.iter().map(|f| &f[..])).unwrap() as u32;
+            loop {
+                let n = rx.recv_batch(&mut bufs, &mut lens).unwrap();
+                for (buf, &len) in bufs.iter().zip(&lens).take(n) {
+                    let want = if got % 8 == 7 { 150 } else { 40 };
+                    assert_eq!(&buf[..len], &frame(want, got as u8)[..], "frame {got}");
+                    got += 1;
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        assert_eq!((sent, got), (1600, 1600));
+    }
+
+    #[test]
+    fn recv_batch_group_stops_at_a_buffer_too_small() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(64, 256, 4096).unwrap());
+        let frames: Vec<Vec<u8>> = (0..8).map(|i| frame(100, i)).collect();
+        assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(8));
+        let mut bufs = vec![vec![0u8; 100]; 8];
+        bufs[2] = vec![0u8; 99];
+        let mut lens = [0usize; 8];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(2));
+        assert_eq!(
+            rx.recv_batch(&mut bufs[2..], &mut lens),
+            Err(RecvError::BufferTooSmall { needed: 100 })
+        );
+        // Frame 2 is still queued: five buffers take frames 2 to 6.
+        assert_eq!(rx.recv_batch(&mut bufs[3..], &mut lens), Ok(5));
+        for (buf, want) in bufs[3..].iter().zip(&frames[2..7]) {
+            assert_eq!(buf, want);
+        }
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+        assert_eq!(bufs[0], frames[7]);
+    }
+
+    #[test]
+    fn recv_batch_group_catches_a_corrupt_descriptor_inside_it() {
+        let ring = HeapRing::new(Geometry::with_max_frame_len(64, 256, 4096).unwrap());
+        // SAFETY: this test's only producer and consumer of the ring.
+        let (mut tx, mut rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
+        let frames: Vec<Vec<u8>> = (0..12).map(|i| frame(100, i)).collect();
+        assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(12));
+        // Frame 6, in the second group of four, now claims the MORE flag.
+        set_desc(&ring, 6, 100, SLOT_FLAG_MORE);
+        let mut bufs = vec![vec![0u8; 256]; 12];
+        let mut lens = [0usize; 12];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(6));
+        assert!(matches!(
+            rx.recv_batch(&mut bufs, &mut lens),
+            Err(RecvError::Corrupt(Corruption::Length { slot: 6, .. }))
+        ));
+        assert_eq!(rx.stats().frames, 6);
     }
 
     #[test]

@@ -40,7 +40,8 @@ fn open(role: Role, run_dir: &str) -> Link {
     link
 }
 
-/// The slave: answers `rx N` (receive N frames, copying each out) and
+/// The slave: answers `rx N LEN` (receive N frames of LEN bytes with
+/// `recv_batch`) and
 /// `echo N` (N ping-pongs) on stdin with `done`.
 fn child(run_dir: &str) {
     pin_current_thread(CONSUMER_CPU).expect("pin");
@@ -56,13 +57,14 @@ fn child(run_dir: &str) {
         );
         match cmd {
             "rx" => {
+                // Into `BATCH` buffers of the frame length, like the rtrb
+                // peer's consumer.
+                let len = it.next().and_then(|v| v.parse().ok()).unwrap_or(9216);
+                let mut bufs = vec![vec![0u8; len]; BATCH];
+                let mut lens = [0usize; BATCH];
                 let mut got = 0;
                 while got < n {
-                    let mut chunk = rx.read_chunk(BATCH).expect("read");
-                    while let Some(f) = chunk.next_frame().expect("frame") {
-                        f.copy_to(&mut buf);
-                        got += 1;
-                    }
+                    got += rx.recv_batch(&mut bufs, &mut lens).expect("recv_batch") as u64;
                 }
             }
             "echo" => {
@@ -126,17 +128,14 @@ fn main() {
         for (i, &len) in sizes.iter().enumerate() {
             let n = frames_for(len);
             let mut measure_vecring = || {
-                let start = ask(format!("rx {n}"));
+                let start = ask(format!("rx {n} {len}"));
+                let frames = vec![&source[..len]; BATCH];
                 let mut sent = 0;
                 while sent < n {
-                    let mut chunk = tx.write_chunk(BATCH).expect("write");
                     let want = ((n - sent) as usize).min(BATCH);
-                    let mut k = 0;
-                    while k < want && chunk.push(&source[..len]).is_ok() {
-                        k += 1;
-                    }
-                    chunk.commit();
-                    sent += k as u64;
+                    sent += tx
+                        .send_batch(frames[..want].iter().copied())
+                        .expect("send_batch") as u64;
                 }
                 wait_done();
                 n as f64 / start.elapsed().as_secs_f64()

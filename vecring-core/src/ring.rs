@@ -1142,30 +1142,40 @@ impl<S: RingStorage> Consumer<S> {
         // no wrap or published-slots check of its own.
         let group_end = avail.min(to_end).saturating_sub(RUN as u64 - 1);
         while n < max && off < avail {
-            let (pos, ready) = (start.wrapping_add(off), avail - off);
+            let pos = start.wrapping_add(off);
             if seen.slots == 1 && off < group_end && n + RUN <= max && shape.run_of(pos, &seen) {
                 let len = seen.len;
-                if bufs[n..n + RUN].iter_mut().all(|b| b.as_mut().len() >= len) {
-                    for (i, buf) in bufs[n..n + RUN].iter_mut().enumerate() {
-                        // SAFETY: `RUN` validated one-slot frames (`run_of`)
-                        // wholly before both the published head and the end
-                        // of the data area (`group_end`), from `off` slots
-                        // past `base`; each `buf` has room for `len` bytes.
-                        unsafe {
-                            copy_bytes(
-                                buf.as_mut().as_mut_ptr(),
-                                base.add(((off as usize) + i) << shape.slot_shift),
-                                len,
-                            );
+                // `RUN` elements by the bounds above, so this always converts.
+                if let Ok(group) = <&mut [B; RUN]>::try_from(&mut bufs[n..n + RUN]) {
+                    // Each buffer is asked for its slice once: the slices
+                    // checked are the slices written.
+                    let dsts = group.each_mut().map(|b| b.as_mut());
+                    if dsts.iter().all(|d| d.len() >= len) {
+                        for (i, dst) in dsts.into_iter().enumerate() {
+                            // SAFETY: one of `RUN` validated one-slot frames
+                            // (`run_of`) wholly before both the published
+                            // head and the end of the data area
+                            // (`group_end`), `off + i` slots past `base`;
+                            // `dst` has room for `len` bytes.
+                            unsafe {
+                                copy_bytes(
+                                    dst.as_mut_ptr(),
+                                    base.add((off as usize + i) << shape.slot_shift),
+                                    len,
+                                );
+                            }
                         }
+                        lens[n..n + RUN].fill(len);
+                        n += RUN;
+                        bytes += (RUN * len) as u64;
+                        off += RUN as u64;
+                        continue;
                     }
-                    lens[n..n + RUN].fill(len);
-                    n += RUN;
-                    bytes += (RUN * len) as u64;
-                    off += RUN as u64;
-                    continue;
                 }
+                // A buffer is too small: the frame-by-frame path below
+                // stops there.
             }
+            let ready = avail - off;
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `avail`; read once, checked, then used.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);

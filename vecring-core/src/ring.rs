@@ -682,43 +682,53 @@ impl<S: RingStorage> Producer<S> {
         let base = shape.slot_ptr(start);
         let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
         let mut refreshed = false;
+        // Frames that end within `limit` slots of `start` have room and do
+        // not wrap: one test covers both.
+        let mut limit = free.min(to_end);
         for frame in frames {
             let len = frame.len();
-            if len.wrapping_sub(1) >= shape.max_frame {
-                if let (0, Some(e)) = (n, shape.bad_length(len)) {
-                    return Err(e.into());
-                }
-                break;
-            }
             let slots = shape.slots_for(len);
-            if slots > free - used {
-                if refreshed {
+            if len.wrapping_sub(1) >= shape.max_frame || used + slots > limit {
+                if len.wrapping_sub(1) >= shape.max_frame {
+                    if let (0, Some(e)) = (n, shape.bad_length(len)) {
+                        return Err(e.into());
+                    }
                     break;
                 }
-                refreshed = true;
-                // `head` moves only below, so this counts from `start`.
-                free = self.free_slots(u64::MAX)?;
                 if slots > free - used {
-                    break;
+                    if refreshed {
+                        break;
+                    }
+                    refreshed = true;
+                    // `head` moves only below, so this counts from `start`.
+                    free = self.free_slots(u64::MAX)?;
+                    if slots > free - used {
+                        break;
+                    }
+                    limit = free.min(to_end);
+                }
+                if used + slots > to_end {
+                    // SAFETY: `len` is valid (checked above), `frame` is
+                    // the caller's memory, and the slots are among the
+                    // `free` ones.
+                    unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+                    used += slots;
+                    n += 1;
+                    bytes += len as u64;
+                    continue;
                 }
             }
-            if used + slots <= to_end {
-                // SAFETY: the frame's slots are among the `free` ones and
-                // lie before the end of the data area, `used` slots from
-                // `base`; `frame` is the caller's memory.
-                unsafe {
-                    copy_bytes(
-                        base.add((used as usize) << shape.slot_shift),
-                        frame.as_ptr(),
-                        len,
-                    );
-                }
-                shape.write_desc(start.wrapping_add(used), len);
-            } else {
-                // SAFETY: `len` is valid (checked above), `frame` is the
-                // caller's memory, and the slots are among the `free` ones.
-                unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+            // SAFETY: the frame's slots are among the `free` ones and lie
+            // before the end of the data area, `used` slots from `base`
+            // (`limit`); `frame` is the caller's memory.
+            unsafe {
+                copy_bytes(
+                    base.add((used as usize) << shape.slot_shift),
+                    frame.as_ptr(),
+                    len,
+                );
             }
+            shape.write_desc(start.wrapping_add(used), len);
             used += slots;
             n += 1;
             bytes += len as u64;

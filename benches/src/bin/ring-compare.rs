@@ -14,7 +14,8 @@
 //! alone for `S` seconds (for a profiler) and prints its rate and how
 //! often each side waited for the other. `--same-thread` runs producer and
 //! consumer alternately on one thread (the ring code's CPU cost alone; a
-//! diagnostic, not a result).
+//! diagnostic, not a result). `--frames N` makes `--only` move exactly N
+//! frames instead of timing itself (for `benches/ir-per-frame.sh`).
 
 use std::time::{Duration, Instant};
 use vecring_benches::pipeline::{Finished, Link};
@@ -128,14 +129,26 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
 }
 
 /// Runs one candidate alone and prints its rate and wait counts.
-fn only(name: &str, len: usize, batch: usize, secs: f64, placement: Placement) {
+fn only(
+    name: &str,
+    len: usize,
+    batch: usize,
+    secs: f64,
+    exact_frames: Option<u64>,
+    placement: Placement,
+) {
     let candidate = Candidate::ALL
         .into_iter()
         .find(|c| c.name() == name)
         .unwrap_or_else(|| panic!("--only: unknown candidate {name}"));
     let mut link = build(candidate, len, batch, placement);
-    let chunk = calibrate(link.as_mut());
-    let fps = measure(link.as_mut(), chunk, secs);
+    let fps = if let Some(frames) = exact_frames {
+        // A fixed count for instruction counting (`benches/ir-per-frame.sh`).
+        frames as f64 / link.run(frames).as_secs_f64()
+    } else {
+        let chunk = calibrate(link.as_mut());
+        measure(link.as_mut(), chunk, secs)
+    };
     let done = link.finish();
     println!(
         "{name} len {len} batch {batch}: {:.2} Mfps, {:.2} GB/s; per 1000 frames: \
@@ -166,6 +179,9 @@ fn main() {
             arg(&args, "--len", 1514),
             arg(&args, "--batch", 32),
             secs,
+            args.iter()
+                .any(|a| a == "--frames")
+                .then(|| arg(&args, "--frames", 0u64)),
             placement,
         );
         return;

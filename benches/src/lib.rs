@@ -310,8 +310,8 @@ fn vecring_link<S: RingStorage + 'static, const N: usize>(
         )
     } else {
         link(
-            vecring::ZeroCopyTx::new(tx, source, batch),
-            vecring::ZeroCopyRx::new(rx, N, batch),
+            vecring::ZeroCopyTx::<_, N>::new(tx, source, batch),
+            vecring::ZeroCopyRx::<_, N>::new(rx, batch),
             placement,
         )
     }

@@ -87,18 +87,22 @@ impl<S: RingStorage + 'static, const N: usize> Rx for CopyRx<S, N> {
 }
 
 /// Zero-copy producer: reserves slots for a batch, writes each frame in
-/// place through `FrameWriter::segments_mut`, commits once.
-pub struct ZeroCopyTx<S: RingStorage> {
+/// place, commits once. A contiguous frame of the expected `N` bytes is
+/// written as a `[u8; N]`, as the rtrb peer writes its elements; a wrapped
+/// one through `FrameWriter::segments_mut`.
+pub struct ZeroCopyTx<S: RingStorage, const N: usize> {
     tx: Producer<S>,
     source: Source,
     batch: usize,
     slots_per_frame: usize,
 }
 
-impl<S: RingStorage> ZeroCopyTx<S> {
-    /// A producer writing frames of `source` in place, `batch` per chunk.
+impl<S: RingStorage, const N: usize> ZeroCopyTx<S, N> {
+    /// A producer writing frames of `source` (`N` bytes each) in place,
+    /// `batch` per chunk.
     pub fn new(tx: Producer<S>, source: Source, batch: usize) -> Self {
-        let slots_per_frame = tx.geometry().slots_for(source.len()) as usize;
+        debug_assert_eq!(source.len(), N, "frame length");
+        let slots_per_frame = tx.geometry().slots_for(N) as usize;
         ZeroCopyTx {
             tx,
             source,
@@ -108,24 +112,29 @@ impl<S: RingStorage> ZeroCopyTx<S> {
     }
 }
 
-impl<S: RingStorage> Tx for ZeroCopyTx<S> {
+impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
     fn send(&mut self, max: usize) -> usize {
-        let len = self.source.len();
         let source = &self.source;
         let mut chunk = self
             .tx
             .write_chunk(max * self.slots_per_frame)
             .expect("write_chunk");
         let mut n = 0;
-        while n < max && chunk.fits(len) {
+        while n < max && chunk.fits(N) {
             let frame = source.frame(n);
             chunk
-                .push_with(len, |w| {
-                    let mut at = 0;
-                    for seg in w.segments_mut() {
-                        let end = at + seg.len();
-                        seg.copy_from_slice(&frame[at..end]);
-                        at = end;
+                .push_with(N, |w| {
+                    let whole = <&[u8; N]>::try_from(frame).ok();
+                    match (w.contiguous_mut().map(<&mut [u8; N]>::try_from), whole) {
+                        (Some(Ok(dst)), Some(src)) => *dst = *src,
+                        _ => {
+                            let mut at = 0;
+                            for seg in w.segments_mut() {
+                                let end = at + seg.len();
+                                seg.copy_from_slice(&frame[at..end]);
+                                at = end;
+                            }
+                        }
                     }
                 })
                 .expect("push_with");
@@ -140,34 +149,34 @@ impl<S: RingStorage> Tx for ZeroCopyTx<S> {
 }
 
 /// Zero-copy consumer: reads up to a batch of frames in place (every byte,
-/// with [`touch`]), releases them once.
-pub struct ZeroCopyRx<S: RingStorage> {
+/// with [`touch`]), releases them once. A contiguous frame of the expected
+/// `N` bytes is read as a `[u8; N]`, as the rtrb peer reads its elements.
+pub struct ZeroCopyRx<S: RingStorage, const N: usize> {
     rx: Consumer<S>,
     batch: usize,
-    len: usize,
     sum: u64,
 }
 
-impl<S: RingStorage> ZeroCopyRx<S> {
-    /// A consumer expecting frames of `len` bytes, `batch` per chunk.
-    pub fn new(rx: Consumer<S>, len: usize, batch: usize) -> Self {
-        ZeroCopyRx {
-            rx,
-            batch,
-            len,
-            sum: 0,
-        }
+impl<S: RingStorage, const N: usize> ZeroCopyRx<S, N> {
+    /// A consumer expecting frames of `N` bytes, `batch` per chunk.
+    pub fn new(rx: Consumer<S>, batch: usize) -> Self {
+        ZeroCopyRx { rx, batch, sum: 0 }
     }
 }
 
-impl<S: RingStorage + 'static> Rx for ZeroCopyRx<S> {
+impl<S: RingStorage + 'static, const N: usize> Rx for ZeroCopyRx<S, N> {
     fn recv(&mut self) -> usize {
         let mut chunk = self.rx.read_chunk(self.batch).expect("read_chunk");
         let mut n = 0;
         while let Some(frame) = chunk.next_frame().expect("next_frame") {
-            debug_assert_eq!(frame.len(), self.len, "frame length");
-            for seg in frame.segments() {
-                self.sum = self.sum.wrapping_add(touch(seg));
+            debug_assert_eq!(frame.len(), N, "frame length");
+            match frame.contiguous().map(<&[u8; N]>::try_from) {
+                Some(Ok(bytes)) => self.sum = self.sum.wrapping_add(touch(bytes)),
+                _ => {
+                    for seg in frame.segments() {
+                        self.sum = self.sum.wrapping_add(touch(seg));
+                    }
+                }
             }
             n += 1;
         }

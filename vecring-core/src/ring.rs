@@ -805,7 +805,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     #[inline(always)]
     pub fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
         let len = frame.len();
-        let shape = self.producer.shape;
+        let shape = &self.producer.shape;
         let slots = shape.slots_for(len);
         // Fast path: a valid frame that fits is one copy (two when it wraps
         // around the end of the ring) and one descriptor store.
@@ -833,7 +833,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         F: FnOnce(&mut FrameWriter<'_>),
     {
         let slots = self.check_len(len)?;
-        let shape = self.producer.shape;
+        let shape = &self.producer.shape;
         let index = self.start.wrapping_add(self.used);
         let (head, head_len) = shape.span(index, len);
         let mut writer = FrameWriter {
@@ -926,6 +926,19 @@ impl FrameWriter<'_> {
         }
         self.written += n;
         n
+    }
+
+    /// The frame's bytes as one mutable slice, to be written in place,
+    /// unless the frame wraps around the end of the ring (then use
+    /// [`segments_mut`](Self::segments_mut)).
+    #[inline]
+    pub fn contiguous_mut(&mut self) -> Option<&mut [u8]> {
+        (self.head_len == self.len).then(|| {
+            self.written = self.len;
+            // SAFETY: the frame's `len` bytes from `head` lie inside the data
+            // area and are reserved for this producer until commit.
+            unsafe { core::slice::from_raw_parts_mut(self.head, self.len) }
+        })
     }
 
     /// The frame's bytes as mutable slices, to be written in place: one,
@@ -1275,8 +1288,11 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// to `peek_slow`.
     #[inline(always)]
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
-        if self.consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
-            let shape = self.consumer.shape;
+        let consumer = &mut *self.consumer;
+        if consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
+            // Borrowed, not copied: a copy of the whole shape per frame
+            // costs more than the check.
+            let shape = &consumer.shape;
             let ready = self.end.wrapping_sub(self.pos);
             // Start fetching the frame's first data line now, so that its
             // cache miss overlaps the descriptor's instead of following it,
@@ -1287,8 +1303,8 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             // produced `end`. The value is used only if it passes the check;
             // otherwise `peek_slow` loads and checks it afresh.
             let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
-            if let Some((len, slots)) = shape.frame_of(word, ready, &mut self.consumer.seen) {
-                let frame = Frame::new(&shape, self.pos, len, slots);
+            if let Some((len, slots)) = shape.frame_of(word, ready, &mut consumer.seen) {
+                let frame = Frame::new(shape, self.pos, len, slots);
                 return Ok(Some((frame, self.pos.wrapping_add(slots))));
             }
         }
@@ -1805,6 +1821,7 @@ mod tests {
             .push_with(300, |w| {
                 let lens: Vec<usize> = w.segments_mut().map(|s| s.len()).collect();
                 assert_eq!(lens, [300]);
+                assert_eq!(w.contiguous_mut().map(|s| s.len()), Some(300));
             })
             .unwrap();
         // Slots 6..8, then six frames of 8 slots up to slot 56.
@@ -1815,6 +1832,7 @@ mod tests {
             .push_with(3000, |w| {
                 let lens: Vec<usize> = w.segments_mut().map(|s| s.len()).collect();
                 assert_eq!(lens, [2048, 952], "slots 56..64, then 0..4");
+                assert!(w.contiguous_mut().is_none());
             })
             .unwrap();
         assert_eq!(chunk.commit(), 8);

@@ -11,9 +11,9 @@ use vecring_tests::{check_frame, fill_frame, frame_len, Watchdog};
 const FRAMES: u64 = 10_000_000;
 const BATCH: usize = 32;
 
-#[test]
-fn ten_million_frames_arrive_once_in_order_intact() {
-    let _watchdog = Watchdog::new("stress", Duration::from_secs(600));
+/// A memfd region with the default geometry, mapped twice (as the master
+/// and the slave process would).
+fn region_pair() -> (Arc<Region>, Arc<Region>) {
     let geometry = Geometry::default();
     let opts = RegionOptions {
         hugepages: HugepagePolicy::Prefer,
@@ -31,6 +31,13 @@ fn ten_million_frames_arrive_once_in_order_intact() {
         )
         .unwrap(),
     );
+    (master, slave)
+}
+
+#[test]
+fn ten_million_frames_arrive_once_in_order_intact() {
+    let _watchdog = Watchdog::new("stress", Duration::from_secs(600));
+    let (master, slave) = region_pair();
 
     // SAFETY: the only producer (this mapping) and consumer (the other
     // mapping) of ring 0.
@@ -93,6 +100,74 @@ fn ten_million_frames_arrive_once_in_order_intact() {
     let sent = producer.join().unwrap();
     assert_eq!(sent.frames, FRAMES);
     assert_eq!(rx.stats().frames, FRAMES);
+    assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
+    assert_eq!(rx.stats().corruptions, 0);
+}
+
+/// The copying batch API (`send_batch`/`recv_batch`) across two mappings:
+/// runs of equal small frames (the consumer's grouped path) alternate with
+/// runs of mixed sizes up to jumbo, and the consumer's batch sizes vary,
+/// so groups meet the wrap, the published head and the end of the buffers
+/// in every position.
+#[test]
+fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
+    const BATCH_FRAMES: u64 = 3_000_000;
+    let _watchdog = Watchdog::new("stress (batch API)", Duration::from_secs(600));
+    let (master, slave) = region_pair();
+    // SAFETY: the only producer (this mapping) and consumer (the other
+    // mapping) of ring 0.
+    let mut tx = unsafe { Producer::attach(master.ring(abi::RING_MASTER_TO_SLAVE)).unwrap() };
+    // SAFETY: as above.
+    let mut rx = unsafe { Consumer::attach(slave.ring(abi::RING_MASTER_TO_SLAVE)).unwrap() };
+    // 64 frames of one small size (it changes every run), then 64 mixed.
+    let len_of = |seq: u64| match (seq / 64) % 2 {
+        0 => 16 + ((seq / 128) % 15) as usize * 16,
+        _ => frame_len(seq),
+    };
+
+    let producer = std::thread::spawn(move || {
+        let mut seq = 0u64;
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        while seq < BATCH_FRAMES {
+            // The frames not taken last time go first, in order.
+            while frames.len() < BATCH && seq + (frames.len() as u64) < BATCH_FRAMES {
+                let s = seq + frames.len() as u64;
+                let mut f = vec![0u8; len_of(s)];
+                fill_frame(&mut f, s);
+                frames.push(f);
+            }
+            let n = tx.send_batch(frames.iter().map(|f| &f[..])).unwrap();
+            frames.drain(..n);
+            seq += n as u64;
+            if n == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        tx.stats()
+    });
+
+    let mut expected = 0u64;
+    let mut bufs = vec![vec![0u8; 9216]; BATCH];
+    let mut lens = [0usize; BATCH];
+    let mut round = 0usize;
+    while expected < BATCH_FRAMES {
+        // 1 to 32 buffers per call.
+        let take = 1 + round % BATCH;
+        round += 1;
+        let n = rx.recv_batch(&mut bufs[..take], &mut lens[..take]).unwrap();
+        for (buf, &len) in bufs.iter().zip(&lens).take(n) {
+            assert_eq!(len, len_of(expected), "frame {expected}: length");
+            let seq = check_frame(&buf[..len]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(seq, expected, "lost, duplicated or reordered");
+            expected += 1;
+        }
+        if n == 0 {
+            std::hint::spin_loop();
+        }
+    }
+    let sent = producer.join().unwrap();
+    assert_eq!(sent.frames, BATCH_FRAMES);
+    assert_eq!(rx.stats().frames, BATCH_FRAMES);
     assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
     assert_eq!(rx.stats().corruptions, 0);
 }

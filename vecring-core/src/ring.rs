@@ -688,6 +688,7 @@ impl<S: RingStorage> Producer<S> {
         for frame in frames {
             let len = frame.len();
             let slots = shape.slots_for(len);
+            let mut wraps = false;
             if len.wrapping_sub(1) >= shape.max_frame || used + slots > limit {
                 if len.wrapping_sub(1) >= shape.max_frame {
                     if let (0, Some(e)) = (n, shape.bad_length(len)) {
@@ -707,28 +708,26 @@ impl<S: RingStorage> Producer<S> {
                     }
                     limit = free.min(to_end);
                 }
-                if used + slots > to_end {
-                    // SAFETY: `len` is valid (checked above), `frame` is
-                    // the caller's memory, and the slots are among the
-                    // `free` ones.
-                    unsafe { shape.write_frame(start.wrapping_add(used), frame) };
-                    used += slots;
-                    n += 1;
-                    bytes += len as u64;
-                    continue;
+                wraps = used + slots > to_end;
+            }
+            if wraps {
+                // SAFETY: `len` is valid (checked above), `frame` is the
+                // caller's memory, and the slots are among the `free` ones.
+                unsafe { shape.write_frame(start.wrapping_add(used), frame) };
+            } else {
+                // SAFETY: the frame's slots are among the `free` ones and
+                // lie before the end of the data area, `used` slots from
+                // `base` (`limit`, or `to_end` above); `frame` is the
+                // caller's memory.
+                unsafe {
+                    copy_bytes(
+                        base.add((used as usize) << shape.slot_shift),
+                        frame.as_ptr(),
+                        len,
+                    );
                 }
+                shape.write_desc(start.wrapping_add(used), len);
             }
-            // SAFETY: the frame's slots are among the `free` ones and lie
-            // before the end of the data area, `used` slots from `base`
-            // (`limit`); `frame` is the caller's memory.
-            unsafe {
-                copy_bytes(
-                    base.add((used as usize) << shape.slot_shift),
-                    frame.as_ptr(),
-                    len,
-                );
-            }
-            shape.write_desc(start.wrapping_add(used), len);
             used += slots;
             n += 1;
             bytes += len as u64;

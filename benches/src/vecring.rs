@@ -120,25 +120,27 @@ impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
             .write_chunk(max * self.slots_per_frame)
             .expect("write_chunk");
         let mut n = 0;
-        while n < max && chunk.fits(N) {
+        while n < max {
             let frame = source.frame(n);
-            chunk
-                .push_with(N, |w| {
-                    let whole = <&[u8; N]>::try_from(frame).ok();
-                    match (w.contiguous_mut().map(<&mut [u8; N]>::try_from), whole) {
-                        (Some(Ok(dst)), Some(src)) => *dst = *src,
-                        _ => {
-                            let mut at = 0;
-                            for seg in w.segments_mut() {
-                                let end = at + seg.len();
-                                seg.copy_from_slice(&frame[at..end]);
-                                at = end;
-                            }
+            let pushed = chunk.push_with(N, |w| {
+                let whole = <&[u8; N]>::try_from(frame).ok();
+                match (w.contiguous_mut().map(<&mut [u8; N]>::try_from), whole) {
+                    (Some(Ok(dst)), Some(src)) => *dst = *src,
+                    _ => {
+                        let mut at = 0;
+                        for seg in w.segments_mut() {
+                            let end = at + seg.len();
+                            seg.copy_from_slice(&frame[at..end]);
+                            at = end;
                         }
                     }
-                })
-                .expect("push_with");
-            n += 1;
+                }
+            });
+            match pushed {
+                Ok(()) => n += 1,
+                Err(PushError::Full) => break,
+                Err(e) => panic!("push_with: {e}"),
+            }
         }
         chunk.commit()
     }

@@ -247,9 +247,10 @@ impl Shape {
 
     #[inline]
     fn slots_for(&self, len: usize) -> u64 {
-        // No `len + slot_size - 1`: that overflows for absurd lengths, which
-        // callers check only after this.
-        ((len >> self.slot_shift) + usize::from(len & (self.slot_size - 1) != 0)) as u64
+        // Wrapping: for an absurd length (within `slot_size` of
+        // `usize::MAX`) the count is wrong, never a panic, and every caller
+        // refuses such a length whatever the count.
+        (len.wrapping_add(self.slot_size - 1) >> self.slot_shift) as u64
     }
 
     /// Where a frame of `len` bytes starting at free-running `index` lies:
@@ -634,6 +635,7 @@ impl<S: RingStorage> Producer<S> {
         let free = self.free_slots(max)?;
         let reserved = free.min(max);
         Ok(WriteChunk {
+            shape: self.shape,
             start: self.head,
             reserved,
             used: 0,
@@ -753,6 +755,10 @@ impl<S: RingStorage> Producer<S> {
 /// dropping the chunk discards them.
 pub struct WriteChunk<'p, S: RingStorage> {
     producer: &'p mut Producer<S>,
+    /// The producer's shape, copied once per chunk: a local copy stays in
+    /// registers across pushes, where the producer's, behind a pointer,
+    /// would be reloaded after every store into the ring.
+    shape: Shape,
     start: u64,
     reserved: u64,
     used: u64,
@@ -771,15 +777,17 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         self.frames
     }
 
-    /// Whether a frame of `len` bytes would fit in what is left.
+    /// Whether a frame of `len` bytes can be pushed now: a valid length
+    /// (1 to the maximum frame length) that fits in what is left.
+    #[inline]
     pub fn fits(&self, len: usize) -> bool {
-        self.producer.shape.slots_for(len) <= self.reserved - self.used
+        self.check_len(len).is_ok()
     }
 
     /// The slots a frame of `len` bytes needs, if it can be pushed now.
     #[inline]
     fn check_len(&self, len: usize) -> Result<u64, PushError> {
-        let shape = &self.producer.shape;
+        let shape = &self.shape;
         let slots = shape.slots_for(len);
         if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
             Ok(slots)
@@ -791,10 +799,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// Why a frame of `len` bytes cannot be pushed now.
     #[cold]
     fn refusal(&self, len: usize) -> PushError {
-        self.producer
-            .shape
-            .bad_length(len)
-            .unwrap_or(PushError::Full)
+        self.shape.bad_length(len).unwrap_or(PushError::Full)
     }
 
     /// Copies `frame` into the next slot(s).
@@ -804,7 +809,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     #[inline(always)]
     pub fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
         let len = frame.len();
-        let shape = &self.producer.shape;
+        let shape = &self.shape;
         let slots = shape.slots_for(len);
         // Fast path: a valid frame that fits is one copy (two when it wraps
         // around the end of the ring) and one descriptor store.
@@ -832,7 +837,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         F: FnOnce(&mut FrameWriter<'_>),
     {
         let slots = self.check_len(len)?;
-        let shape = &self.producer.shape;
+        let shape = &self.shape;
         let index = self.start.wrapping_add(self.used);
         let (head, head_len) = shape.span(index, len);
         let mut writer = FrameWriter {
@@ -1102,6 +1107,7 @@ impl<S: RingStorage> Consumer<S> {
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
         self.ready_slots()?;
         Ok(ReadChunk {
+            shape: self.shape,
             pos: self.tail,
             end: self.cached_head,
             frames_left: max_frames,
@@ -1258,6 +1264,9 @@ impl<S: RingStorage> Consumer<S> {
 /// Frames handed out are released when the chunk is dropped.
 pub struct ReadChunk<'c, S: RingStorage> {
     consumer: &'c mut Consumer<S>,
+    /// The consumer's shape, copied once per chunk (see
+    /// [`WriteChunk`]'s).
+    shape: Shape,
     /// Next slot to examine.
     pos: u64,
     /// The producer's head as validated when the chunk was made.
@@ -1289,9 +1298,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
         let consumer = &mut *self.consumer;
         if consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
-            // Borrowed, not copied: a copy of the whole shape per frame
-            // costs more than the check.
-            let shape = &consumer.shape;
+            let shape = &self.shape;
             let ready = self.end.wrapping_sub(self.pos);
             // Start fetching the frame's first data line now, so that its
             // cache miss overlaps the descriptor's instead of following it,
@@ -1320,7 +1327,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         if self.frames_left == 0 || self.pos == self.end {
             return Ok(None);
         }
-        let shape = self.consumer.shape;
+        let shape = self.shape;
         // Relaxed: ordered after the Acquire load of `head` that produced
         // `end`; read exactly once.
         let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
@@ -1688,6 +1695,8 @@ mod tests {
         let (mut tx, _rx) = heap_channel(geometry(16, 2048));
         let mut chunk = tx.write_chunk(16).unwrap();
         assert!(!chunk.fits(usize::MAX));
+        assert!(!chunk.fits(0), "an empty frame is never pushed");
+        assert!(chunk.fits(9216) && !chunk.fits(9217));
         assert_eq!(
             chunk.push_with(usize::MAX, |_| panic!("not called")),
             Err(PushError::TooLarge {

@@ -1296,22 +1296,23 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// to `peek_slow`.
     #[inline(always)]
     fn peek(&mut self) -> Result<Option<(Frame<'_>, u64)>, Corruption> {
-        let consumer = &mut *self.consumer;
-        if consumer.poisoned.is_none() && self.frames_left != 0 && self.pos != self.end {
-            let shape = &self.shape;
-            let ready = self.end.wrapping_sub(self.pos);
-            // Start fetching the frame's first data line now, so that its
-            // cache miss overlaps the descriptor's instead of following it,
-            // and the lines of the frames after it, published already.
-            prefetch(shape.slot_ptr(self.pos));
-            shape.prefetch_ahead(self.pos, ready);
+        // No poisoned test here: a chunk is made only for a healthy
+        // consumer, and `peek_slow`, the one place that poisons it during
+        // the chunk, also ends the chunk.
+        if self.frames_left != 0 && self.pos != self.end {
+            let (pos, shape) = (self.pos, &self.shape);
+            let ready = self.end.wrapping_sub(pos);
+            // The lines of the frames after this one, published already.
+            // (This frame's own data line is not prefetched: with the
+            // descriptor predicted by `seen`, its load starts as early.)
+            shape.prefetch_ahead(pos, ready);
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `end`. The value is used only if it passes the check;
             // otherwise `peek_slow` loads and checks it afresh.
-            let word = shape.desc(self.pos).0.load(Ordering::Relaxed);
-            if let Some((len, slots)) = shape.frame_of(word, ready, &mut consumer.seen) {
-                let frame = Frame::new(shape, self.pos, len, slots);
-                return Ok(Some((frame, self.pos.wrapping_add(slots))));
+            let word = shape.desc(pos).0.load(Ordering::Relaxed);
+            if let Some((len, slots)) = shape.frame_of(word, ready, &mut self.consumer.seen) {
+                let frame = Frame::new(shape, pos, len, slots);
+                return Ok(Some((frame, pos.wrapping_add(slots))));
             }
         }
         self.peek_slow()
@@ -1336,7 +1337,11 @@ impl<S: RingStorage> ReadChunk<'_, S> {
                 let frame = Frame::new(&shape, self.pos, len, slots);
                 Ok(Some((frame, self.pos.wrapping_add(slots))))
             }
-            Err(c) => Err(self.consumer.poison(c)),
+            Err(c) => {
+                // End the chunk: `peek` does not test for poison.
+                self.end = self.pos;
+                Err(self.consumer.poison(c))
+            }
         }
     }
 
@@ -1968,6 +1973,40 @@ mod tests {
         assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Err(err), "sticky");
         assert_eq!(rx.stats().corruptions, 1);
         assert_eq!(rx.stats().frames, 1);
+    }
+
+    #[test]
+    fn a_corrupt_frame_ends_the_chunk_and_stays_reported() {
+        let ring = HeapRing::new(geometry(16, 2048));
+        // SAFETY: this test's only producer and consumer of the ring.
+        let (mut tx, mut rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
+        for i in 0..3 {
+            tx.send(&frame(100, i)).unwrap();
+        }
+        set_desc(&ring, 1, 0, 0);
+        let mut chunk = rx.read_chunk(8).unwrap();
+        assert!(matches!(chunk.next_frame(), Ok(Some(f)) if f.to_vec() == frame(100, 0)));
+        let first = match chunk.next_frame() {
+            Err(c) => c,
+            _ => panic!("frame 1 is corrupt"),
+        };
+        assert!(matches!(first, Corruption::Length { slot: 1, .. }));
+        // Even if the peer puts a valid descriptor back.
+        set_desc(&ring, 1, 100, 0);
+        for _ in 0..2 {
+            assert!(
+                matches!(chunk.next_frame(), Err(c) if c == first),
+                "sticky in the chunk"
+            );
+        }
+        drop(chunk);
+        assert_eq!(rx.read_chunk(8).err(), Some(first), "and after it");
+        assert_eq!((rx.stats().frames, rx.stats().corruptions), (1, 1));
     }
 
     /// Streams of one small frame size take `recv_batch`'s grouped path;

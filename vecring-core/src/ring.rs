@@ -193,6 +193,18 @@ impl SeenDesc {
     };
 }
 
+/// The slots from free-running `start` to the end of the data area: a
+/// frame that lies within them is at `base` plus its offset, with no wrap
+/// to handle (all frames of a batch but at most one per lap).
+#[derive(Clone, Copy)]
+struct Run {
+    start: u64,
+    /// The first byte of slot `start`.
+    base: *mut u8,
+    /// Slots from `start` to the end of the data area.
+    to_end: u64,
+}
+
 /// Geometry in the form the hot path wants, copied out of the storage once.
 #[derive(Clone, Copy)]
 struct Shape {
@@ -367,6 +379,42 @@ impl Shape {
             }
         }
         self.write_desc(index, len);
+    }
+
+    /// The run of slots from free-running `start` (see [`Run`]).
+    #[inline(always)]
+    fn run_from(&self, start: u64) -> Run {
+        Run {
+            start,
+            base: self.slot_ptr(start),
+            to_end: u64::from(self.slot_count) - (start & self.mask),
+        }
+    }
+
+    /// [`write_frame`](Self::write_frame) for a frame of `slots` slots
+    /// `used` slots into `run`: at a fixed offset from `run.base` unless it
+    /// wraps.
+    ///
+    /// # Safety
+    /// As for `write_frame`, at free-running index `run.start + used`.
+    #[inline(always)]
+    unsafe fn write_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
+        if used + slots <= run.to_end {
+            // SAFETY: the frame's slots lie before the end of the data area,
+            // `used` slots from `run.base`, and are the caller's; `frame`
+            // does not overlap them (the caller's contract).
+            unsafe {
+                copy_bytes(
+                    run.base.add((used as usize) << self.slot_shift),
+                    frame.as_ptr(),
+                    frame.len(),
+                );
+            }
+            self.write_desc(run.start.wrapping_add(used), frame.len());
+        } else {
+            // SAFETY: the caller's contract, at `run.start + used`.
+            unsafe { self.write_frame(run.start.wrapping_add(used), frame) };
+        }
     }
 
     /// Writes the descriptor of a frame of `len` (valid) bytes starting at
@@ -636,7 +684,7 @@ impl<S: RingStorage> Producer<S> {
         let reserved = free.min(max);
         Ok(WriteChunk {
             shape: self.shape,
-            start: self.head,
+            run: self.shape.run_from(self.head),
             reserved,
             used: 0,
             frames: 0,
@@ -678,58 +726,32 @@ impl<S: RingStorage> Producer<S> {
         let shape = self.shape;
         let mut free = self.free_slots(1)?;
         let start = self.head;
-        // Frames before the end of the data area (all but at most one per
-        // lap) are copied to a fixed base plus their offset.
-        let to_end = u64::from(shape.slot_count) - (start & shape.mask);
-        let base = shape.slot_ptr(start);
+        let run = shape.run_from(start);
         let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
         let mut refreshed = false;
-        // Frames that end within `limit` slots of `start` have room and do
-        // not wrap: one test covers both.
-        let mut limit = free.min(to_end);
         for frame in frames {
             let len = frame.len();
             let slots = shape.slots_for(len);
-            let mut wraps = false;
-            if len.wrapping_sub(1) >= shape.max_frame || used + slots > limit {
-                if len.wrapping_sub(1) >= shape.max_frame {
-                    if let (0, Some(e)) = (n, shape.bad_length(len)) {
-                        return Err(e.into());
-                    }
+            if len.wrapping_sub(1) >= shape.max_frame {
+                if let (0, Some(e)) = (n, shape.bad_length(len)) {
+                    return Err(e.into());
+                }
+                break;
+            }
+            if slots > free - used {
+                if refreshed {
                     break;
                 }
+                refreshed = true;
+                // `head` moves only below, so this counts from `start`.
+                free = self.free_slots(u64::MAX)?;
                 if slots > free - used {
-                    if refreshed {
-                        break;
-                    }
-                    refreshed = true;
-                    // `head` moves only below, so this counts from `start`.
-                    free = self.free_slots(u64::MAX)?;
-                    if slots > free - used {
-                        break;
-                    }
-                    limit = free.min(to_end);
+                    break;
                 }
-                wraps = used + slots > to_end;
             }
-            if wraps {
-                // SAFETY: `len` is valid (checked above), `frame` is the
-                // caller's memory, and the slots are among the `free` ones.
-                unsafe { shape.write_frame(start.wrapping_add(used), frame) };
-            } else {
-                // SAFETY: the frame's slots are among the `free` ones and
-                // lie before the end of the data area, `used` slots from
-                // `base` (`limit`, or `to_end` above); `frame` is the
-                // caller's memory.
-                unsafe {
-                    copy_bytes(
-                        base.add((used as usize) << shape.slot_shift),
-                        frame.as_ptr(),
-                        len,
-                    );
-                }
-                shape.write_desc(start.wrapping_add(used), len);
-            }
+            // SAFETY: `len` is valid (checked above), `frame` is the
+            // caller's memory, and the slots are among the `free` ones.
+            unsafe { shape.write_in_run(&run, used, slots, frame) };
             used += slots;
             n += 1;
             bytes += len as u64;
@@ -759,7 +781,8 @@ pub struct WriteChunk<'p, S: RingStorage> {
     /// registers across pushes, where the producer's, behind a pointer,
     /// would be reloaded after every store into the ring.
     shape: Shape,
-    start: u64,
+    /// From the producer's head: where the chunk's frames go.
+    run: Run,
     reserved: u64,
     used: u64,
     frames: usize,
@@ -816,7 +839,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
             // SAFETY: a valid length, the caller's memory, and slots of our
             // reservation.
-            unsafe { shape.write_frame(self.start.wrapping_add(self.used), frame) };
+            unsafe { shape.write_in_run(&self.run, self.used, slots, frame) };
             self.used += slots;
             self.frames += 1;
             self.bytes += len as u64;
@@ -838,7 +861,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     {
         let slots = self.check_len(len)?;
         let shape = &self.shape;
-        let index = self.start.wrapping_add(self.used);
+        let index = self.run.start.wrapping_add(self.used);
         let (head, head_len) = shape.span(index, len);
         let mut writer = FrameWriter {
             head,
@@ -860,7 +883,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     pub fn commit(self) -> usize {
         let p = self.producer;
         if self.used > 0 {
-            p.head = self.start.wrapping_add(self.used);
+            p.head = self.run.start.wrapping_add(self.used);
             // Release: pairs with the consumer's Acquire load of `head` in
             // `Consumer::refresh_head`, publishing the slots and descriptors.
             p.storage
@@ -1162,13 +1185,12 @@ impl<S: RingStorage> Consumer<S> {
         let shape = self.shape;
         let start = self.tail;
         let avail = self.cached_head.wrapping_sub(start);
-        let to_end = u64::from(shape.slot_count) - (start & shape.mask);
-        let base = shape.slot_ptr(start);
+        let run = shape.run_from(start);
         let mut seen = self.seen;
         let (mut off, mut n, mut bytes) = (0u64, 0usize, 0u64);
         // Up to here from `start`, a group of four single-slot frames needs
         // no wrap or published-slots check of its own.
-        let group_end = avail.min(to_end).saturating_sub(RUN as u64 - 1);
+        let group_end = avail.min(run.to_end).saturating_sub(RUN as u64 - 1);
         while n < max && off < avail {
             let pos = start.wrapping_add(off);
             if seen.slots == 1 && off < group_end && n + RUN <= max && shape.run_of(pos, &seen) {
@@ -1183,12 +1205,12 @@ impl<S: RingStorage> Consumer<S> {
                             // SAFETY: one of `RUN` validated one-slot frames
                             // (`run_of`) wholly before both the published
                             // head and the end of the data area
-                            // (`group_end`), `off + i` slots past `base`;
+                            // (`group_end`), `off + i` slots past `run.base`;
                             // `dst` has room for `len` bytes.
                             unsafe {
                                 copy_bytes(
                                     dst.as_mut_ptr(),
-                                    base.add((off as usize + i) << shape.slot_shift),
+                                    run.base.add((off as usize + i) << shape.slot_shift),
                                     len,
                                 );
                             }
@@ -1228,14 +1250,14 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
-            if off + slots <= to_end {
+            if off + slots <= run.to_end {
                 // SAFETY: a validated frame wholly before the end of the
-                // data area, `off` slots from `base`; `buf` is local memory
+                // data area, `off` slots from `run.base`; `buf` is local memory
                 // with room for `len` bytes (checked above).
                 unsafe {
                     copy_bytes(
                         buf.as_mut_ptr(),
-                        base.add((off as usize) << shape.slot_shift),
+                        run.base.add((off as usize) << shape.slot_shift),
                         len,
                     );
                 }

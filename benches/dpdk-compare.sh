@@ -27,13 +27,8 @@ while getopts "s:p:t:z" o; do
 	esac
 done
 
-# EAL refuses plugins under a world-writable directory: install a copy.
-SO_SRC=${VECRING_PMD_SO:-$ROOT/target/release/librte_net_vecring.so}
-[ -f "$SO_SRC" ] || { echo "missing $SO_SRC: cargo build --release -p vecring-pmd" >&2; exit 1; }
-PLUGIN_DIR=/usr/local/lib/vecring
-install -d -m 0755 "$PLUGIN_DIR"
-install -m 0644 "$SO_SRC" "$PLUGIN_DIR/librte_net_vecring.so"
-SO=$PLUGIN_DIR/librte_net_vecring.so
+# shellcheck source=benches/plugin.sh
+. "$ROOT/benches/plugin.sh"
 
 WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
 trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT

@@ -15,13 +15,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIDES=${*:-rx tx}
 command -v valgrind >/dev/null || { echo "pmd-ir-per-packet: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-SO_SRC=${VECRING_PMD_SO:-$ROOT/target/release/librte_net_vecring.so}
-[ -f "$SO_SRC" ] || { echo "missing $SO_SRC: cargo build --release -p vecring-pmd" >&2; exit 1; }
-# EAL refuses plugins under a world-writable directory: install a copy.
-PLUGIN_DIR=/usr/local/lib/vecring
-install -d -m 0755 "$PLUGIN_DIR"
-install -m 0644 "$SO_SRC" "$PLUGIN_DIR/librte_net_vecring.so"
-SO=$PLUGIN_DIR/librte_net_vecring.so
+# shellcheck source=benches/plugin.sh
+. "$ROOT/benches/plugin.sh"
 WORK=$(mktemp -d /run/vecring-pmd-ir.XXXXXX)
 trap 'pkill -f "file-prefix=vrir" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::{Expectation, HugepagePolicy, Region, RegionOptions};
-use vecring_core::{abi, Consumer, Geometry, Producer};
+use vecring_core::ring::EndpointStats;
+use vecring_core::{abi, Consumer, Geometry, Producer, RingStorage};
 use vecring_tests::{check_frame, fill_frame, frame_len, Watchdog};
 
 const FRAMES: u64 = 10_000_000;
@@ -32,6 +33,22 @@ fn region_pair() -> (Arc<Region>, Arc<Region>) {
         .unwrap(),
     );
     (master, slave)
+}
+
+/// Frame `expected` arrived as `bytes`: `len` long and intact.
+fn expect_frame(bytes: &[u8], len: usize, expected: u64) {
+    assert_eq!(bytes.len(), len, "frame {expected}: length");
+    let seq = check_frame(bytes).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(seq, expected, "lost, duplicated or reordered");
+}
+
+/// The producer sent `frames`, the consumer received exactly those, and
+/// nothing else is waiting or went wrong.
+fn all_arrived<S: RingStorage>(sent: EndpointStats, rx: &mut Consumer<S>, frames: u64) {
+    assert_eq!(sent.frames, frames);
+    assert_eq!(rx.stats().frames, frames);
+    assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
+    assert_eq!(rx.stats().corruptions, 0);
 }
 
 #[test]
@@ -87,9 +104,7 @@ fn ten_million_frames_arrive_once_in_order_intact() {
         let mut got = 0;
         while let Some(frame) = chunk.next_frame().unwrap() {
             let n = frame.copy_to(&mut buf);
-            assert_eq!(n, frame_len(expected), "frame {expected}: length");
-            let seq = check_frame(&buf[..n]).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(seq, expected, "lost, duplicated or reordered");
+            expect_frame(&buf[..n], frame_len(expected), expected);
             expected += 1;
             got += 1;
         }
@@ -97,11 +112,7 @@ fn ten_million_frames_arrive_once_in_order_intact() {
             std::hint::spin_loop();
         }
     }
-    let sent = producer.join().unwrap();
-    assert_eq!(sent.frames, FRAMES);
-    assert_eq!(rx.stats().frames, FRAMES);
-    assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
-    assert_eq!(rx.stats().corruptions, 0);
+    all_arrived(producer.join().unwrap(), &mut rx, FRAMES);
 }
 
 /// The copying batch API (`send_batch`/`recv_batch`) across two mappings:
@@ -156,18 +167,12 @@ fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
         round += 1;
         let n = rx.recv_batch(&mut bufs[..take], &mut lens[..take]).unwrap();
         for (buf, &len) in bufs.iter().zip(&lens).take(n) {
-            assert_eq!(len, len_of(expected), "frame {expected}: length");
-            let seq = check_frame(&buf[..len]).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(seq, expected, "lost, duplicated or reordered");
+            expect_frame(&buf[..len], len_of(expected), expected);
             expected += 1;
         }
         if n == 0 {
             std::hint::spin_loop();
         }
     }
-    let sent = producer.join().unwrap();
-    assert_eq!(sent.frames, BATCH_FRAMES);
-    assert_eq!(rx.stats().frames, BATCH_FRAMES);
-    assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
-    assert_eq!(rx.stats().corruptions, 0);
+    all_arrived(producer.join().unwrap(), &mut rx, BATCH_FRAMES);
 }

@@ -1889,14 +1889,7 @@ mod tests {
     }
 
     fn poisoned_consumer(corrupt: impl FnOnce(&HeapRing)) -> Corruption {
-        let ring = HeapRing::new(geometry(16, 2048));
-        // SAFETY: this test's only producer and consumer of the ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
+        let (ring, mut tx, mut rx) = corruptible_channel(geometry(16, 2048));
         tx.send(&frame(100, 0)).unwrap();
         tx.send(&frame(3000, 1)).unwrap();
         corrupt(&ring);
@@ -1914,6 +1907,23 @@ mod tests {
         }
         assert_eq!(rx.stats().corruptions, 1);
         first.expect("corruption detected")
+    }
+
+    /// A channel whose ring the test keeps, to corrupt it as a hostile peer
+    /// would.
+    fn corruptible_channel(
+        geometry: Geometry,
+    ) -> (HeapRing, Producer<HeapRing>, Consumer<HeapRing>) {
+        let ring = HeapRing::new(geometry);
+        // SAFETY: the ring is new; these are its only producer and consumer
+        // (the test only corrupts it, as a peer would).
+        let (tx, rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
+        (ring, tx, rx)
     }
 
     fn set_desc(ring: &HeapRing, slot: usize, len: u16, flags: u16) {
@@ -1971,14 +1981,7 @@ mod tests {
 
     #[test]
     fn recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops() {
-        let ring = HeapRing::new(geometry(128, 256));
-        // SAFETY: this test's only producer and consumer of the ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
+        let (ring, mut tx, mut rx) = corruptible_channel(geometry(128, 256));
         let frames = [frame(100, 0), frame(600, 1), frame(50, 2)];
         assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(3));
         // The second frame (slots 1..4) now claims 4000 bytes (16 slots).
@@ -1999,14 +2002,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_frame_ends_the_chunk_and_stays_reported() {
-        let ring = HeapRing::new(geometry(16, 2048));
-        // SAFETY: this test's only producer and consumer of the ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
+        let (ring, mut tx, mut rx) = corruptible_channel(geometry(16, 2048));
         for i in 0..3 {
             tx.send(&frame(100, i)).unwrap();
         }
@@ -2086,14 +2082,8 @@ mod tests {
 
     #[test]
     fn recv_batch_group_catches_a_corrupt_descriptor_inside_it() {
-        let ring = HeapRing::new(Geometry::with_max_frame_len(64, 256, 4096).unwrap());
-        // SAFETY: this test's only producer and consumer of the ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
+        let (ring, mut tx, mut rx) =
+            corruptible_channel(Geometry::with_max_frame_len(64, 256, 4096).unwrap());
         let frames: Vec<Vec<u8>> = (0..12).map(|i| frame(100, i)).collect();
         assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(12));
         // Frame 6, in the second group of four, now claims the MORE flag.

@@ -396,7 +396,8 @@ impl Shape {
     /// wraps.
     ///
     /// # Safety
-    /// As for `write_frame`, at free-running index `run.start + used`.
+    /// As for `write_frame`, at free-running index `run.start + used`, and
+    /// `slots` must be `slots_for(frame.len())`.
     #[inline(always)]
     unsafe fn write_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
         if used + slots <= run.to_end {
@@ -2027,6 +2028,15 @@ mod tests {
         assert_eq!((rx.stats().frames, rx.stats().corruptions), (1, 1));
     }
 
+    #[test]
+    fn endpoints_and_chunks_can_move_to_another_thread() {
+        fn is_send<T: Send>() {}
+        is_send::<Producer<HeapRing>>();
+        is_send::<Consumer<HeapRing>>();
+        is_send::<WriteChunk<'static, HeapRing>>();
+        is_send::<ReadChunk<'static, HeapRing>>();
+    }
+
     /// Streams of one small frame size take `recv_batch`'s grouped path;
     /// every way out of it must behave like the frame-by-frame path.
     #[test]
@@ -2211,3 +2221,8 @@ mod keep_tests {
 unsafe impl<S: RingStorage> Send for Producer<S> {}
 // SAFETY: as for `Producer`.
 unsafe impl<S: RingStorage> Send for Consumer<S> {}
+// SAFETY: as for `Producer`: the chunk's copy of the shape and its `Run`
+// point into the storage of the endpoint it borrows mutably.
+unsafe impl<S: RingStorage> Send for WriteChunk<'_, S> {}
+// SAFETY: as for `WriteChunk`.
+unsafe impl<S: RingStorage> Send for ReadChunk<'_, S> {}

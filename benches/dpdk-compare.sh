@@ -27,6 +27,10 @@ while getopts "s:p:t:z" o; do
 	esac
 done
 
+# testpmd prints its rates once a second and the first and last periods are
+# dropped: shorter runs leave nothing to take the median of.
+[ "$SECONDS_PER_RUN" -ge 5 ] || { echo "dpdk-compare: -t needs at least 5 seconds per run" >&2; exit 2; }
+
 # shellcheck source=benches/plugin.sh
 . "$ROOT/benches/plugin.sh"
 

@@ -418,6 +418,30 @@ impl Shape {
         }
     }
 
+    /// Copies the frame of `len` bytes in the `slots` slots `used` slots
+    /// into `run` to `dst`: from a fixed offset from `run.base` unless it
+    /// wraps. The reading twin of [`write_in_run`](Self::write_in_run).
+    ///
+    /// # Safety
+    /// The frame must be published and validated (`slots` is
+    /// `slots_for(len)`), and `dst` must hold at least `len` bytes.
+    #[inline(always)]
+    unsafe fn read_in_run(&self, run: &Run, used: u64, slots: u64, len: usize, dst: &mut [u8]) {
+        if used + slots <= run.to_end {
+            // SAFETY: the frame lies before the end of the data area, `used`
+            // slots from `run.base`; `dst` is local memory with room for it.
+            unsafe {
+                copy_bytes(
+                    dst.as_mut_ptr(),
+                    run.base.add((used as usize) << self.slot_shift),
+                    len,
+                );
+            }
+        } else {
+            Frame::new(self, run.start.wrapping_add(used), len, slots).copy_to(dst);
+        }
+    }
+
     /// Writes the descriptor of a frame of `len` (valid) bytes starting at
     /// free-running `index`.
     #[inline(always)]
@@ -1251,21 +1275,9 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
-            if off + slots <= run.to_end {
-                // SAFETY: a validated frame wholly before the end of the
-                // data area, `off` slots from `run.base`; `buf` is local memory
-                // with room for `len` bytes (checked above).
-                unsafe {
-                    copy_bytes(
-                        buf.as_mut_ptr(),
-                        run.base.add((off as usize) << shape.slot_shift),
-                        len,
-                    );
-                }
-            } else {
-                // A validated frame that wraps or starts past the wrap.
-                Frame::new(&shape, pos, len, slots).copy_to(buf);
-            }
+            // SAFETY: a validated frame of `len` bytes in `slots` slots;
+            // `buf` has room for them (checked above).
+            unsafe { shape.read_in_run(&run, off, slots, len, buf) };
             lens[n] = len;
             n += 1;
             bytes += len as u64;

@@ -226,6 +226,39 @@ show_xstats() {
 	wait_for "$1" "^ *rejected_peers: [0-9]+" "$((before + 1))" 10
 }
 
+# mbufs_in_use NAME: mbufs of testpmd's pool (mb_pool_0) neither in the pool
+# nor in a per-lcore cache, from a fresh `dump_mempool`.
+mbufs_in_use() {
+	local before
+	before=$(grep -c "^mempool <mb_pool_0>" "$WORK/$1.log")
+	cmd "$1" dump_mempool
+	wait_for "$1" "^mempool <mb_pool_0>" "$((before + 1))" 10 || return
+	# Read the last dump's section of mb_pool_0 (wait_for saw its header;
+	# give the rest of it a moment to arrive).
+	sleep 0.2
+	awk -v last="$((before + 1))" '
+		/^mempool </ { in_pool = ($2 ~ /^<mb_pool_0>/) && (++seen == last) }
+		in_pool && /^ *populated_size=/ { split($0, a, "="); size = a[2] }
+		in_pool && /^ *total_cache_count=/ { split($0, a, "="); cached = a[2] }
+		in_pool && /^ *common_pool_count=/ { split($0, a, "="); print size - cached - a[2]; exit }
+	' "$WORK/$1.log"
+}
+
+# tx_fast_free NAME: whether testpmd enabled MBUF_FAST_FREE on port 0's TX.
+tx_fast_free() {
+	local before
+	before=$(grep -c "Tx Offloading Configuration of port 0" "$WORK/$1.log")
+	cmd "$1" "show port 0 tx_offload configuration"
+	wait_for "$1" "Tx Offloading Configuration of port 0" "$((before + 1))" 10 || return
+	sleep 0.2
+	if tac "$WORK/$1.log" | awk '/Tx Offloading Configuration of port 0/ { exit } { print }' |
+		grep -q "^ *Port :.*MBUF_FAST_FREE"; then
+		echo on
+	else
+		echo off
+	fi
+}
+
 expect_eq() { # what got want
 	if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
 }
@@ -369,10 +402,28 @@ test_small_frames() {
 	expect_eq "small: bytes" "$(xstat small_s rx_good_bytes)" "$((tx * 64))"
 	expect_eq "small: slave rx_errors" "$(xstat small_s rx_errors)" 0
 	expect_eq "small: master tx_errors" "$(xstat small_m tx_errors)" 0
+	expect_eq "small: testpmd enabled fast free on the master's TX" "$(tx_fast_free small_m)" on
+	expect_eq "small: every sent mbuf is back in the master's pool" "$(mbufs_in_use small_m)" 0
 	grep -q "Port 0: link state change event" "$WORK/small_s.log" &&
 		pass "small: slave got an LSC event" || fail "small: slave got no LSC event"
 	quit_pmd small_m
 	quit_pmd small_s
+}
+
+# As test_small_frames, with fast free off (testpmd's default turns it on):
+# the master frees sent mbufs through rte_pktmbuf_free_bulk.
+test_small_frames_no_fast_free() {
+	if ! traffic nofast "--txpkts=64 --tx-offloads=0x8000" ""; then
+		fail "no fast free: link did not come up"
+	fi
+	local tx
+	tx=$(xstat nofast_m tx_good_packets)
+	expect_gt "no fast free: master sent" "$tx" 0
+	expect_eq "no fast free: slave received every frame sent" "$(xstat nofast_s rx_good_packets)" "$tx"
+	expect_eq "no fast free: testpmd left fast free off" "$(tx_fast_free nofast_m)" off
+	expect_eq "no fast free: every sent mbuf is back in the master's pool" "$(mbufs_in_use nofast_m)" 0
+	quit_pmd nofast_m
+	quit_pmd nofast_s
 }
 
 # 7168-byte frames in 4 mbuf segments; the slave scatters them into 2 KiB mbufs.
@@ -388,6 +439,9 @@ test_jumbo_scatter() {
 	expect_eq "jumbo: slave received every frame sent" "$rx" "$tx"
 	expect_eq "jumbo: bytes" "$(xstat jumbo_s rx_good_bytes)" "$((tx * 7168))"
 	expect_eq "jumbo: slave rx_errors" "$(xstat jumbo_s rx_errors)" 0
+	# Chains are freed segment by segment even with fast free on.
+	expect_eq "jumbo: every sent chain is back in the master's pool" "$(mbufs_in_use jumbo_m)" 0
+	expect_eq "jumbo: every received chain is back in the slave's pool" "$(mbufs_in_use jumbo_s)" 0
 	quit_pmd jumbo_m
 	quit_pmd jumbo_s
 }
@@ -844,7 +898,7 @@ test_rust_interop() {
 	[ "$n" -ge 8 ] || fail "rust interop: only $n tests ran, see $out"
 }
 
-ALL=(bad_devargs second_master small_frames jumbo_scatter jumbo_no_scatter jumbo_9000 mac_filter
+ALL=(bad_devargs second_master small_frames small_frames_no_fast_free jumbo_scatter jumbo_no_scatter jumbo_9000 mac_filter
 	reconnect slave_restart lxc_txonly lxc_io lxc_master_restart rust_interop)
 TESTS=("$@")
 [ ${#TESTS[@]} -eq 0 ] && TESTS=("${ALL[@]}")

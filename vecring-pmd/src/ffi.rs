@@ -21,6 +21,12 @@ include!(concat!(env!("OUT_DIR"), "/dpdk_bindings.rs"));
 pub const RX_OFFLOAD_SCATTER: u64 = 1 << 13;
 /// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`.
 pub const TX_OFFLOAD_MULTI_SEGS: u64 = 1 << 15;
+/// `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`: the application promises that the
+/// mbufs of a TX queue come from one pool and have a reference count of 1.
+pub const TX_OFFLOAD_MBUF_FAST_FREE: u64 = 1 << 16;
+/// `RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL`: the mbuf is attached to
+/// another's data or to an external buffer, and must be detached to be freed.
+pub const MBUF_F_ATTACHED: u64 = (1 << 62) | (1 << 61);
 /// `RTE_ETH_DEV_INTR_LSC`: the port raises link-state-change events.
 pub const DEV_INTR_LSC: u32 = 1 << 1;
 /// `RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS`: ethdev makes per-queue xstats from

@@ -46,6 +46,13 @@ vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbufs,
 	return rte_pktmbuf_alloc_bulk(pool, mbufs, count);
 }
 
+void
+vecring_mempool_put_bulk(struct rte_mempool *pool, void *const *objs,
+			 unsigned int count)
+{
+	rte_mempool_put_bulk(pool, objs, count);
+}
+
 uint16_t
 vecring_pktmbuf_buf_space(struct rte_mempool *pool)
 {
@@ -66,6 +73,9 @@ vecring_pktmbuf_attach_extbuf(struct rte_mbuf *m, void *buf, uint16_t len,
 /* Constants mirrored in src/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
 _Static_assert(RTE_ETH_RX_OFFLOAD_SCATTER == (UINT64_C(1) << 13), "ffi.rs");
 _Static_assert(RTE_ETH_TX_OFFLOAD_MULTI_SEGS == (UINT64_C(1) << 15), "ffi.rs");
+_Static_assert(RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE == (UINT64_C(1) << 16), "ffi.rs");
+_Static_assert((RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL) ==
+	       ((UINT64_C(1) << 62) | (UINT64_C(1) << 61)), "ffi.rs");
 _Static_assert(RTE_ETH_DEV_INTR_LSC == (UINT32_C(1) << 1), "ffi.rs");
 _Static_assert(RTE_ETH_LINK_SPEED_FIXED == (UINT32_C(1) << 0), "ffi.rs");
 _Static_assert(RTE_ETH_SPEED_NUM_UNKNOWN == UINT32_MAX, "ffi.rs");

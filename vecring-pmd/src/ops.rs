@@ -120,9 +120,17 @@ impl Dev {
         unsafe { (*self.rx_slot(q)).cast::<RxQueue>().as_ref() }.map(RxQueue::buf_space)
     }
 
-    fn tx_queue_is_set(self, q: u16) -> bool {
-        // SAFETY: a valid slot.
-        unsafe { !(*self.tx_slot(q)).is_null() }
+    /// Whether TX queue `q` frees sent mbufs the fast way, if it is set up.
+    fn tx_queue_fast_free(self, q: u16) -> Option<bool> {
+        // SAFETY: the slot holds null or a `Box<TxQueue>` from
+        // `tx_queue_setup`, alive until `tx_queue_release`, which cannot run
+        // during this operation.
+        unsafe { (*self.tx_slot(q)).cast::<TxQueue>().as_ref() }.map(TxQueue::fast_free)
+    }
+
+    fn tx_offloads(self) -> u64 {
+        // SAFETY: `data` is valid.
+        unsafe { (*self.data()).dev_conf.txmode.offloads }
     }
 
     fn set_queue_states(self, state: u8) {
@@ -172,12 +180,12 @@ impl Dev {
 
     /// Installs the burst functions; ethdev copies them into its fast-path
     /// table when `dev_start` returns.
-    fn set_burst_fns(self, scatter: bool, zero_copy: bool) {
+    fn set_burst_fns(self, scatter: bool, zero_copy: bool, fast_free: bool) {
         // SAFETY: a valid port; the fast path does not read these fields.
         unsafe {
             (*self.data()).set_scattered_rx(u8::from(scatter));
             (*self.0).rx_pkt_burst = rxtx::rx_burst_fn(scatter, zero_copy);
-            (*self.0).tx_pkt_burst = rxtx::tx_burst_fn();
+            (*self.0).tx_pkt_burst = rxtx::tx_burst_fn(fast_free);
         }
     }
 
@@ -215,13 +223,15 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
                 );
             }
         }
+        let mut fast_free = true;
         for q in 0..dev.nb_tx_queues() {
-            if !dev.tx_queue_is_set(q) {
+            let Some(fast) = dev.tx_queue_fast_free(q) else {
                 vlog!(ERR, "{}: start: tx queue {q} is not set up", p.name);
                 return -libc::EINVAL;
-            }
+            };
+            fast_free &= fast;
         }
-        dev.set_burst_fns(scatter, p.args.zero_copy);
+        dev.set_burst_fns(scatter, p.args.zero_copy, fast_free);
         dev.set_queue_states(QUEUE_STARTED);
         p.learn_geometry();
         dev.set_link_status(p.link.state().is_up());
@@ -262,7 +272,7 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
         i.max_mtu = (MAX_FRAME_LEN - ffi::ETHER_OVERHEAD) as u16;
         i.min_rx_bufsize = 0;
         i.rx_offload_capa = ffi::RX_OFFLOAD_SCATTER;
-        i.tx_offload_capa = ffi::TX_OFFLOAD_MULTI_SEGS;
+        i.tx_offload_capa = ffi::TX_OFFLOAD_MULTI_SEGS | ffi::TX_OFFLOAD_MBUF_FAST_FREE;
         // The ring size is a devarg: descriptor counts are accepted and
         // ignored, and chains of any length are sent.
         for lim in [&mut i.rx_desc_lim, &mut i.tx_desc_lim] {
@@ -511,10 +521,14 @@ unsafe extern "C" fn tx_queue_setup(
     qid: u16,
     _nb_desc: u16,
     _socket_id: u32,
-    _conf: *const ffi::rte_eth_txconf,
+    conf: *const ffi::rte_eth_txconf,
 ) -> i32 {
     // SAFETY: as for `rx_queue_setup`.
     let dev = unsafe { Dev::new(dev) };
+    // ethdev passes only the queue's own offloads; the port's come from
+    // `dev_conf`.
+    // SAFETY: ethdev passes a valid configuration (or null: none).
+    let queue_offloads = unsafe { conf.as_ref() }.map_or(0, |c| c.offloads);
     dev.with_port("tx_queue_setup", |p| {
         if qid >= MAX_QUEUES.min(dev.nb_tx_queues()) {
             return -libc::EINVAL;
@@ -524,7 +538,8 @@ unsafe extern "C" fn tx_queue_setup(
             return -libc::EBUSY;
         };
         p.learn_geometry();
-        let q = TxQueue::new(sender, Arc::clone(&p.shared));
+        let fast_free = (queue_offloads | dev.tx_offloads()) & ffi::TX_OFFLOAD_MBUF_FAST_FREE != 0;
+        let q = TxQueue::new(sender, Arc::clone(&p.shared), fast_free);
         // SAFETY: a valid, empty slot (ethdev released the previous queue).
         unsafe { *dev.tx_slot(qid) = Box::into_raw(Box::new(q)).cast::<c_void>() };
         0

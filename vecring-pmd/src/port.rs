@@ -316,7 +316,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         };
         (*eth).dev_ops = &crate::ops::OPS;
         (*eth).rx_pkt_burst = crate::rxtx::rx_burst_fn(false, false);
-        (*eth).tx_pkt_burst = crate::rxtx::tx_burst_fn();
+        (*eth).tx_pkt_burst = crate::rxtx::tx_burst_fn(false);
     }
     // Link-state changes reach the port from now on; read the state after
     // arming so that a change in between is not lost.

@@ -2,7 +2,8 @@
 //! functions.
 //!
 //! TX copies each mbuf (chains too) into the ring with one chunk reservation
-//! and one commit per burst, then frees the sent mbufs in bulk. RX allocates
+//! and one commit per burst, then frees the sent mbufs in bulk (straight
+//! into their pool when the application enabled fast free). RX allocates
 //! mbufs in bulk, copies frames in (scattering into a chain when scatter is
 //! enabled), and releases the ring slots once per burst.
 //!
@@ -48,6 +49,8 @@ pub struct TxQueue {
     pub(crate) sender: Sender,
     /// Counters, and the slot size that sizes the reservation.
     shared: Arc<Shared>,
+    /// The application enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`.
+    fast_free: bool,
 }
 
 /// Data bytes one mbuf of `pool` holds after its headroom (0 if none).
@@ -94,9 +97,19 @@ impl RxQueue {
 }
 
 impl TxQueue {
-    /// A transmit queue over `sender`.
-    pub fn new(sender: Sender, shared: Arc<Shared>) -> Self {
-        TxQueue { sender, shared }
+    /// A transmit queue over `sender`; `fast_free` when the application
+    /// enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE` for it.
+    pub fn new(sender: Sender, shared: Arc<Shared>, fast_free: bool) -> Self {
+        TxQueue {
+            sender,
+            shared,
+            fast_free,
+        }
+    }
+
+    /// Whether sent mbufs go back to their pool the fast way.
+    pub fn fast_free(&self) -> bool {
+        self.fast_free
     }
 }
 
@@ -110,9 +123,14 @@ pub fn rx_burst_fn(scatter: bool, zero_copy: bool) -> ffi::eth_rx_burst_t {
     }
 }
 
-/// The TX burst function.
-pub fn tx_burst_fn() -> ffi::eth_tx_burst_t {
-    Some(tx_burst)
+/// The TX burst function, with or without the fast release of sent mbufs
+/// (`RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`).
+pub fn tx_burst_fn(fast_free: bool) -> ffi::eth_tx_burst_t {
+    if fast_free {
+        Some(tx_burst::<true>)
+    } else {
+        Some(tx_burst::<false>)
+    }
 }
 
 /// Frees `n` mbufs (and their chains) starting at `mbufs`.
@@ -124,6 +142,27 @@ unsafe fn free_bulk(mbufs: *mut *mut rte_mbuf, n: usize) {
     if n > 0 {
         // SAFETY: the caller owns the `n` mbufs; `n <= u16::MAX` in every caller.
         unsafe { ffi::rte_pktmbuf_free_bulk(mbufs, n as u32) }
+    }
+}
+
+/// Gives back the `n` mbufs a TX burst took. With fast free the application
+/// has promised one pool and a reference count of 1 for every mbuf of the
+/// queue; a burst the TX loop found `plain` (single-segment, direct mbufs
+/// only) then goes straight back to that pool without the per-mbuf checks
+/// of [`free_bulk`], which also read each mbuf's second cache line.
+///
+/// # Safety
+/// The mbufs must be valid and owned by the caller; with `fast`, they must
+/// keep the application's fast-free promise and be plain.
+#[inline]
+unsafe fn free_sent(mbufs: *mut *mut rte_mbuf, n: usize, fast: bool) {
+    if fast && n > 0 {
+        // SAFETY: per the caller, `n` raw-state mbufs of one pool (that of
+        // the first); `n <= u16::MAX`.
+        unsafe { ffi::vecring_mempool_put_bulk((**mbufs).pool, mbufs.cast(), n as u32) }
+    } else {
+        // SAFETY: per the caller.
+        unsafe { free_bulk(mbufs, n) }
     }
 }
 
@@ -158,12 +197,18 @@ unsafe fn seg_room<'a>(m: *mut rte_mbuf, len: usize) -> &'a mut [u8] {
     }
 }
 
-/// Transmit burst: copies the mbufs into the ring, frees those it took.
+/// Transmit burst: copies the mbufs into the ring, frees those it took
+/// (the fast way with `FAST_FREE` when the whole burst allows it).
 ///
 /// # Safety
 /// Called by ethdev with the queue pointer stored by `tx_queue_setup` and an
-/// array of `nb_pkts` valid mbufs, from one lcore at a time.
-unsafe extern "C" fn tx_burst(txq: *mut c_void, pkts: *mut *mut rte_mbuf, nb_pkts: u16) -> u16 {
+/// array of `nb_pkts` valid mbufs, from one lcore at a time; with
+/// `FAST_FREE`, the mbufs keep the application's fast-free promise.
+unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
+    txq: *mut c_void,
+    pkts: *mut *mut rte_mbuf,
+    nb_pkts: u16,
+) -> u16 {
     // SAFETY: `txq` is the `Box<TxQueue>` stored by `tx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *txq.cast::<TxQueue>() };
@@ -198,15 +243,22 @@ unsafe extern "C" fn tx_burst(txq: *mut c_void, pkts: *mut *mut rte_mbuf, nb_pkt
     };
 
     let (mut taken, mut sent, mut bytes, mut dropped) = (0usize, 0u64, 0u64, 0u64);
+    // Whether every mbuf taken so far is single-segment and direct.
+    let mut plain = true;
     for &m in mbufs {
         // SAFETY: a valid mbuf from the application.
         let (mut len, segs) = unsafe { ((*m).pkt_len as usize, (*m).nb_segs) };
         let res = if segs == 1 {
+            if FAST_FREE {
+                // SAFETY: a valid mbuf; `ol_flags` shares its first line.
+                plain &= unsafe { (*m).ol_flags } & ffi::MBUF_F_ATTACHED == 0;
+            }
             // SAFETY: a valid single-segment mbuf.
             let data = unsafe { seg_bytes(m) };
             len = data.len();
             chunk.push(data)
         } else {
+            plain = false;
             chunk.push_with(len, |w| {
                 let mut s = m.cast_const();
                 while !s.is_null() {
@@ -231,8 +283,10 @@ unsafe extern "C" fn tx_burst(txq: *mut c_void, pkts: *mut *mut rte_mbuf, nb_pkt
         taken += 1;
     }
     chunk.commit();
-    // SAFETY: the first `taken` mbufs were copied or dropped and are ours.
-    unsafe { free_bulk(pkts, taken) };
+    // SAFETY: the first `taken` mbufs were copied or dropped and are ours;
+    // with `FAST_FREE` the application keeps its promise and `plain` says
+    // the rest.
+    unsafe { free_sent(pkts, taken, FAST_FREE && plain) };
 
     let t = &q.shared.tx;
     t.packets.add(sent);

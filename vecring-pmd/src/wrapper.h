@@ -44,6 +44,9 @@ struct rte_eth_dev *vecring_eth_vdev_allocate(struct rte_vdev_device *dev,
 /** rte_pktmbuf_alloc_bulk(): 0 on success, the whole request or nothing. */
 int vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool,
 			       struct rte_mbuf **mbufs, unsigned int count);
+/** rte_mempool_put_bulk(): `count` raw-state objects back to `pool`. */
+void vecring_mempool_put_bulk(struct rte_mempool *pool, void *const *objs,
+			      unsigned int count);
 /** rte_pktmbuf_data_room_size() - RTE_PKTMBUF_HEADROOM, 0 if smaller. */
 uint16_t vecring_pktmbuf_buf_space(struct rte_mempool *pool);
 

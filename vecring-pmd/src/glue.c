@@ -46,6 +46,30 @@ vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool, struct rte_mbuf **mbufs,
 	return rte_pktmbuf_alloc_bulk(pool, mbufs, count);
 }
 
+int
+vecring_rx_mbufs_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+		       unsigned int count, uint16_t port)
+{
+	unsigned int i;
+
+	if (rte_mempool_get_bulk(pool, (void **)mbufs, count) != 0)
+		return -ENOENT;
+	for (i = 0; i < count; i++) {
+		struct rte_mbuf *m = mbufs[i];
+
+		/* A free mbuf already has refcnt 1, nb_segs 1 and next NULL
+		 * (the mbuf library's invariant, checked by debug builds). */
+		__rte_mbuf_raw_sanity_check(m);
+		m->port = port;
+		m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+		m->packet_type = 0;
+		m->vlan_tci = 0;
+		m->vlan_tci_outer = 0;
+		rte_pktmbuf_reset_headroom(m);
+	}
+	return 0;
+}
+
 void
 vecring_mempool_put_bulk(struct rte_mempool *pool, void *const *objs,
 			 unsigned int count)

@@ -337,10 +337,10 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     if want == 0 {
         return 0;
     }
-    // Allocate straight into the application's array.
+    // Allocate straight into the application's array, `port` already set.
     // SAFETY: `pkts` has room for `nb_pkts >= want` pointers; `pool` is the
     // queue's packet pool.
-    if unsafe { ffi::vecring_pktmbuf_alloc_bulk(pool, pkts, want as u32) } != 0 {
+    if unsafe { ffi::vecring_rx_mbufs_alloc(pool, pkts, want as u32, port_id) } != 0 {
         // SAFETY: `nombuf` points to the port's counter; this lcore is its
         // only writer.
         unsafe { stats::add_raw(nombuf, want as u64) };
@@ -378,7 +378,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         if let (true, Some(z)) = (len >= ZC_MIN_LEN && frame.contiguous().is_some(), zc) {
             // SAFETY: `m` is a fresh mbuf of ours; the frame is contiguous,
             // in the ring `z` was made for.
-            unsafe { z.attach(m, &frame, port_id) };
+            unsafe { z.attach(m, &frame) };
         } else if len <= buf_space {
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
@@ -389,7 +389,6 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             unsafe {
                 (*m).data_len = len as u16;
                 (*m).pkt_len = len as u32;
-                (*m).port = port_id;
             }
             done(zc);
         } else if SCATTER {
@@ -399,8 +398,6 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
                 done(zc);
                 continue;
             }
-            // SAFETY: `m` is ours.
-            unsafe { (*m).port = port_id };
             done(zc);
         } else {
             too_large += 1;

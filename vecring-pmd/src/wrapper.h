@@ -44,6 +44,15 @@ struct rte_eth_dev *vecring_eth_vdev_allocate(struct rte_vdev_device *dev,
 /** rte_pktmbuf_alloc_bulk(): 0 on success, the whole request or nothing. */
 int vecring_pktmbuf_alloc_bulk(struct rte_mempool *pool,
 			       struct rte_mbuf **mbufs, unsigned int count);
+/**
+ * rte_pktmbuf_alloc_bulk() for the RX burst: 0 on success, the whole request
+ * or nothing. Each mbuf gets `port` and the reset of its first cache line;
+ * the second line (next, tx_offload) is not written, as in DPDK's vector RX
+ * paths: a free mbuf's `next` is already NULL, and `tx_offload` is for the
+ * application to set before it transmits. The caller sets the lengths.
+ */
+int vecring_rx_mbufs_alloc(struct rte_mempool *pool, struct rte_mbuf **mbufs,
+			   unsigned int count, uint16_t port);
 /** rte_mempool_put_bulk(): `count` raw-state objects back to `pool`. */
 void vecring_mempool_put_bulk(struct rte_mempool *pool, void *const *objs,
 			      unsigned int count);

@@ -105,7 +105,7 @@ impl ZcSlots {
     /// `frame` a frame of this generation's ring with
     /// [`Frame::contiguous`] bytes.
     #[inline]
-    pub unsafe fn attach(self: &Arc<Self>, m: *mut rte_mbuf, frame: &Frame<'_>, port: u16) {
+    pub unsafe fn attach(self: &Arc<Self>, m: *mut rte_mbuf, frame: &Frame<'_>) {
         let slot = (frame.index() & self.mask) as usize;
         let len = frame.len();
         debug_assert!(frame.contiguous().is_some());
@@ -124,7 +124,6 @@ impl ZcSlots {
             ffi::vecring_pktmbuf_attach_extbuf(m, buf.cast::<c_void>(), len as u16, shinfo);
             (*m).data_len = len as u16;
             (*m).pkt_len = len as u32;
-            (*m).port = port;
         }
     }
 }

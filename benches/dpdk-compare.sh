@@ -4,12 +4,19 @@
 # CPU 0 -> rxonly on CPU 1, one CPU each; vecring and memif runs alternate
 # (A B A B ...) for every frame size. The receiver's Rx-pps per stats
 # period is the figure: first and last periods dropped, median of the rest.
+# Each run is tagged with the vCPU placement it drew (the core-to-core
+# latency measured just before and just after it, the larger of the two):
+# besides the median ratio of all pairs, the table gives it over the pairs
+# whose two runs drew the same placement, fast (under FAST_NS, default 100
+# ns) or slow, since a pair split across placements compares the machine,
+# not the drivers.
 #
 # Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z]
 #   -z  also measure eth_vecring with zero_copy=true on the receiver
 # VECRING_DEVARGS=",slots=1024,slot_size=2048" appends devargs to the
 # eth_vecring master (e.g. to compare ring geometries).
-# Needs root, hugepages and the built PMD (cargo build --release -p vecring-pmd).
+# Needs root, hugepages, the built PMD and latency probe
+# (cargo build --release -p vecring-pmd -p vecring-benches).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIZES="64 128 256 512 1024 1514 9000"
@@ -23,16 +30,20 @@ while getopts "s:p:t:z" o; do
 	p) PAIRS=$OPTARG ;;
 	t) SECONDS_PER_RUN=$OPTARG ;;
 	z) ZERO_COPY=1 ;;
-	*) sed -n '2,14p' "$0"; exit 2 ;;
+	*) sed -n '2,21p' "$0"; exit 2 ;;
 	esac
 done
 
-# testpmd prints its rates once a second and the first and last periods are
-# dropped: shorter runs leave nothing to take the median of.
-[ "$SECONDS_PER_RUN" -ge 5 ] || { echo "dpdk-compare: -t needs at least 5 seconds per run" >&2; exit 2; }
+# testpmd prints its rates once a second, the first periods come before the
+# link is up, and the first and last periods are dropped: runs shorter than
+# 8 s left one period or none to take the median of (and printed zeros).
+[ "$SECONDS_PER_RUN" -ge 8 ] || { echo "dpdk-compare: -t needs at least 8 seconds per run" >&2; exit 2; }
 
 # shellcheck source=benches/plugin.sh
 . "$ROOT/benches/plugin.sh"
+LATENCY=$ROOT/target/release/core-latency
+[ -x "$LATENCY" ] || { echo "missing $LATENCY: cargo build --release -p vecring-benches" >&2; exit 1; }
+FAST_NS=${FAST_NS:-100}
 
 WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
 trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
@@ -48,9 +59,11 @@ app_opts() {
 	echo "$o"
 }
 
-# run_pair KIND SIZE -> prints "rx_pps tx_pps" (medians)
+# run_pair KIND SIZE -> prints "rx_pps tx_pps latency_ns" (medians; the
+# larger core-to-core latency of before and after the run)
 run_pair() {
-	local kind=$1 size=$2 rx_vdev tx_vdev
+	local kind=$1 size=$2 rx_vdev tx_vdev lat_before lat_after
+	lat_before=$("$LATENCY")
 	case $kind in
 	vecring)
 		rx_vdev="eth_vecring0,domain=bench,link=l$size,master=true,run_dir=$WORK/run$VECRING_DEVARGS"
@@ -83,19 +96,23 @@ run_pair() {
 	sleep "$SECONDS_PER_RUN"
 	kill -TERM "$tx" "$rx" 2>/dev/null || true
 	wait "$tx" "$rx" 2>/dev/null || true
+	lat_after=$("$LATENCY")
 	# testpmd silently falls back to 64-byte frames when it refuses --txpkts
 	# (e.g. longer than its mbufs): never report such a run as SIZE bytes.
 	if ! grep -q "packet len=$size " "$WORK/tx.log"; then
 		echo "dpdk-compare: $kind: testpmd did not send $size-byte frames:" >&2
 		grep -m1 -i "give up\|packet len=" "$WORK/tx.log" >&2 || true
-		echo "ERR ERR"
+		echo "ERR ERR ERR"
 		return
 	fi
 	local rx_pps tx_pps
 	rx_pps=$(median_periods Rx-pps "$WORK/rx.log")
 	tx_pps=$(median_periods Tx-pps "$WORK/tx.log")
-	echo "$rx_pps $tx_pps"
+	echo "$rx_pps $tx_pps $((lat_before > lat_after ? lat_before : lat_after))"
 }
+
+# placement NS: "fast" or "slow".
+placement() { if [ "$1" -lt "$FAST_NS" ]; then echo fast; else echo slow; fi; }
 
 # median_periods FIELD LOG: the median of the non-zero per-period figures,
 # first and last dropped.
@@ -106,46 +123,69 @@ median_periods() {
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'; }
 
+# same_placement "RATIOS": "median (count)", or "- (0)" when no pair qualified.
+same_placement() {
+	local n
+	n=$(echo "$1" | wc -w)
+	if [ "$n" -eq 0 ]; then echo "- (0)"; else echo "$(echo "$1" | median) ($n)"; fi
+}
+
 KINDS="vecring memif"
 [ "$ZERO_COPY" = 1 ] && KINDS="vecring vecring-zc memif"
 echo "eth_vecring vs net_memif: dpdk-testpmd txonly (CPU 0) -> rxonly (CPU 1), $PAIRS alternating pairs of ${SECONDS_PER_RUN} s per size"
-echo "cross-core latency now: see 'ring-compare' (vCPU placement changes every figure 2-3x between runs; compare ratios only)"
-printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio"
+echo "vCPU placement per run: core-to-core latency, fast under $FAST_NS ns (it changes every figure 2-3x; compare ratios only)"
+printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s | %11s | %11s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio" "fast pairs" "slow pairs"
 for size in $SIZES; do
-	declare -A rx_all=() tx_all=() ratios=()
+	declare -A rx_all=() tx_all=() ratios=() fast_ratios=() slow_ratios=()
 	for pair in $(seq 1 "$PAIRS"); do
 		order=$KINDS
 		# Alternate which candidate goes first.
 		[ $((pair % 2)) = 0 ] && order=$(echo "$KINDS" | tr ' ' '\n' | tac | tr '\n' ' ')
-		declare -A this=()
+		declare -A this=() lat=()
 		for kind in $order; do
-			read -r r t < <(run_pair "$kind" "$size")
+			read -r r t l < <(run_pair "$kind" "$size")
 			[ "$r" = ERR ] && exit 1
 			rx_all[$kind]="${rx_all[$kind]:-} $r"
 			tx_all[$kind]="${tx_all[$kind]:-} $t"
 			this[$kind]=$r
+			lat[$kind]=$l
 		done
 		line="  pair $pair, $size B:"
-		for kind in $order; do line="$line $kind ${this[$kind]}"; done
+		for kind in $order; do line="$line $kind ${this[$kind]} (${lat[$kind]} ns)"; done
 		echo "$line" >&2
 		for kind in $KINDS; do
 			[ "$kind" = memif ] && continue
-			ratios[$kind]="${ratios[$kind]:-} $(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')"
+			r=$(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')
+			ratios[$kind]="${ratios[$kind]:-} $r"
+			p=$(placement "${lat[$kind]}")
+			if [ "$p" = "$(placement "${lat[memif]}")" ]; then
+				if [ "$p" = fast ]; then
+					fast_ratios[$kind]="${fast_ratios[$kind]:-} $r"
+				else
+					slow_ratios[$kind]="${slow_ratios[$kind]:-} $r"
+				fi
+			fi
 		done
-		unset this
+		unset this lat
 	done
 	memif_rx=$(echo "${rx_all[memif]}" | median)
 	for kind in $KINDS; do
 		rx=$(echo "${rx_all[$kind]}" | median)
 		tx=$(echo "${tx_all[$kind]}" | median)
-		ratio="-"
-		[ "$kind" != memif ] && ratio=$(echo "${ratios[$kind]}" | median)
+		ratio="-" fast="-" slow="-"
+		if [ "$kind" != memif ]; then
+			ratio=$(echo "${ratios[$kind]}" | median)
+			fast=$(same_placement "${fast_ratios[$kind]:-}")
+			slow=$(same_placement "${slow_ratios[$kind]:-}")
+		fi
 		# memif's frames are at most 1518 bytes here (max_rx_pktlen).
-		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a"
-		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" 'BEGIN {
+		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a" fast="n/a" slow="n/a"
+		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" \
+			-v f="$fast" -v w="$slow" 'BEGIN {
 			thr = (tx > 0) ? 100 * rx / tx : 0
-			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r }'
+			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s | %11s | %11s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r, f, w }'
 	done
-	unset rx_all tx_all ratios
+	unset rx_all tx_all ratios fast_ratios slow_ratios
 done
-echo "ratio = median of per-pair (candidate RX pps / memif RX pps); Mbit/s counts frame bytes."
+echo "ratio = median of per-pair (candidate RX pps / memif RX pps); fast/slow pairs: the same over the pairs"
+echo "whose two runs drew that placement, \"median (pairs)\"; Mbit/s counts frame bytes."

@@ -7,9 +7,10 @@
 # Each run is tagged with the vCPU placement it drew (the core-to-core
 # latency measured just before and just after it, the larger of the two):
 # besides the median ratio of all pairs, the table gives it over the pairs
-# whose two runs drew the same placement, fast (under FAST_NS, default 100
-# ns) or slow, since a pair split across placements compares the machine,
-# not the drivers.
+# whose two runs drew the same placement, near (under NEAR_NS, default 100
+# ns) or far, since a pair split across placements compares the machine,
+# not the drivers. (Near is not faster: packet rates are often higher in
+# the far placement.)
 #
 # Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z]
 #   -z  also measure eth_vecring with zero_copy=true on the receiver
@@ -43,7 +44,7 @@ done
 . "$ROOT/benches/plugin.sh"
 LATENCY=$ROOT/target/release/core-latency
 [ -x "$LATENCY" ] || { echo "missing $LATENCY: cargo build --release -p vecring-benches" >&2; exit 1; }
-FAST_NS=${FAST_NS:-100}
+NEAR_NS=${NEAR_NS:-100}
 
 WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
 trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
@@ -111,8 +112,8 @@ run_pair() {
 	echo "$rx_pps $tx_pps $((lat_before > lat_after ? lat_before : lat_after))"
 }
 
-# placement NS: "fast" or "slow".
-placement() { if [ "$1" -lt "$FAST_NS" ]; then echo fast; else echo slow; fi; }
+# placement NS: "near" or "far".
+placement() { if [ "$1" -lt "$NEAR_NS" ]; then echo near; else echo far; fi; }
 
 # median_periods FIELD LOG: the median of the non-zero per-period figures,
 # first and last dropped.
@@ -133,10 +134,10 @@ same_placement() {
 KINDS="vecring memif"
 [ "$ZERO_COPY" = 1 ] && KINDS="vecring vecring-zc memif"
 echo "eth_vecring vs net_memif: dpdk-testpmd txonly (CPU 0) -> rxonly (CPU 1), $PAIRS alternating pairs of ${SECONDS_PER_RUN} s per size"
-echo "vCPU placement per run: core-to-core latency, fast under $FAST_NS ns (it changes every figure 2-3x; compare ratios only)"
-printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s | %11s | %11s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio" "fast pairs" "slow pairs"
+echo "vCPU placement per run: core-to-core latency, near under $NEAR_NS ns (it changes every figure 2-3x; compare ratios only)"
+printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s | %11s | %11s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio" "near pairs" "far pairs"
 for size in $SIZES; do
-	declare -A rx_all=() tx_all=() ratios=() fast_ratios=() slow_ratios=()
+	declare -A rx_all=() tx_all=() ratios=() near_ratios=() far_ratios=()
 	for pair in $(seq 1 "$PAIRS"); do
 		order=$KINDS
 		# Alternate which candidate goes first.
@@ -159,10 +160,10 @@ for size in $SIZES; do
 			ratios[$kind]="${ratios[$kind]:-} $r"
 			p=$(placement "${lat[$kind]}")
 			if [ "$p" = "$(placement "${lat[memif]}")" ]; then
-				if [ "$p" = fast ]; then
-					fast_ratios[$kind]="${fast_ratios[$kind]:-} $r"
+				if [ "$p" = near ]; then
+					near_ratios[$kind]="${near_ratios[$kind]:-} $r"
 				else
-					slow_ratios[$kind]="${slow_ratios[$kind]:-} $r"
+					far_ratios[$kind]="${far_ratios[$kind]:-} $r"
 				fi
 			fi
 		done
@@ -172,20 +173,20 @@ for size in $SIZES; do
 	for kind in $KINDS; do
 		rx=$(echo "${rx_all[$kind]}" | median)
 		tx=$(echo "${tx_all[$kind]}" | median)
-		ratio="-" fast="-" slow="-"
+		ratio="-" near="-" far="-"
 		if [ "$kind" != memif ]; then
 			ratio=$(echo "${ratios[$kind]}" | median)
-			fast=$(same_placement "${fast_ratios[$kind]:-}")
-			slow=$(same_placement "${slow_ratios[$kind]:-}")
+			near=$(same_placement "${near_ratios[$kind]:-}")
+			far=$(same_placement "${far_ratios[$kind]:-}")
 		fi
 		# memif's frames are at most 1518 bytes here (max_rx_pktlen).
-		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a" fast="n/a" slow="n/a"
+		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a" near="n/a" far="n/a"
 		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" \
-			-v f="$fast" -v w="$slow" 'BEGIN {
+			-v f="$near" -v w="$far" 'BEGIN {
 			thr = (tx > 0) ? 100 * rx / tx : 0
 			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s | %11s | %11s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r, f, w }'
 	done
-	unset rx_all tx_all ratios fast_ratios slow_ratios
+	unset rx_all tx_all ratios near_ratios far_ratios
 done
-echo "ratio = median of per-pair (candidate RX pps / memif RX pps); fast/slow pairs: the same over the pairs"
+echo "ratio = median of per-pair (candidate RX pps / memif RX pps); near/far pairs: the same over the pairs"
 echo "whose two runs drew that placement, \"median (pairs)\"; Mbit/s counts frame bytes."

@@ -212,7 +212,7 @@ typedef struct vecring_options {
 	int32_t numa_node;
 	/** Master: one of enum vecring_hugepages (default PREFER). */
 	int32_t hugepages;
-	/** Ring slots, a power of two from 2 to 1048576 (0 = default 8192);
+	/** Ring slots, a power of two from 2 to 1048576 (0 = default 32768);
 	 *  slots times slot_size at most 1 GiB. */
 	uint32_t slot_count;
 	/** Bytes per slot, a power of two from 64 to 32768 (0 = default 256); a frame

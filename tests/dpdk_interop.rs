@@ -542,8 +542,8 @@ fn echo_len(seq: u64) -> usize {
     }
 }
 
-/// Frames in flight at most: their slots (at most 36 per frame with the
-/// default 256-byte slots) fit one ring,
+/// Frames in flight at most: their slots (at most 144 per frame with the
+/// default 64-byte slots) fit one ring,
 /// so testpmd's TX never finds the return ring full and never drops.
 const WINDOW: u64 = 128;
 

@@ -172,12 +172,12 @@ fn geometry_mismatch_names_both_values() {
         Err(LinkError::Attach(AttachError::Mismatch {
             field: "slot count",
             ours: 512,
-            theirs: 8192,
+            theirs: 32768,
         })) => {}
         other => panic!("expected a slot count mismatch, got {other:?}"),
     }
     let msg = s.wait_up(UP).unwrap_err().to_string();
-    assert!(msg.contains("ours 512, theirs 8192"), "{msg}");
+    assert!(msg.contains("ours 512, theirs 32768"), "{msg}");
 }
 
 #[test]

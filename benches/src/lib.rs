@@ -8,8 +8,8 @@
 //!
 //! - vecring in a memfd [`Region`] (2 MiB hugepages when the machine has
 //!   them; on the heap instead if the environment variable
-//!   `VECRING_BENCH_HEAP` is set), of [`geometry()`] (by default 8192 slots
-//!   of 256 bytes), through the copying API and through the zero-copy API;
+//!   `VECRING_BENCH_HEAP` is set), of [`geometry()`] (by default 32768 slots
+//!   of 64 bytes), through the copying API and through the zero-copy API;
 //! - `rtrb` between the same two threads, with the same capacity in frames
 //!   and the same batches, copying out or reading in place ([`rtrb_peer`]);
 //! - a single-thread `memcpy` of the same frames into the same kind of
@@ -46,8 +46,8 @@ pub const CONSUMER_CPU: usize = 1;
 pub const SOURCE_FRAMES: usize = 32;
 
 /// The ring geometry measured: the project's default ([`Geometry::DEFAULT`],
-/// 8192 slots of 256 bytes), unless the environment variable
-/// `VECRING_BENCH_GEOMETRY` says `SLOTSxSLOT_SIZE` (e.g. `32768x64`).
+/// 32768 slots of 64 bytes), unless the environment variable
+/// `VECRING_BENCH_GEOMETRY` says `SLOTSxSLOT_SIZE` (e.g. `8192x256`).
 ///
 /// # Panics
 /// If the variable is set to something that is not a valid geometry.

@@ -253,11 +253,11 @@ const _: () = {
     assert!(MAX_FRAME_LEN <= u16::MAX as usize);
     assert!(MIN_SLOT_SIZE as usize % CACHE_LINE == 0);
     assert!(HEADER_AREA % 4096 == 0);
-    // Default geometry: 8192 x 256 B per direction (descriptors 32 KiB +
-    // 128 B of control, rounded up to 36 KiB).
-    assert!(data_offset(8192) == 36864);
-    assert!(ring_area_size(8192, 256) == 36864 + 2 * 1024 * 1024);
-    assert!(ring_offset(1, 8192, 256) == 4096 + 36864 + 2 * 1024 * 1024);
+    // Default geometry: 32768 x 64 B per direction (descriptors 128 KiB +
+    // 128 B of control, rounded up to 132 KiB).
+    assert!(data_offset(32768) == 135168);
+    assert!(ring_area_size(32768, 64) == 135168 + 2 * 1024 * 1024);
+    assert!(ring_offset(1, 32768, 64) == 4096 + 135168 + 2 * 1024 * 1024);
 };
 
 #[cfg(test)]

@@ -39,15 +39,15 @@ pub enum GeometryError {
 }
 
 impl Geometry {
-    /// Default: 8192 slots of 256 bytes (one 2 MiB hugepage of data per
-    /// direction), jumbo frames up to 9216 bytes. Small slots pack small
-    /// frames densely (a 64-byte frame touches one line in four, not one in
-    /// thirty-two as with 2 KiB slots), while a 1514-byte frame takes six
-    /// consecutive slots and still one descriptor; measured in
-    /// `docs/BENCHMARKS.md`.
+    /// Default: 32768 slots of 64 bytes (one 2 MiB hugepage of data per
+    /// direction), jumbo frames up to 9216 bytes. One-line slots pack
+    /// frames back to back: a 64-byte frame is one data line, the next
+    /// frame the next line, as in a ring of fixed 64-byte elements, while a
+    /// 1514-byte frame takes 24 consecutive slots and still one descriptor;
+    /// measured against 8192 x 256 B in `docs/BENCHMARKS.md`.
     pub const DEFAULT: Geometry = Geometry {
-        slot_count: 8192,
-        slot_size: 256,
+        slot_count: 32768,
+        slot_size: 64,
         max_frame_len: abi::MAX_FRAME_LEN as u32,
     };
 
@@ -145,7 +145,7 @@ mod tests {
     fn default_is_valid() {
         let g = Geometry::default();
         assert_eq!(Geometry::new(g.slot_count(), g.slot_size()), Ok(g));
-        assert_eq!(g.max_slots_per_frame(), 36);
+        assert_eq!(g.max_slots_per_frame(), 144);
     }
 
     #[test]

@@ -110,14 +110,6 @@ impl Source {
         self.len == 0
     }
 
-    /// The first `n` frames (at most [`SOURCE_FRAMES`]), in order: a batch
-    /// to send, walked without per-frame index arithmetic (as the rtrb
-    /// peer walks its array).
-    #[inline]
-    pub fn batch(&self, n: usize) -> std::slice::ChunksExact<'_, u8> {
-        self.bytes[..n.min(SOURCE_FRAMES) * self.len].chunks_exact(self.len)
-    }
-
     /// Frame `i` (modulo [`SOURCE_FRAMES`]).
     #[inline]
     pub fn frame(&self, i: usize) -> &[u8] {
@@ -261,11 +253,16 @@ fn build_sized<const N: usize>(
     placement: Placement,
 ) -> Box<dyn Link> {
     let source = Source::new(N);
+    // Every ring candidate's producer sends from the same array of
+    // `[u8; N]` frames.
+    let frames: Vec<[u8; N]> = (0..SOURCE_FRAMES)
+        .map(|i| source.frame(i).try_into().expect("N-byte frame"))
+        .collect();
     match candidate {
         Candidate::VecringCopy | Candidate::VecringZeroCopy => {
             if std::env::var_os("VECRING_BENCH_HEAP").is_some() {
                 let (tx, rx) = vecring_core::heap_channel(geometry());
-                return vecring_link::<_, N>(candidate, tx, rx, source, batch, placement);
+                return vecring_link::<_, N>(candidate, tx, rx, frames, batch, placement);
             }
             let ring = region().ring(abi::RING_MASTER_TO_SLAVE);
             // SAFETY: a fresh region; these are its ring's only producer and
@@ -276,7 +273,7 @@ fn build_sized<const N: usize>(
                     Consumer::attach(ring).expect("fresh ring"),
                 )
             };
-            vecring_link::<_, N>(candidate, tx, rx, source, batch, placement)
+            vecring_link::<_, N>(candidate, tx, rx, frames, batch, placement)
         }
         Candidate::RtrbCopy | Candidate::RtrbZeroCopy => {
             let mode = if candidate == Candidate::RtrbCopy {
@@ -284,9 +281,6 @@ fn build_sized<const N: usize>(
             } else {
                 RtrbMode::InPlace
             };
-            let frames: Vec<[u8; N]> = (0..SOURCE_FRAMES)
-                .map(|i| source.frame(i).try_into().expect("N-byte frame"))
-                .collect();
             let (tx, rx) = rtrb_pair::<N>(frames_in_flight(N), &frames, batch, mode);
             link(tx, rx, placement)
         }
@@ -298,19 +292,19 @@ fn vecring_link<S: RingStorage + 'static, const N: usize>(
     candidate: Candidate,
     tx: Producer<S>,
     rx: Consumer<S>,
-    source: Source,
+    frames: Vec<[u8; N]>,
     batch: usize,
     placement: Placement,
 ) -> Box<dyn Link> {
     if candidate == Candidate::VecringCopy {
         link(
-            vecring::CopyTx::new(tx, source, batch),
+            vecring::CopyTx::new(tx, frames, batch),
             vecring::CopyRx::<_, N>::new(rx, batch),
             placement,
         )
     } else {
         link(
-            vecring::ZeroCopyTx::<_, N>::new(tx, source, batch),
+            vecring::ZeroCopyTx::<_, N>::new(tx, frames, batch),
             vecring::ZeroCopyRx::<_, N>::new(rx, batch),
             placement,
         )

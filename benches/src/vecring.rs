@@ -3,34 +3,40 @@
 //! `next_frame`).
 
 use crate::pipeline::{Rx, Tx};
-use crate::{frame_hash, touch, Source};
+use crate::{frame_hash, touch};
 use vecring_core::{Consumer, Producer, PushError, RecvError, RingStorage, SendError};
 
-/// Copying producer: `send` for batch 1, `send_batch` otherwise.
-pub struct CopyTx<S: RingStorage> {
+/// Copying producer: `send` for batch 1, `send_batch` otherwise, from an
+/// array of `N`-byte frames (the rtrb peer's source).
+pub struct CopyTx<S: RingStorage, const N: usize> {
     tx: Producer<S>,
-    source: Source,
+    frames: Vec<[u8; N]>,
     batch: usize,
 }
 
-impl<S: RingStorage> CopyTx<S> {
-    /// A producer sending frames of `source`, `batch` per call.
-    pub fn new(tx: Producer<S>, source: Source, batch: usize) -> Self {
-        CopyTx { tx, source, batch }
+impl<S: RingStorage, const N: usize> CopyTx<S, N> {
+    /// A producer sending `frames` (cycled), `batch` per call.
+    ///
+    /// # Panics
+    /// If `frames` is empty.
+    pub fn new(tx: Producer<S>, frames: Vec<[u8; N]>, batch: usize) -> Self {
+        assert!(!frames.is_empty(), "no frames to send");
+        CopyTx { tx, frames, batch }
     }
 }
 
-impl<S: RingStorage> Tx for CopyTx<S> {
+impl<S: RingStorage, const N: usize> Tx for CopyTx<S, N> {
     fn send(&mut self, max: usize) -> usize {
         if self.batch == 1 {
-            match self.tx.send(self.source.frame(0)) {
+            match self.tx.send(&self.frames[0]) {
                 Ok(()) => 1,
                 Err(SendError::Push(PushError::Full)) => 0,
                 Err(e) => panic!("send: {e}"),
             }
         } else {
+            let batch = &self.frames[..max.min(self.frames.len())];
             self.tx
-                .send_batch(self.source.batch(max))
+                .send_batch(batch.iter().map(|f| f.as_slice()))
                 .expect("send_batch")
         }
     }
@@ -92,20 +98,22 @@ impl<S: RingStorage + 'static, const N: usize> Rx for CopyRx<S, N> {
 /// one through `FrameWriter::segments_mut`.
 pub struct ZeroCopyTx<S: RingStorage, const N: usize> {
     tx: Producer<S>,
-    source: Source,
+    frames: Vec<[u8; N]>,
     batch: usize,
     slots_per_frame: usize,
 }
 
 impl<S: RingStorage, const N: usize> ZeroCopyTx<S, N> {
-    /// A producer writing frames of `source` (`N` bytes each) in place,
-    /// `batch` per chunk.
-    pub fn new(tx: Producer<S>, source: Source, batch: usize) -> Self {
-        debug_assert_eq!(source.len(), N, "frame length");
+    /// A producer writing `frames` (cycled) in place, `batch` per chunk.
+    ///
+    /// # Panics
+    /// If `frames` is empty.
+    pub fn new(tx: Producer<S>, frames: Vec<[u8; N]>, batch: usize) -> Self {
+        assert!(!frames.is_empty(), "no frames to send");
         let slots_per_frame = tx.geometry().slots_for(N) as usize;
         ZeroCopyTx {
             tx,
-            source,
+            frames,
             batch,
             slots_per_frame,
         }
@@ -114,18 +122,15 @@ impl<S: RingStorage, const N: usize> ZeroCopyTx<S, N> {
 
 impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
     fn send(&mut self, max: usize) -> usize {
-        let source = &self.source;
+        let max = max.min(self.frames.len());
         let mut chunk = self
             .tx
             .write_chunk(max * self.slots_per_frame)
             .expect("write_chunk");
-        let mut n = 0;
-        while n < max {
-            let frame = source.frame(n);
+        for frame in &self.frames[..max] {
             let pushed = chunk.push_with(N, |w| {
-                let whole = <&[u8; N]>::try_from(frame).ok();
-                match (w.contiguous_mut().map(<&mut [u8; N]>::try_from), whole) {
-                    (Some(Ok(dst)), Some(src)) => *dst = *src,
+                match w.contiguous_mut().map(<&mut [u8; N]>::try_from) {
+                    Some(Ok(dst)) => *dst = *frame,
                     _ => {
                         let mut at = 0;
                         for seg in w.segments_mut() {
@@ -137,7 +142,7 @@ impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
                 }
             });
             match pushed {
-                Ok(()) => n += 1,
+                Ok(()) => {}
                 Err(PushError::Full) => break,
                 Err(e) => panic!("push_with: {e}"),
             }

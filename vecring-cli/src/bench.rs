@@ -1,6 +1,9 @@
 //! The main job: a master (the host side) sends to a slave running in its
 //! own namespaces (standing in for a container), size by size, and the
-//! result is printed as the seed benchmarks' table.
+//! result is printed as the seed benchmarks' table: the rate with the
+//! sender never waiting, then the zero-loss throughput (RFC 2544: the
+//! highest constant offered rate at which no frame is dropped, found by
+//! binary search over short trials) and the same with at most 0.002 % lost.
 
 use crate::pin;
 use clap::Args;
@@ -20,6 +23,10 @@ pub struct BenchArgs {
     /// Seconds of traffic per size.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
+    /// Seconds per trial of the zero-loss searches (about 15 trials per
+    /// size); 0 skips them.
+    #[arg(long, default_value_t = 0.25)]
+    trial_seconds: f64,
     /// CPU of the master's sending thread.
     #[arg(long, default_value_t = 0)]
     master_cpu: usize,
@@ -197,12 +204,12 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
     drop(region);
     println!();
     println!(
-        "{:>6} | {:>12} | {:>12} | {:>10} | {:>10}",
-        "frame", "TX pps", "RX pps", "Mbit/s", "throughput"
+        "{:>6} | {:>12} | {:>12} | {:>10} | {:>10} | {:>12} | {:>12}",
+        "frame", "TX pps", "RX pps", "Mbit/s", "throughput", "0-loss pps", "0.002% pps"
     );
     println!(
-        "{:-<6}-+-{:-<12}-+-{:-<12}-+-{:-<10}-+-{:-<10}",
-        "", "", "", "", ""
+        "{:-<6}-+-{:-<12}-+-{:-<12}-+-{:-<10}-+-{:-<10}-+-{:-<12}-+-{:-<12}",
+        "", "", "", "", "", "", ""
     );
     let mut tx = link.sender().map_err(|e| e.to_string())?;
     pin(Some(args.master_cpu));
@@ -227,8 +234,17 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
         let (rx1, _) = slave.settled()?;
         let received = rx1 - rx0;
         let (tx_pps, rx_pps) = (sent as f64 / secs, received as f64 / secs);
+        let (zero_loss, low_loss) = if args.trial_seconds > 0.0 {
+            let trial = Duration::from_secs_f64(args.trial_seconds);
+            let mut run = |rate: f64| loss_at(&mut tx, slave, size, rate, trial);
+            let zero = search(tx_pps, 0.0, 0.0, &mut run)?;
+            let low = search(tx_pps, zero, LOW_LOSS, &mut run)?;
+            (group(zero), group(low))
+        } else {
+            ("-".to_string(), "-".to_string())
+        };
         println!(
-            "{:>6} | {:>12} | {:>12} | {:>10.1} | {:>8.2} %",
+            "{:>6} | {:>12} | {:>12} | {:>10.1} | {:>8.2} % | {:>12} | {:>12}",
             size,
             group(tx_pps),
             group(rx_pps),
@@ -237,10 +253,115 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
                 0.0
             } else {
                 received as f64 * 100.0 / sent as f64
-            }
+            },
+            zero_loss,
+            low_loss,
         );
     }
     println!();
     println!("Mbit/s counts frame bytes only. Throughput = frames received / frames sent.");
+    if args.trial_seconds > 0.0 {
+        println!(
+            "0-loss / 0.002% pps: the highest constant rate (frames offered on schedule, a frame that \
+             finds the ring full dropped) losing no frame / at most 0.002 %, in {:.2} s trials.",
+            args.trial_seconds
+        );
+    }
     Ok(())
+}
+
+/// The loss the 0.002 % column allows.
+const LOW_LOSS: f64 = 0.002 / 100.0;
+
+/// One trial: offers frames of `size` bytes at `rate` for `trial`; returns
+/// the fraction of the offered frames the slave did not receive, or
+/// infinity if the sender could not keep the rate.
+fn loss_at(
+    tx: &mut vecring_core::Sender,
+    slave: &mut Slave,
+    size: usize,
+    rate: f64,
+    trial: Duration,
+) -> Result<f64, String> {
+    let (rx0, _) = slave.settled()?;
+    let paced = crate::traffic::send_paced(tx, size, rate, trial)?;
+    let (rx1, _) = slave.settled()?;
+    if !paced.kept_rate || paced.offered == 0 {
+        return Ok(f64::INFINITY);
+    }
+    let lost = paced.offered.saturating_sub(rx1 - rx0);
+    Ok(lost as f64 / paced.offered as f64)
+}
+
+/// RFC 2544-style binary search: the highest rate in `floor..=ceiling`
+/// (frames per second) whose trial loses at most `max_loss`, to within 1 %
+/// of `ceiling`. `floor` must be known to pass (0 always does).
+fn search(
+    ceiling: f64,
+    floor: f64,
+    max_loss: f64,
+    trial: &mut impl FnMut(f64) -> Result<f64, String>,
+) -> Result<f64, String> {
+    if ceiling <= floor || trial(ceiling)? <= max_loss {
+        return Ok(ceiling.max(floor));
+    }
+    let (mut pass, mut fail) = (floor, ceiling);
+    while fail - pass > ceiling * 0.01 {
+        let mid = (pass + fail) / 2.0;
+        if trial(mid)? <= max_loss {
+            pass = mid;
+        } else {
+            fail = mid;
+        }
+    }
+    Ok(pass)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search;
+
+    /// A link that loses nothing up to `limit` frames/s and a growing
+    /// share above it.
+    fn link_with_limit(limit: f64) -> impl FnMut(f64) -> Result<f64, String> {
+        move |rate| {
+            Ok(if rate <= limit {
+                0.0
+            } else {
+                (rate - limit) / rate
+            })
+        }
+    }
+
+    #[test]
+    fn search_finds_the_highest_lossless_rate_within_one_percent() {
+        let found = search(10e6, 0.0, 0.0, &mut link_with_limit(6.3e6)).unwrap();
+        assert!(found <= 6.3e6 && found > 6.3e6 - 0.1e6, "{found}");
+    }
+
+    #[test]
+    fn search_allows_the_loss_asked_for() {
+        // 1 % loss at 6.3e6 / 0.99 frames/s.
+        let found = search(10e6, 0.0, 0.01, &mut link_with_limit(6.3e6)).unwrap();
+        assert!(found > 6.3e6 && found <= 6.3e6 / 0.99, "{found}");
+    }
+
+    #[test]
+    fn search_returns_the_ceiling_when_it_passes_and_stops_at_the_floor() {
+        let mut trials = 0;
+        let mut counted = |_rate: f64| {
+            trials += 1;
+            Ok(0.0)
+        };
+        assert_eq!(search(5e6, 0.0, 0.0, &mut counted).unwrap(), 5e6);
+        assert_eq!(trials, 1);
+        let mut lossy = |_rate: f64| Ok(1.0);
+        assert_eq!(search(5e6, 2e6, 0.0, &mut lossy).unwrap(), 2e6);
+    }
+
+    #[test]
+    fn a_failing_trial_is_an_error() {
+        let mut broken = |_rate: f64| Err("link went down".to_string());
+        assert!(search(5e6, 0.0, 0.0, &mut broken).is_err());
+    }
 }

@@ -1,0 +1,88 @@
+//! `vecring bench` end to end: a master and a slave process (the slave in
+//! its own namespaces when run as root) print the seed-style table with the
+//! zero-loss columns, and nothing sent is lost.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `vecring ARGS`, killing it if it outlives `limit` (the watchdog);
+/// returns its exit success and stdout.
+fn run_with_watchdog(args: &[&str], limit: Duration) -> (bool, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vecring"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start vecring");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for vecring") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("vecring {args:?} still running after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_string(&mut out)
+        .expect("read stdout");
+    (status.success(), out)
+}
+
+fn number(cell: &str) -> u64 {
+    cell.trim()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|e| panic!("'{cell}' is not a count: {e}"))
+}
+
+#[test]
+fn bench_prints_the_table_with_zero_loss_rates_and_loses_nothing_sent() {
+    let (ok, out) = run_with_watchdog(
+        &[
+            "bench",
+            "--sizes",
+            "64,1514",
+            "--seconds",
+            "0.3",
+            "--trial-seconds",
+            "0.05",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(ok, "vecring bench failed:\n{out}");
+    let header = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("frame |"))
+        .unwrap_or_else(|| panic!("no table header:\n{out}"));
+    assert!(
+        header.contains("0-loss pps") && header.contains("0.002% pps"),
+        "{header}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split('|').collect::<Vec<_>>())
+        .filter(|cells| cells.len() == 7 && cells[0].trim().parse::<usize>().is_ok())
+        .collect();
+    let sizes: Vec<usize> = rows.iter().map(|r| r[0].trim().parse().unwrap()).collect();
+    assert_eq!(sizes, [64, 1514], "{out}");
+    for row in &rows {
+        let (tx, rx) = (number(row[1]), number(row[2]));
+        assert!(tx > 0, "nothing sent: {row:?}");
+        // The sender waits for room: every frame it sent arrives.
+        assert_eq!(rx, tx, "{row:?}");
+        assert_eq!(row[4].trim(), "100.00 %", "{row:?}");
+        let (zero, low) = (number(row[5]), number(row[6]));
+        // Searched between 0 and the unthrottled rate; allowing a little
+        // loss can only raise the rate found.
+        assert!(zero <= low && low <= tx, "{row:?}");
+    }
+}

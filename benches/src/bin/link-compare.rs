@@ -16,7 +16,7 @@ use vecring_benches::{
     build, core_to_core_latency, pin_current_thread, Candidate, Placement, CONSUMER_CPU,
     PRODUCER_CPU,
 };
-use vecring_core::{HugepagePolicy, Link, PushError, RecvError, Role, SendError};
+use vecring_core::{HugepagePolicy, Link, PushError, Receiver, RecvError, Role, SendError, Sender};
 
 const BATCH: usize = 32;
 const ROUND_TRIPS: u32 = 20_000;
@@ -61,11 +61,7 @@ fn child(run_dir: &str) {
                 // peer's consumer.
                 let len = it.next().and_then(|v| v.parse().ok()).unwrap_or(9216);
                 let mut bufs = vec![vec![0u8; len]; BATCH];
-                let mut lens = [0usize; BATCH];
-                let mut got = 0;
-                while got < n {
-                    got += rx.recv_batch(&mut bufs, &mut lens).expect("recv_batch") as u64;
-                }
+                receive(&mut rx, &mut bufs, n);
             }
             "echo" => {
                 for _ in 0..n {
@@ -82,6 +78,32 @@ fn child(run_dir: &str) {
             _ => return,
         }
         println!("done");
+    }
+}
+
+/// Receives `n` frames into `bufs`. Out of line, as the ring benchmark's
+/// consumer is: inlined into `child`'s command loop, the batch loop's
+/// state spilled to the stack on every frame.
+#[inline(never)]
+fn receive(rx: &mut Receiver, bufs: &mut [Vec<u8>], n: u64) {
+    let mut lens = [0usize; BATCH];
+    let mut got = 0;
+    while got < n {
+        got += rx.recv_batch(bufs, &mut lens).expect("recv_batch") as u64;
+    }
+}
+
+/// Sends `n` copies of `frame` in batches of [`BATCH`]. Out of line, as
+/// the ring benchmark's producer is.
+#[inline(never)]
+fn send(tx: &mut Sender, frame: &[u8], n: u64) {
+    let frames = [frame; BATCH];
+    let mut sent = 0;
+    while sent < n {
+        let want = ((n - sent) as usize).min(BATCH);
+        sent += tx
+            .send_batch(frames[..want].iter().copied())
+            .expect("send_batch") as u64;
     }
 }
 
@@ -129,14 +151,7 @@ fn main() {
             let n = frames_for(len);
             let mut measure_vecring = || {
                 let start = ask(format!("rx {n} {len}"));
-                let frames = vec![&source[..len]; BATCH];
-                let mut sent = 0;
-                while sent < n {
-                    let want = ((n - sent) as usize).min(BATCH);
-                    sent += tx
-                        .send_batch(frames[..want].iter().copied())
-                        .expect("send_batch") as u64;
-                }
+                send(&mut tx, &source[..len], n);
                 wait_done();
                 n as f64 / start.elapsed().as_secs_f64()
             };

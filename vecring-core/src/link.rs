@@ -863,7 +863,9 @@ impl Sender {
     /// As [`Producer::send`], plus [`SendError::LinkDown`].
     pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
         let r = self.ep.ring().ok_or(SendError::LinkDown)?.send(frame);
-        self.publish();
+        if r.is_ok() {
+            self.publish();
+        }
         r
     }
 
@@ -881,7 +883,11 @@ impl Sender {
             .ring()
             .ok_or(SendError::LinkDown)?
             .send_batch(frames);
-        self.publish();
+        // Only when the totals moved: a sender finding the ring full calls
+        // again at once.
+        if matches!(r, Ok(n) if n > 0) {
+            self.publish();
+        }
         r
     }
 
@@ -970,7 +976,9 @@ impl Receiver {
     /// As [`Consumer::recv`], plus [`RecvError::LinkDown`].
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
         let r = self.ep.ring().ok_or(RecvError::LinkDown)?.recv(buf);
-        self.publish();
+        if r.is_ok() {
+            self.publish();
+        }
         r
     }
 
@@ -988,7 +996,11 @@ impl Receiver {
             .ring()
             .ok_or(RecvError::LinkDown)?
             .recv_batch(bufs, lens);
-        self.publish();
+        // Only when the totals moved: a receiver polling an empty ring
+        // calls again at once.
+        if matches!(r, Ok(n) if n > 0) {
+            self.publish();
+        }
         r
     }
 

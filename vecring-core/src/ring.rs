@@ -201,6 +201,8 @@ struct Run {
     start: u64,
     /// The first byte of slot `start`.
     base: *mut u8,
+    /// The descriptor of slot `start`.
+    descs: *const SlotDesc,
     /// Slots from `start` to the end of the data area.
     to_end: u64,
 }
@@ -289,14 +291,21 @@ impl Shape {
         (seen.slots <= ready).then_some((seen.len, seen.slots))
     }
 
-    /// Whether the [`RUN`] descriptors from free-running `pos` all hold
+    /// Whether the [`RUN`] descriptors `off` slots into `run` all hold
     /// `seen.word`, i.e. (when `seen` is a one-slot frame) start `RUN`
     /// frames like it in consecutive slots: one test for the group.
+    ///
+    /// # Safety
+    /// `off + RUN <= run.to_end`.
     #[inline(always)]
-    fn run_of(&self, pos: u64, seen: &SeenDesc) -> bool {
+    unsafe fn run_of(run: &Run, off: u64, seen: &SeenDesc) -> bool {
         // Relaxed: ordered after the Acquire load of `head` that published
         // these slots (the caller checks that it did); each is read once.
-        let differs = |i: u64| self.desc(pos.wrapping_add(i)).0.load(Ordering::Relaxed) ^ seen.word;
+        let differs = |i: u64| {
+            // SAFETY: `i < RUN`, so `off + i < run.to_end` per the caller.
+            let desc = unsafe { Self::desc_in_run(run, off + i) };
+            desc.0.load(Ordering::Relaxed) ^ seen.word
+        };
         (0..RUN as u64).fold(0, |acc, i| acc | differs(i)) == 0
     }
 
@@ -387,8 +396,30 @@ impl Shape {
         Run {
             start,
             base: self.slot_ptr(start),
+            descs: self.desc(start),
             to_end: u64::from(self.slot_count) - (start & self.mask),
         }
+    }
+
+    /// The descriptor `used` slots into `run`.
+    ///
+    /// # Safety
+    /// `used < run.to_end` (before the end of the descriptor array).
+    #[inline(always)]
+    unsafe fn desc_in_run(run: &Run, used: u64) -> &SlotDesc {
+        // SAFETY: slot `start + used` is `used` entries after `run.descs`
+        // in the array, before its end per the caller.
+        unsafe { &*run.descs.add(used as usize) }
+    }
+
+    /// Stores the descriptor of a frame of `len` bytes in `desc`.
+    #[inline(always)]
+    fn store_desc(&self, desc: &SlotDesc, len: usize) {
+        // Relaxed: published by the producer's next Release store of `head`.
+        desc.0.store(
+            SlotDesc::pack(len as u16, self.flags_for(len)),
+            Ordering::Relaxed,
+        );
     }
 
     /// [`write_frame`](Self::write_frame) for a frame of `slots` slots
@@ -401,20 +432,33 @@ impl Shape {
     #[inline(always)]
     unsafe fn write_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
         if used + slots <= run.to_end {
-            // SAFETY: the frame's slots lie before the end of the data area,
-            // `used` slots from `run.base`, and are the caller's; `frame`
-            // does not overlap them (the caller's contract).
-            unsafe {
-                copy_bytes(
-                    run.base.add((used as usize) << self.slot_shift),
-                    frame.as_ptr(),
-                    frame.len(),
-                );
-            }
-            self.write_desc(run.start.wrapping_add(used), frame.len());
+            // SAFETY: as `write_before_end`, whose condition was just tested.
+            unsafe { self.write_before_end(run, used, frame) };
         } else {
             // SAFETY: the caller's contract, at `run.start + used`.
             unsafe { self.write_frame(run.start.wrapping_add(used), frame) };
+        }
+    }
+
+    /// [`write_in_run`](Self::write_in_run) for a frame known not to wrap:
+    /// at a fixed offset from `run.base`, its descriptor `used` entries
+    /// from `run.descs`.
+    ///
+    /// # Safety
+    /// As for `write_in_run`, and the frame's slots end at or before
+    /// `run.to_end`.
+    #[inline(always)]
+    unsafe fn write_before_end(&self, run: &Run, used: u64, frame: &[u8]) {
+        // SAFETY: the frame's slots lie before the end of the data area,
+        // `used` slots from `run.base`, and are the caller's; `frame` does
+        // not overlap them (the caller's contract); `used < run.to_end`.
+        unsafe {
+            copy_bytes(
+                run.base.add((used as usize) << self.slot_shift),
+                frame.as_ptr(),
+                frame.len(),
+            );
+            self.store_desc(Self::desc_in_run(run, used), frame.len());
         }
     }
 
@@ -446,11 +490,7 @@ impl Shape {
     /// free-running `index`.
     #[inline(always)]
     fn write_desc(&self, index: u64, len: usize) {
-        // Relaxed: published by the producer's next Release store of `head`.
-        self.desc(index).0.store(
-            SlotDesc::pack(len as u16, self.flags_for(len)),
-            Ordering::Relaxed,
-        );
+        self.store_desc(self.desc(index), len);
     }
 
     /// Why a frame of `len` bytes can never be sent, if it cannot.
@@ -754,6 +794,9 @@ impl<S: RingStorage> Producer<S> {
         let run = shape.run_from(start);
         let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
         let mut refreshed = false;
+        // Frames ending at or before this many slots from `start` are free
+        // and do not wrap: one test for both in the common case.
+        let mut clear = free.min(run.to_end);
         for frame in frames {
             let len = frame.len();
             let slots = shape.slots_for(len);
@@ -763,20 +806,28 @@ impl<S: RingStorage> Producer<S> {
                 }
                 break;
             }
-            if slots > free - used {
-                if refreshed {
-                    break;
-                }
-                refreshed = true;
-                // `head` moves only below, so this counts from `start`.
-                free = self.free_slots(u64::MAX)?;
+            if used + slots <= clear {
+                // SAFETY: `len` is valid (checked above), `frame` is the
+                // caller's memory, and the slots are free and end before
+                // `run.to_end`.
+                unsafe { shape.write_before_end(&run, used, frame) };
+            } else {
                 if slots > free - used {
-                    break;
+                    if refreshed {
+                        break;
+                    }
+                    refreshed = true;
+                    // `head` moves only below, so this counts from `start`.
+                    free = self.free_slots(u64::MAX)?;
+                    clear = free.min(run.to_end);
+                    if slots > free - used {
+                        break;
+                    }
                 }
+                // SAFETY: `len` is valid (checked above), `frame` is the
+                // caller's memory, and the slots are among the `free` ones.
+                unsafe { shape.write_in_run(&run, used, slots, frame) };
             }
-            // SAFETY: `len` is valid (checked above), `frame` is the
-            // caller's memory, and the slots are among the `free` ones.
-            unsafe { shape.write_in_run(&run, used, slots, frame) };
             used += slots;
             n += 1;
             bytes += len as u64;
@@ -1218,7 +1269,12 @@ impl<S: RingStorage> Consumer<S> {
         let group_end = avail.min(run.to_end).saturating_sub(RUN as u64 - 1);
         while n < max && off < avail {
             let pos = start.wrapping_add(off);
-            if seen.slots == 1 && off < group_end && n + RUN <= max && shape.run_of(pos, &seen) {
+            if seen.slots == 1
+                && off < group_end
+                && n + RUN <= max
+                // SAFETY: `off < group_end <= run.to_end - (RUN - 1)`.
+                && unsafe { Shape::run_of(&run, off, &seen) }
+            {
                 let len = seen.len;
                 // `RUN` elements by the bounds above, so this always converts.
                 if let Ok(group) = <&mut [B; RUN]>::try_from(&mut bufs[n..n + RUN]) {

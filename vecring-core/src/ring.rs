@@ -1282,18 +1282,17 @@ impl<S: RingStorage> Consumer<S> {
                     // checked are the slices written.
                     let dsts = group.each_mut().map(|b| b.as_mut());
                     if dsts.iter().all(|d| d.len() >= len) {
+                        // SAFETY: the group's first slot, `off` slots past
+                        // `run.base`, before the end of the data area.
+                        let first = unsafe { run.base.add((off as usize) << shape.slot_shift) };
                         for (i, dst) in dsts.into_iter().enumerate() {
                             // SAFETY: one of `RUN` validated one-slot frames
                             // (`run_of`) wholly before both the published
                             // head and the end of the data area
-                            // (`group_end`), `off + i` slots past `run.base`;
-                            // `dst` has room for `len` bytes.
+                            // (`group_end`), `i` slots past `first`; `dst`
+                            // has room for `len` bytes.
                             unsafe {
-                                copy_bytes(
-                                    dst.as_mut_ptr(),
-                                    run.base.add((off as usize + i) << shape.slot_shift),
-                                    len,
-                                );
+                                copy_bytes(dst.as_mut_ptr(), first.add(i * shape.slot_size), len)
                             }
                         }
                         lens[n..n + RUN].fill(len);

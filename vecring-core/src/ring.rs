@@ -396,7 +396,12 @@ impl Shape {
         Run {
             start,
             base: self.slot_ptr(start),
-            descs: self.desc(start),
+            // From the array's pointer, not from `desc(start)`: a pointer
+            // taken from a reference to one descriptor may not reach the
+            // next ones.
+            // SAFETY: the masked slot is below `slot_count`, the length of
+            // the descriptor array.
+            descs: unsafe { self.descs.add(self.slot(start)) },
             to_end: u64::from(self.slot_count) - (start & self.mask),
         }
     }

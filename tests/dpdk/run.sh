@@ -2,7 +2,8 @@
 # End-to-end tests of librte_net_vecring.so inside Debian's unmodified
 # dpdk-testpmd: bad devargs are refused with a message naming the key, and
 # two testpmd processes (master txonly, slave rxonly) exchange frames over a
-# vecring link with exact counters, multi-segment jumbo frames (7168 and 9000
+# vecring link with exact counters, every mbuf back in its pool afterwards
+# (TX fast free on and off), multi-segment jumbo frames (7168 and 9000
 # bytes), drops counted, and reconnection after the master or the slave is
 # killed. The slave also runs inside an LXC container (lxc-execute) that sees
 # the link only through its bind-mounted domain directory, with txonly ->

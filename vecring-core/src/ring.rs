@@ -207,6 +207,15 @@ struct Run {
     to_end: u64,
 }
 
+impl Run {
+    /// Slots from descriptor `from` to descriptor `to` (`to` may lie past
+    /// the end of the array, as a wrapping cursor does).
+    #[inline(always)]
+    fn slots_between(from: *const SlotDesc, to: *const SlotDesc) -> u64 {
+        ((to as usize).wrapping_sub(from as usize) / size_of::<SlotDesc>()) as u64
+    }
+}
+
 /// Geometry in the form the hot path wants, copied out of the storage once.
 #[derive(Clone, Copy)]
 struct Shape {
@@ -291,22 +300,63 @@ impl Shape {
         (seen.slots <= ready).then_some((seen.len, seen.slots))
     }
 
-    /// Whether the [`RUN`] descriptors `off` slots into `run` all hold
-    /// `seen.word`, i.e. (when `seen` is a one-slot frame) start `RUN`
-    /// frames like it in consecutive slots: one test for the group.
+    /// Copies groups of [`RUN`] one-slot frames like `seen` from `off`
+    /// slots into `run` to `bufs` (lengths to `lens`), one group per `RUN`
+    /// buffers, while each group's descriptors all hold `seen.word` and
+    /// each buffer has room; returns how many frames it copied.
     ///
     /// # Safety
-    /// `off + RUN <= run.to_end`.
+    /// `seen` is a validated one-slot frame, and the `bufs.len()` slots
+    /// from `off` are published and lie before the end of the data area.
     #[inline(always)]
-    unsafe fn run_of(run: &Run, off: u64, seen: &SeenDesc) -> bool {
-        // Relaxed: ordered after the Acquire load of `head` that published
-        // these slots (the caller checks that it did); each is read once.
-        let differs = |i: u64| {
-            // SAFETY: `i < RUN`, so `off + i < run.to_end` per the caller.
-            let desc = unsafe { Self::desc_in_run(run, off + i) };
-            desc.0.load(Ordering::Relaxed) ^ seen.word
+    unsafe fn copy_groups<B: AsMut<[u8]>>(
+        &self,
+        run: &Run,
+        off: u64,
+        seen: &SeenDesc,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> usize {
+        let (len, stride) = (seen.len, self.slot_size);
+        // SAFETY: the caller's slots start `off` slots into `run`.
+        let (mut src, mut desc) = unsafe {
+            (
+                run.base.add((off as usize) << self.slot_shift),
+                run.descs.add(off as usize),
+            )
         };
-        (0..RUN as u64).fold(0, |acc, i| acc | differs(i)) == 0
+        let mut copied = 0;
+        for (group, group_lens) in bufs.chunks_exact_mut(RUN).zip(lens.chunks_exact_mut(RUN)) {
+            // Relaxed: ordered after the Acquire load of `head` that
+            // published these slots; each is read once.
+            // SAFETY: the group's `RUN` descriptors are among the caller's.
+            let differs = (0..RUN).fold(0, |acc, i| {
+                acc | (unsafe { &*desc.add(i) }.0.load(Ordering::Relaxed) ^ seen.word)
+            });
+            if differs != 0 {
+                break;
+            }
+            // Each buffer is asked for its slice once: the slices checked
+            // are the slices written.
+            let mut dsts = group.iter_mut().map(|b| b.as_mut());
+            let dsts: [&mut [u8]; RUN] = core::array::from_fn(|_| dsts.next().unwrap_or_default());
+            if dsts.iter().any(|d| d.len() < len) {
+                break;
+            }
+            for (i, dst) in dsts.into_iter().enumerate() {
+                // SAFETY: one of `RUN` validated one-slot frames, `i` slots
+                // past `src`; `dst` has room for `len` bytes.
+                unsafe { copy_32_to_64(dst.as_mut_ptr(), src.add(i * stride), len) }
+            }
+            group_lens.fill(len);
+            copied += RUN;
+            // SAFETY: at most one past the caller's slots.
+            unsafe {
+                src = src.add(RUN * stride);
+                desc = desc.add(RUN);
+            }
+        }
+        copied
     }
 
     /// `word` decoded and validated, but for the published-slots check.
@@ -566,6 +616,29 @@ unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
+/// [`copy_bytes`] for 32 to 64 bytes: four 16-byte moves.
+///
+/// # Safety
+/// As for `copy_bytes`, and `32 <= len <= 64`.
+#[inline(always)]
+unsafe fn copy_32_to_64(dst: *mut u8, src: *const u8, len: usize) {
+    use core::ptr::{read_unaligned as rd, write_unaligned as wr};
+    let tail = len - 32;
+    // SAFETY: every access lies within the first or the last 32 of the
+    // `len >= 32` bytes of the two ranges the caller guarantees.
+    unsafe {
+        let (a, b) = (rd(src.cast::<u128>()), rd(src.add(16).cast::<u128>()));
+        let (c, d) = (
+            rd(src.add(tail).cast::<u128>()),
+            rd(src.add(tail + 16).cast::<u128>()),
+        );
+        wr(dst.cast::<u128>(), a);
+        wr(dst.add(16).cast::<u128>(), b);
+        wr(dst.add(tail).cast::<u128>(), c);
+        wr(dst.add(tail + 16).cast::<u128>(), d);
+    }
+}
+
 /// Hints the CPU to fetch the cache line at `p` (no effect on other
 /// architectures). Prefetching never faults, whatever the address.
 #[inline(always)]
@@ -792,51 +865,71 @@ impl<S: RingStorage> Producer<S> {
         // shared one (a line the other core writes) only when a frame does
         // not fit, once per batch: not on every call, as
         // `write_chunk(usize::MAX)` would. The loop is `write_chunk` + `push`
-        // flattened: position and totals stay in registers.
+        // flattened. Its common case, a frame that fits in free slots before
+        // the end of the data area, advances two cursors (data and
+        // descriptor) and one count of such slots left (`room`): few enough
+        // values to stay in registers, with everything else on the rare path.
         let shape = self.shape;
         let mut free = self.free_slots(1)?;
         let start = self.head;
         let run = shape.run_from(start);
-        let (mut used, mut n, mut bytes) = (0u64, 0usize, 0u64);
+        let (mut n, mut bytes) = (0usize, 0u64);
         let mut refreshed = false;
-        // Frames ending at or before this many slots from `start` are free
-        // and do not wrap: one test for both in the common case.
         let mut clear = free.min(run.to_end);
+        let mut room = clear;
+        // Slots used so far are `desc - run.descs`; `dst` is as many slots
+        // past `run.base`. Both stay inside the areas while `room > 0`; after
+        // a frame that wraps they are not dereferenced again (`room` is 0).
+        let (mut dst, mut desc) = (run.base, run.descs);
         for frame in frames {
             let len = frame.len();
             let slots = shape.slots_for(len);
+            if len.wrapping_sub(1) < shape.max_frame && slots <= room {
+                // SAFETY: `len` is valid, `frame` is the caller's memory,
+                // and the `slots` slots at `dst`/`desc` are free and end
+                // before the end of the data area (`room`); the advanced
+                // cursors are at most one past it.
+                unsafe {
+                    copy_bytes(dst, frame.as_ptr(), len);
+                    shape.store_desc(&*desc, len);
+                    dst = dst.add((slots as usize) << shape.slot_shift);
+                    desc = desc.add(slots as usize);
+                }
+                room -= slots;
+                n += 1;
+                bytes += len as u64;
+                continue;
+            }
+            let used = Run::slots_between(run.descs, desc);
             if len.wrapping_sub(1) >= shape.max_frame {
                 if let (0, Some(e)) = (n, shape.bad_length(len)) {
                     return Err(e.into());
                 }
                 break;
             }
-            if used + slots <= clear {
-                // SAFETY: `len` is valid (checked above), `frame` is the
-                // caller's memory, and the slots are free and end before
-                // `run.to_end`.
-                unsafe { shape.write_before_end(&run, used, frame) };
-            } else {
-                if slots > free - used {
-                    if refreshed {
-                        break;
-                    }
-                    refreshed = true;
-                    // `head` moves only below, so this counts from `start`.
-                    free = self.free_slots(u64::MAX)?;
-                    clear = free.min(run.to_end);
-                    if slots > free - used {
-                        break;
-                    }
+            if slots > free - used {
+                if refreshed {
+                    break;
                 }
-                // SAFETY: `len` is valid (checked above), `frame` is the
-                // caller's memory, and the slots are among the `free` ones.
-                unsafe { shape.write_in_run(&run, used, slots, frame) };
+                refreshed = true;
+                // `head` moves only below, so this counts from `start`.
+                free = self.free_slots(u64::MAX)?;
+                clear = free.min(run.to_end);
+                if slots > free - used {
+                    break;
+                }
             }
-            used += slots;
+            // SAFETY: `len` is valid (checked above), `frame` is the
+            // caller's memory, and the slots are among the `free` ones.
+            unsafe { shape.write_in_run(&run, used, slots, frame) };
+            let used = used + slots;
+            room = clear.saturating_sub(used);
+            dst = run.base.wrapping_add((used as usize) << shape.slot_shift);
+            desc = run.descs.wrapping_add(used as usize);
             n += 1;
             bytes += len as u64;
         }
+        let used = Run::slots_between(run.descs, desc);
         if n > 0 {
             self.head = start.wrapping_add(used);
             // Release: pairs with the consumer's Acquire load of `head` in
@@ -1136,15 +1229,23 @@ impl<S: RingStorage> Consumer<S> {
         let ready = head.wrapping_sub(self.released);
         let known = self.cached_head.wrapping_sub(self.released);
         if ready > u64::from(self.shape.slot_count) || ready < known {
-            return Err(self.poison(Corruption::Index {
-                kind: IndexKind::Head,
-                old: self.cached_head,
-                new: head,
-                slot_count: self.shape.slot_count,
-            }));
+            return Err(self.head_corrupt(head));
         }
         self.cached_head = head;
         Ok(())
+    }
+
+    /// Poisons the consumer for the invalid producer index `head`: out of
+    /// line, so that the refresh stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn head_corrupt(&mut self, head: u64) -> Corruption {
+        self.poison(Corruption::Index {
+            kind: IndexKind::Head,
+            old: self.cached_head,
+            new: head,
+            slot_count: self.shape.slot_count,
+        })
     }
 
     /// Slots published and not yet read, refreshing the producer's index if
@@ -1273,43 +1374,28 @@ impl<S: RingStorage> Consumer<S> {
         // no wrap or published-slots check of its own.
         let group_end = avail.min(run.to_end).saturating_sub(RUN as u64 - 1);
         while n < max && off < avail {
-            let pos = start.wrapping_add(off);
-            if seen.slots == 1
-                && off < group_end
-                && n + RUN <= max
-                // SAFETY: `off < group_end <= run.to_end - (RUN - 1)`.
-                && unsafe { Shape::run_of(&run, off, &seen) }
-            {
-                let len = seen.len;
-                // `RUN` elements by the bounds above, so this always converts.
-                if let Ok(group) = <&mut [B; RUN]>::try_from(&mut bufs[n..n + RUN]) {
-                    // Each buffer is asked for its slice once: the slices
-                    // checked are the slices written.
-                    let dsts = group.each_mut().map(|b| b.as_mut());
-                    if dsts.iter().all(|d| d.len() >= len) {
-                        // SAFETY: the group's first slot, `off` slots past
-                        // `run.base`, before the end of the data area.
-                        let first = unsafe { run.base.add((off as usize) << shape.slot_shift) };
-                        for (i, dst) in dsts.into_iter().enumerate() {
-                            // SAFETY: one of `RUN` validated one-slot frames
-                            // (`run_of`) wholly before both the published
-                            // head and the end of the data area
-                            // (`group_end`), `i` slots past `first`; `dst`
-                            // has room for `len` bytes.
-                            unsafe {
-                                copy_bytes(dst.as_mut_ptr(), first.add(i * shape.slot_size), len)
-                            }
-                        }
-                        lens[n..n + RUN].fill(len);
-                        n += RUN;
-                        bytes += (RUN * len) as u64;
-                        off += RUN as u64;
-                        continue;
-                    }
+            if seen.slots == 1 && (32..=64).contains(&seen.len) && off < group_end {
+                // As many groups as fit before `group_end` and in `bufs`.
+                let groups = (group_end - off)
+                    .div_ceil(RUN as u64)
+                    .min(((max - n) / RUN) as u64) as usize;
+                let end = n + groups * RUN;
+                // SAFETY: the groups end before `group_end + RUN - 1`, i.e.
+                // before both the published head and the end of the data
+                // area.
+                let copied = unsafe {
+                    shape.copy_groups(&run, off, &seen, &mut bufs[n..end], &mut lens[n..end])
+                };
+                n += copied;
+                off += copied as u64;
+                bytes += (copied * seen.len) as u64;
+                if n == max || off == avail {
+                    break;
                 }
-                // A buffer is too small: the frame-by-frame path below
-                // stops there.
+                // Otherwise the frame-by-frame path below takes the next
+                // frame: not like `seen`, or a buffer too small for it.
             }
+            let pos = start.wrapping_add(off);
             let ready = avail - off;
             // Relaxed: ordered after the Acquire load of `head` that
             // produced `avail`; read once, checked, then used.

@@ -329,9 +329,11 @@ impl Shape {
         for (group, group_lens) in bufs.chunks_exact_mut(RUN).zip(lens.chunks_exact_mut(RUN)) {
             // Relaxed: ordered after the Acquire load of `head` that
             // published these slots; each is read once.
-            // SAFETY: the group's `RUN` descriptors are among the caller's.
             let differs = (0..RUN).fold(0, |acc, i| {
-                acc | (unsafe { &*desc.add(i) }.0.load(Ordering::Relaxed) ^ seen.word)
+                // SAFETY: the group's `RUN` descriptors are among the
+                // caller's.
+                let word = unsafe { &*desc.add(i) }.0.load(Ordering::Relaxed);
+                acc | (word ^ seen.word)
             });
             if differs != 0 {
                 break;

@@ -361,6 +361,60 @@ impl Shape {
         copied
     }
 
+    /// Copies frames like `seen` (same descriptor word) from `off` slots
+    /// into `run` to `bufs[i]` (lengths to `lens[i]`), one per buffer,
+    /// while each lies wholly before `clear` slots into `run` and its
+    /// buffer has room; returns how many it copied. A stream of one frame
+    /// size costs one descriptor comparison and one copy per frame.
+    ///
+    /// # Safety
+    /// `seen` is [`SeenDesc::NONE`] or validated, and the slots from `off`
+    /// to `clear` are published and lie before the end of the data area
+    /// (`clear <= run.to_end`).
+    #[inline(always)]
+    unsafe fn copy_like_seen<B: AsMut<[u8]>>(
+        &self,
+        run: &Run,
+        off: u64,
+        clear: u64,
+        seen: &SeenDesc,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> usize {
+        let (len, slots) = (seen.len, seen.slots);
+        let mut at = off;
+        let mut copied = 0;
+        for (buf, frame_len) in bufs.iter_mut().zip(lens.iter_mut()) {
+            // `NONE`'s `slots` never fits.
+            if slots > clear.saturating_sub(at) {
+                break;
+            }
+            // Relaxed: ordered after the Acquire load of `head` that
+            // published the slot; read once.
+            // SAFETY: `at < clear <= run.to_end`.
+            let word = unsafe { Self::desc_in_run(run, at) }
+                .0
+                .load(Ordering::Relaxed);
+            let dst = buf.as_mut();
+            if word != seen.word || dst.len() < len {
+                break;
+            }
+            // SAFETY: a validated frame of `len` bytes in the `slots` slots
+            // from `at`, before `clear`; `dst` has room for it.
+            unsafe {
+                copy_bytes(
+                    dst.as_mut_ptr(),
+                    run.base.add((at as usize) << self.slot_shift),
+                    len,
+                )
+            };
+            *frame_len = len;
+            at += slots;
+            copied += 1;
+        }
+        copied
+    }
+
     /// `word` decoded and validated, but for the published-slots check.
     #[inline(never)]
     fn decode(&self, word: u32) -> Option<SeenDesc> {
@@ -1394,8 +1448,28 @@ impl<S: RingStorage> Consumer<S> {
                 if n == max || off == avail {
                     break;
                 }
-                // Otherwise the frame-by-frame path below takes the next
-                // frame: not like `seen`, or a buffer too small for it.
+                // Otherwise the paths below take the next frame: not like
+                // `seen`, or a buffer too small for it.
+            }
+            // SAFETY: `off < avail`, and `avail` slots from `start` are
+            // published.
+            let copied = unsafe {
+                shape.copy_like_seen(
+                    &run,
+                    off,
+                    avail.min(run.to_end),
+                    &seen,
+                    &mut bufs[n..max],
+                    &mut lens[n..max],
+                )
+            };
+            if copied > 0 {
+                n += copied;
+                off += copied as u64 * seen.slots;
+                bytes += (copied * seen.len) as u64;
+                if n == max || off == avail {
+                    break;
+                }
             }
             let pos = start.wrapping_add(off);
             let ready = avail - off;
@@ -2226,6 +2300,45 @@ mod tests {
             }
         }
         assert_eq!((sent, got), (1600, 1600));
+    }
+
+    /// Streams of one multi-slot frame size take `recv_batch`'s
+    /// like-the-last-frame path; it must stop at the published head, at the
+    /// end of the data area and at a frame of another size.
+    #[test]
+    fn recv_batch_streams_equal_large_frames_to_the_head_and_across_the_wrap() {
+        // 32 slots of 64 bytes; 150-byte frames take 3 slots, so they meet
+        // the wrap at every offset. Every fifth frame is 149 bytes (a
+        // different descriptor, same slots), and sends and receives come in
+        // batches of changing sizes, so the published head falls anywhere.
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(32, 64, 1024).unwrap());
+        let len_of = |i: u32| if i % 5 == 4 { 149 } else { 150 };
+        let mut bufs = vec![vec![0u8; 150]; 7];
+        let mut lens = [0usize; 7];
+        let (mut sent, mut got) = (0u32, 0u32);
+        for round in 0..300u32 {
+            let want = 1 + round % 6;
+            let frames: Vec<Vec<u8>> = (sent..sent + want)
+                .map(|i| frame(len_of(i) as usize, i as u8))
+                .collect();
+            sent += tx.send_batch(frames.iter().map(|f| &f[..])).unwrap() as u32;
+            let take = 1 + (round as usize * 3) % 7;
+            let n = rx.recv_batch(&mut bufs[..take], &mut lens[..take]).unwrap();
+            for (buf, &len) in bufs.iter().zip(&lens).take(n) {
+                let expect = frame(len_of(got) as usize, got as u8);
+                assert_eq!(&buf[..len], &expect[..], "frame {got}");
+                got += 1;
+            }
+        }
+        while let n @ 1.. = rx.recv_batch(&mut bufs, &mut lens).unwrap() {
+            for (buf, &len) in bufs.iter().zip(&lens).take(n) {
+                let expect = frame(len_of(got) as usize, got as u8);
+                assert_eq!(&buf[..len], &expect[..], "frame {got}");
+                got += 1;
+            }
+        }
+        assert_eq!(got, sent);
+        assert!(sent > 500, "the ring kept up: {sent} frames");
     }
 
     #[test]

@@ -947,7 +947,11 @@ impl<S: RingStorage> Producer<S> {
                 // cursors are at most one past it.
                 unsafe {
                     copy_bytes(dst, frame.as_ptr(), len);
-                    shape.store_desc(&*desc, len);
+                    // Relaxed: published by the Release store of `head`
+                    // below. `slots > 1` is `flags_for(len)`'s test, from a
+                    // value already in a register.
+                    let more = if slots > 1 { SLOT_FLAG_MORE } else { 0 };
+                    (*desc).0.store(SlotDesc::pack(len as u16, more), Ordering::Relaxed);
                     dst = dst.add((slots as usize) << shape.slot_shift);
                     desc = desc.add(slots as usize);
                 }

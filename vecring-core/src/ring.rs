@@ -193,6 +193,27 @@ impl SeenDesc {
     };
 }
 
+/// A valid frame length with its slot count, descriptor word and stride
+/// (bytes its slots span): the producer's twin of [`SeenDesc`].
+#[derive(Clone, Copy)]
+struct LenPlan {
+    len: usize,
+    slots: u64,
+    word: u32,
+    stride: usize,
+}
+
+impl LenPlan {
+    /// Plans no length: its `slots` fits no room, and length 0 is never
+    /// valid.
+    const NONE: LenPlan = LenPlan {
+        len: 0,
+        slots: u64::MAX,
+        word: 0,
+        stride: 0,
+    };
+}
+
 /// The slots from free-running `start` to the end of the data area: a
 /// frame that lies within them is at `base` plus its offset, with no wrap
 /// to handle (all frames of a batch but at most one per lap).
@@ -521,6 +542,27 @@ impl Shape {
         // SAFETY: slot `start + used` is `used` entries after `run.descs`
         // in the array, before its end per the caller.
         unsafe { &*run.descs.add(used as usize) }
+    }
+
+    /// The plan of a frame of `len` bytes; for an invalid length, one
+    /// whose `slots` fits no room. Cold: a stream of one size needs it
+    /// once.
+    #[cold]
+    #[inline]
+    fn plan(&self, len: usize) -> LenPlan {
+        if len.wrapping_sub(1) >= self.max_frame {
+            return LenPlan {
+                len,
+                ..LenPlan::NONE
+            };
+        }
+        let slots = self.slots_for(len);
+        LenPlan {
+            len,
+            slots,
+            word: SlotDesc::pack(len as u16, self.flags_for(len)),
+            stride: (slots as usize) << self.slot_shift,
+        }
     }
 
     /// Stores the descriptor of a frame of `len` bytes in `desc`.
@@ -937,29 +979,34 @@ impl<S: RingStorage> Producer<S> {
         // past `run.base`. Both stay inside the areas while `room > 0`; after
         // a frame that wraps they are not dereferenced again (`room` is 0).
         let (mut dst, mut desc) = (run.base, run.descs);
+        // What follows from the last length seen: a stream of one frame
+        // size works out its slots, descriptor and stride once.
+        let mut plan = LenPlan::NONE;
         for frame in frames {
             let len = frame.len();
-            let slots = shape.slots_for(len);
-            if len.wrapping_sub(1) < shape.max_frame && slots <= room {
-                // SAFETY: `len` is valid, `frame` is the caller's memory,
-                // and the `slots` slots at `dst`/`desc` are free and end
+            if len != plan.len {
+                plan = shape.plan(len);
+            }
+            if plan.slots <= room {
+                // SAFETY: `len` is valid (an invalid one's plan fits no
+                // room), `frame` is the caller's memory, and the
+                // `plan.slots` slots at `dst`/`desc` are free and end
                 // before the end of the data area (`room`); the advanced
                 // cursors are at most one past it.
                 unsafe {
                     copy_bytes(dst, frame.as_ptr(), len);
                     // Relaxed: published by the Release store of `head`
-                    // below. `slots > 1` is `flags_for(len)`'s test, from a
-                    // value already in a register.
-                    let more = if slots > 1 { SLOT_FLAG_MORE } else { 0 };
-                    (*desc).0.store(SlotDesc::pack(len as u16, more), Ordering::Relaxed);
-                    dst = dst.add((slots as usize) << shape.slot_shift);
-                    desc = desc.add(slots as usize);
+                    // below.
+                    (*desc).0.store(plan.word, Ordering::Relaxed);
+                    dst = dst.add(plan.stride);
+                    desc = desc.add(plan.slots as usize);
                 }
-                room -= slots;
+                room -= plan.slots;
                 n += 1;
                 bytes += len as u64;
                 continue;
             }
+            let slots = shape.slots_for(len);
             let used = Run::slots_between(run.descs, desc);
             if len.wrapping_sub(1) >= shape.max_frame {
                 if let (0, Some(e)) = (n, shape.bad_length(len)) {

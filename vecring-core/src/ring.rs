@@ -1325,11 +1325,11 @@ impl<S: RingStorage> Consumer<S> {
     /// Reads the producer's index once and checks it moved forward, to at
     /// most a full ring ahead of us.
     fn refresh_head(&mut self) -> Result<(), Corruption> {
-        // The next frame's descriptor and first data line are needed right
-        // after `head` if it moved: fetch them alongside it, so the three
-        // cache misses overlap instead of following one another.
-        prefetch((self.shape.desc(self.tail) as *const SlotDesc).cast());
-        prefetch(self.shape.slot_ptr(self.tail));
+        // Nothing is prefetched here: the next frame's lines are the ones
+        // the producer is writing while we poll, and fetching them on every
+        // poll pulls them away from it mid-write. (It did hide one miss of
+        // a ping-pong's latency, but cost the link a fifth of its 64-byte
+        // throughput whenever the consumer kept up with the producer.)
         // Acquire: pairs with the Release store of `head` in
         // `WriteChunk::commit`, making the slots and descriptors visible.
         let head = self.storage.control().head.index.load(Ordering::Acquire);

@@ -780,27 +780,6 @@ unsafe fn copy_32_to_64(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
-/// Hints the CPU to take the cache line at `p` for writing (x86
-/// `PREFETCHW`; no effect on other architectures): the line's ownership
-/// moves here now, not when a later store needs it. Never faults, whatever
-/// the address.
-#[inline(always)]
-fn prefetch_write(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHW does not access memory architecturally, cannot
-    // fault and changes no register or flag; x86-64 processors without it
-    // (no PRFCHW in CPUID) execute it as a NOP.
-    unsafe {
-        core::arch::asm!(
-            "prefetchw [{0}]",
-            in(reg) p,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Hints the CPU to fetch the cache line at `p` (no effect on other
 /// architectures). Prefetching never faults, whatever the address.
 #[inline(always)]
@@ -821,10 +800,6 @@ fn prefetch(p: *const u8) {
 /// ahead measured no better, and outside its reservation would take lines
 /// the consumer may still be reading.)
 const PREFETCH_SLOTS: u64 = 8;
-
-/// How many slots' descriptor lines `send_batch` takes for writing before
-/// it copies: two batches of 32 one-slot frames.
-const DESC_PREFETCH: u64 = 64;
 
 /// The writing end of a ring.
 pub struct Producer<S: RingStorage> {
@@ -1059,20 +1034,6 @@ impl<S: RingStorage> Producer<S> {
         // five: when the two cores are far apart this is what holds the
         // producer back.
         let mut pending = desc;
-        // Those stores come at the end of the batch, and `head` cannot be
-        // seen before them: take the descriptor lines the batch will
-        // probably write (those of up to `DESC_PREFETCH` free slots) now,
-        // so that their transfer overlaps the copying. (When the ring is
-        // nearly full, the last of them may also hold descriptors the
-        // consumer has yet to read: one extra transfer for it, at most
-        // once per batch.)
-        let ahead = room.min(DESC_PREFETCH) as usize;
-        for k in (0..ahead).step_by(abi::CACHE_LINE / size_of::<SlotDesc>()) {
-            prefetch_write(desc.wrapping_add(k).cast());
-        }
-        if ahead > 0 {
-            prefetch_write(desc.wrapping_add(ahead - 1).cast());
-        }
         for frame in frames {
             let len = frame.len();
             if len != plan.len {

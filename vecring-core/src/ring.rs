@@ -566,48 +566,6 @@ impl Shape {
         }
     }
 
-    /// Stores `plan.word` in the descriptors from `from` up to `to`, every
-    /// `plan.slots`-th one: those of a run of frames of `plan`'s length
-    /// laid out one after another. Out of line: once per batch, or per
-    /// change of length.
-    ///
-    /// # Safety
-    /// `from..to` lies in the descriptor array (or is empty), spans a
-    /// multiple of `plan.slots` descriptors, and belongs to slots reserved
-    /// for the producer, not yet published.
-    #[inline(never)]
-    unsafe fn store_descs(from: *const SlotDesc, to: *const SlotDesc, plan: &LenPlan) {
-        let count = Run::slots_between(from, to) as usize;
-        if plan.slots == 1 {
-            #[cfg(not(loom))]
-            for i in 0..count {
-                // SAFETY: descriptor `i` of the caller's range. `SlotDesc`
-                // is an `AtomicU32`, laid out as a `u32`; until `head`
-                // publishes them these descriptors are the producer's alone
-                // (as are the data bytes it copies with plain stores), so
-                // plain stores, which the compiler merges 16 bytes at a
-                // time, race with no access of the consumer's.
-                unsafe { from.add(i).cast::<u32>().cast_mut().write(plan.word) };
-            }
-            #[cfg(loom)]
-            for i in 0..count {
-                // SAFETY: descriptor `i` of the caller's range.
-                unsafe { &*from.add(i) }
-                    .0
-                    .store(plan.word, Ordering::Relaxed);
-            }
-        } else {
-            for i in (0..count).step_by(plan.slots as usize) {
-                // Relaxed: published by the producer's next Release store
-                // of `head`.
-                // SAFETY: descriptor `i` of the caller's range.
-                unsafe { &*from.add(i) }
-                    .0
-                    .store(plan.word, Ordering::Relaxed);
-            }
-        }
-    }
-
     /// Stores the descriptor of a frame of `len` bytes in `desc`.
     #[inline(always)]
     fn store_desc(&self, desc: &SlotDesc, len: usize) {
@@ -1025,22 +983,9 @@ impl<S: RingStorage> Producer<S> {
         // What follows from the last length seen: a stream of one frame
         // size works out its slots, descriptor and stride once.
         let mut plan = LenPlan::NONE;
-        // The descriptors of the fast-path frames from `pending` up to
-        // `desc` (all of `plan`'s length) are stored together, after their
-        // data: one burst of stores into each descriptor line (16 bytes at
-        // a time for one-slot frames) instead of one store per frame spread
-        // over the batch. The line is then the producer's for a moment, not
-        // for the whole batch, and a 64-byte frame costs four stores, not
-        // five: when the two cores are far apart this is what holds the
-        // producer back.
-        let mut pending = desc;
         for frame in frames {
             let len = frame.len();
             if len != plan.len {
-                // SAFETY: `pending..desc` are the descriptors of fast-path
-                // frames of `plan`'s length, reserved and not published.
-                unsafe { Shape::store_descs(pending, desc, &plan) };
-                pending = desc;
                 plan = shape.plan(len);
             }
             if plan.slots <= room {
@@ -1051,6 +996,9 @@ impl<S: RingStorage> Producer<S> {
                 // cursors are at most one past it.
                 unsafe {
                     copy_bytes(dst, frame.as_ptr(), len);
+                    // Relaxed: published by the Release store of `head`
+                    // below.
+                    (*desc).0.store(plan.word, Ordering::Relaxed);
                     dst = dst.add(plan.stride);
                     desc = desc.add(plan.slots as usize);
                 }
@@ -1059,9 +1007,6 @@ impl<S: RingStorage> Producer<S> {
                 bytes += len as u64;
                 continue;
             }
-            // SAFETY: as above. (The rare path below writes its frame's
-            // descriptor itself.)
-            unsafe { Shape::store_descs(pending, desc, &plan) };
             let slots = shape.slots_for(len);
             let used = Run::slots_between(run.descs, desc);
             if len.wrapping_sub(1) >= shape.max_frame {
@@ -1089,13 +1034,9 @@ impl<S: RingStorage> Producer<S> {
             room = clear.saturating_sub(used);
             dst = run.base.wrapping_add((used as usize) << shape.slot_shift);
             desc = run.descs.wrapping_add(used as usize);
-            pending = desc;
             n += 1;
             bytes += len as u64;
         }
-        // SAFETY: as above; after a `break` on the rare path, the range
-        // was stored already and is stored again with the same words.
-        unsafe { Shape::store_descs(pending, desc, &plan) };
         let used = Run::slots_between(run.descs, desc);
         if n > 0 {
             self.head = start.wrapping_add(used);

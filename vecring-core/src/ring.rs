@@ -687,18 +687,7 @@ unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
         if len > 64 {
             ptr::copy_nonoverlapping(src, dst, len);
         } else if len >= 32 {
-            // Four 16-byte words, not two `[u8; 32]`s: those go through the
-            // stack.
-            let tail = len - 32;
-            let (a, b) = (rd(src.cast::<u128>()), rd(src.add(16).cast::<u128>()));
-            let (c, d) = (
-                rd(src.add(tail).cast::<u128>()),
-                rd(src.add(tail + 16).cast::<u128>()),
-            );
-            wr(dst.cast::<u128>(), a);
-            wr(dst.add(16).cast::<u128>(), b);
-            wr(dst.add(tail).cast::<u128>(), c);
-            wr(dst.add(tail + 16).cast::<u128>(), d);
+            copy_32_to_64(dst, src, len);
         } else if len >= 16 {
             let (a, b) = (rd(src.cast::<u128>()), rd(src.add(len - 16).cast::<u128>()));
             wr(dst.cast::<u128>(), a);
@@ -715,7 +704,8 @@ unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
-/// [`copy_bytes`] for 32 to 64 bytes: four 16-byte moves.
+/// [`copy_bytes`] for 32 to 64 bytes: four 16-byte moves (not two
+/// `[u8; 32]`s: those go through the stack).
 ///
 /// # Safety
 /// As for `copy_bytes`, and `32 <= len <= 64`.

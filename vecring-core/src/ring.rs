@@ -997,14 +997,15 @@ impl<S: RingStorage> Producer<S> {
                 bytes += len as u64;
                 continue;
             }
-            let slots = shape.slots_for(len);
-            let used = Run::slots_between(run.descs, desc);
             if len.wrapping_sub(1) >= shape.max_frame {
                 if let (0, Some(e)) = (n, shape.bad_length(len)) {
                     return Err(e.into());
                 }
                 break;
             }
+            // A valid length: `plan` is its plan.
+            let slots = plan.slots;
+            let used = Run::slots_between(run.descs, desc);
             if slots > free - used {
                 if refreshed {
                     break;

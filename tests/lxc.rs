@@ -35,9 +35,19 @@ fn lxc_config(domain_dir: &Path, unprivileged: bool) -> String {
 }
 
 /// A copy of the `vecring` tool where any uid can run it.
+///
+/// Copied by `cp`, not `std::fs::copy`: a write descriptor open in this
+/// process would be inherited by a child another test thread forks at that
+/// moment, and running the copy while that child holds it fails with
+/// "Text file busy" (ETXTBSY).
 fn shared_tool(scratch: &Path) -> PathBuf {
     let bin = scratch.join("vecring");
-    std::fs::copy(built_binary("vecring"), &bin).unwrap();
+    let copied = Command::new("cp")
+        .arg(built_binary("vecring"))
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(copied.success(), "cp of the vecring tool failed: {copied}");
     std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     bin

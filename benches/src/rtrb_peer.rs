@@ -108,9 +108,12 @@ impl<const N: usize> Rx for RtrbRx<N> {
                 }
             }
             RtrbMode::InPlace => {
+                // Summed in a local, as the vecring consumer does.
+                let mut sum = self.sum;
                 for frame in frames {
-                    self.sum = self.sum.wrapping_add(touch(frame));
+                    sum = sum.wrapping_add(touch(frame));
                 }
+                self.sum = sum;
             }
         }
         chunk.commit_all();

@@ -174,19 +174,22 @@ impl<S: RingStorage, const N: usize> ZeroCopyRx<S, N> {
 impl<S: RingStorage + 'static, const N: usize> Rx for ZeroCopyRx<S, N> {
     fn recv(&mut self) -> usize {
         let mut chunk = self.rx.read_chunk(self.batch).expect("read_chunk");
-        let mut n = 0;
-        while let Some(frame) = chunk.next_frame().expect("next_frame") {
-            debug_assert_eq!(frame.len(), N, "frame length");
-            match frame.contiguous().map(<&[u8; N]>::try_from) {
-                Some(Ok(bytes)) => self.sum = self.sum.wrapping_add(touch(bytes)),
-                _ => {
-                    for seg in frame.segments() {
-                        self.sum = self.sum.wrapping_add(touch(seg));
+        let (mut n, mut sum) = (0, self.sum);
+        while let Some(run) = chunk.next_run().expect("next_run") {
+            debug_assert_eq!(run.frame_len(), N, "frame length");
+            n += run.len();
+            for frame in run {
+                match frame.contiguous().map(<&[u8; N]>::try_from) {
+                    Some(Ok(bytes)) => sum = sum.wrapping_add(touch(bytes)),
+                    _ => {
+                        for seg in frame.segments() {
+                            sum = sum.wrapping_add(touch(seg));
+                        }
                     }
                 }
             }
-            n += 1;
         }
+        self.sum = sum;
         n
     }
 

@@ -70,6 +70,6 @@ pub use link::{Link, LinkBuilder, LinkCounters, LinkError, LinkState, Receiver, 
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
-    heap_channel, Consumer, Corruption, Frame, FrameWriter, HeapRing, Producer, PushError,
-    ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
+    heap_channel, Consumer, Corruption, Frame, FrameRun, FrameWriter, HeapRing, Producer,
+    PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
 };

@@ -1814,7 +1814,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// ```
     /// use vecring_core::{heap_channel, Geometry};
     ///
-    /// let (mut tx, mut rx) = heap_channel(Geometry::new(64, 128).unwrap());
+    /// let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(64, 128, 1024).unwrap());
     /// let big = [7u8; 100];
     /// let small = [1u8; 60];
     /// let frames = [&big[..], &big[..], &small[..], &big[..]];

@@ -965,18 +965,13 @@ impl<S: RingStorage> Producer<S> {
         let max = max_slots.min(self.shape.slot_count as usize) as u64;
         let free = self.free_slots(max)?;
         let reserved = free.min(max);
-        let run = self.shape.run_from(self.head);
         Ok(WriteChunk {
             shape: self.shape,
-            run,
+            run: self.shape.run_from(self.head),
             reserved,
             used: 0,
             frames: 0,
             bytes: 0,
-            plan: LenPlan::NONE,
-            dst: run.base,
-            desc: run.descs,
-            room: reserved.min(run.to_end),
             producer: self,
         })
     }
@@ -1116,16 +1111,6 @@ pub struct WriteChunk<'p, S: RingStorage> {
     used: u64,
     frames: usize,
     bytes: u64,
-    /// The plan of the last length pushed: a stream of one length works
-    /// out its slots and descriptor once.
-    plan: LenPlan,
-    /// Where the next frame goes, `used` slots into the run: its first
-    /// byte and its descriptor. Dereferenced only while `room > 0`.
-    dst: *mut u8,
-    desc: *const SlotDesc,
-    /// Slots from `dst` both reserved and before the end of the data area:
-    /// a frame that fits in them is written at `dst`, without a wrap.
-    room: u64,
 }
 
 impl<S: RingStorage> WriteChunk<'_, S> {
@@ -1164,40 +1149,6 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         self.shape.bad_length(len).unwrap_or(PushError::Full)
     }
 
-    /// Takes the next slot(s) for a frame of `len` bytes: its first byte,
-    /// its bytes before the end of the data area, and its descriptor word
-    /// and descriptor, the cursors moved past it. Inline for a frame that
-    /// fits before the end of the data area (every frame of a chunk but at
-    /// most one); [`place_slow`] for the rest.
-    #[inline(always)]
-    fn place(&mut self, len: usize) -> Result<(*mut u8, usize, u32, *const SlotDesc), PushError> {
-        if len != self.plan.len {
-            self.plan = self.shape.plan(len);
-        }
-        let plan = self.plan;
-        // An invalid length's plan fits no room.
-        if plan.slots <= self.room {
-            let (dst, desc) = (self.dst, self.desc);
-            // Wrapping: after the last slot before the end of the data area
-            // the cursors are not dereferenced (`room` is then 0).
-            self.dst = dst.wrapping_add(plan.stride);
-            self.desc = desc.wrapping_add(plan.slots as usize);
-            self.room -= plan.slots;
-            self.used += plan.slots;
-            return Ok((dst, len, plan.word, desc));
-        }
-        // A copy of the shape for the call, made on this path only: the
-        // chunk's own address never escapes, so its fields stay in
-        // registers.
-        let shape = self.shape;
-        let placed = place_slow(&shape, self.run.start, self.reserved, self.used, len)?;
-        self.used = placed.used;
-        self.dst = placed.next_dst;
-        self.desc = placed.next_desc;
-        self.room = placed.room;
-        Ok((placed.head, placed.head_len, plan.word, placed.desc))
-    }
-
     /// Copies `frame` into the next slot(s).
     ///
     /// # Errors
@@ -1205,27 +1156,20 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     #[inline(always)]
     pub fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
         let len = frame.len();
-        let (head, head_len, word, desc) = self.place(len)?;
-        // SAFETY: `place` gave a valid length's slots of our reservation:
-        // `head_len` bytes at `head` before the end of the data area, the
-        // rest at its start; `frame` is the caller's memory, which cannot
-        // overlap slots reserved for writing; `desc` is the frame's first
-        // descriptor.
-        unsafe {
-            copy_bytes(head, frame.as_ptr(), head_len);
-            if head_len < len {
-                ptr::copy_nonoverlapping(
-                    frame.as_ptr().add(head_len),
-                    self.shape.data,
-                    len - head_len,
-                );
-            }
-            // Relaxed: published by `commit`'s Release store of `head`.
-            (*desc).0.store(word, Ordering::Relaxed);
+        let shape = &self.shape;
+        let slots = shape.slots_for(len);
+        // Fast path: a valid frame that fits is one copy (two when it wraps
+        // around the end of the ring) and one descriptor store.
+        if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
+            // SAFETY: a valid length, the caller's memory, and slots of our
+            // reservation.
+            unsafe { shape.write_in_run(&self.run, self.used, slots, frame) };
+            self.used += slots;
+            self.frames += 1;
+            self.bytes += len as u64;
+            return Ok(());
         }
-        self.frames += 1;
-        self.bytes += len as u64;
-        Ok(())
+        Err(self.refusal(len))
     }
 
     /// Reserves the next slot(s) for a frame of `len` bytes and lets `fill`
@@ -1239,20 +1183,36 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     where
         F: FnOnce(&mut FrameWriter<'_>),
     {
-        let (head, head_len, word, desc) = self.place(len)?;
+        let slots = self.check_len(len)?;
+        let (shape, run, used) = (&self.shape, &self.run, self.used);
+        // As `Shape::write_in_run`: at a fixed offset from the run's base
+        // unless the frame wraps.
+        let (head, head_len, desc) = if used + slots <= run.to_end {
+            // SAFETY: the frame's slots lie before the end of the data area,
+            // `used` slots into the run.
+            unsafe {
+                (
+                    run.base.add((used as usize) << shape.slot_shift),
+                    len,
+                    Shape::desc_in_run(run, used),
+                )
+            }
+        } else {
+            let index = run.start.wrapping_add(used);
+            let (head, head_len) = shape.span(index, len);
+            (head, head_len, shape.desc(index))
+        };
         let mut writer = FrameWriter {
             head,
             head_len,
-            wrap: self.shape.data,
+            wrap: shape.data,
             len,
             written: 0,
             _ring: PhantomData,
         };
         fill(&mut writer);
-        // SAFETY: `desc` is the first descriptor of the frame's slots, ours
-        // (see `place`).
-        // Relaxed: published by `commit`'s Release store of `head`.
-        unsafe { (*desc).0.store(word, Ordering::Relaxed) };
+        shape.store_desc(desc, len);
+        self.used += slots;
         self.frames += 1;
         self.bytes += len as u64;
         Ok(())
@@ -1275,49 +1235,6 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         }
         self.frames
     }
-}
-
-/// Where [`place_slow`] put a frame, and the chunk's cursors after it.
-struct Placed {
-    head: *mut u8,
-    head_len: usize,
-    desc: *const SlotDesc,
-    used: u64,
-    next_dst: *mut u8,
-    next_desc: *const SlotDesc,
-    room: u64,
-}
-
-/// [`WriteChunk::place`] for a frame that wraps around the end of the data
-/// area, does not fit the `reserved - used` slots left, or has a bad
-/// length; the cursors after it are worked out afresh from `used`.
-#[inline(never)]
-fn place_slow(
-    shape: &Shape,
-    start: u64,
-    reserved: u64,
-    used: u64,
-    len: usize,
-) -> Result<Placed, PushError> {
-    let slots = shape.slots_for(len);
-    if len.wrapping_sub(1) >= shape.max_frame || slots > reserved - used {
-        return Err(shape.bad_length(len).unwrap_or(PushError::Full));
-    }
-    let index = start.wrapping_add(used);
-    let (head, head_len) = shape.span(index, len);
-    let used = used + slots;
-    let next = start.wrapping_add(used);
-    Ok(Placed {
-        head,
-        head_len,
-        desc: shape.desc(index),
-        used,
-        next_dst: shape.slot_ptr(next),
-        // From the array's pointer (see `Shape::run_from`).
-        // SAFETY: the masked slot is below `slot_count`.
-        next_desc: unsafe { shape.descs.add(shape.slot(next)) },
-        room: (reserved - used).min(u64::from(shape.slot_count) - (next & shape.mask)),
-    })
 }
 
 /// Writes one frame into its reserved slot(s); see [`WriteChunk::push_with`].

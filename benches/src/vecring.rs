@@ -1,6 +1,6 @@
 //! vecring through its copying API (`send`/`send_batch`, `recv`/`recv_batch`)
 //! and its zero-copy API (`write_chunk` + `push_with`, `read_chunk` +
-//! `next_frame`).
+//! `next_run`).
 
 use crate::pipeline::{Rx, Tx};
 use crate::{frame_hash, touch};

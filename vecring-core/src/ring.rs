@@ -620,11 +620,7 @@ impl Shape {
     /// Stores the descriptor of a frame of `len` bytes in `desc`.
     #[inline(always)]
     fn store_desc(&self, desc: &SlotDesc, len: usize) {
-        // Relaxed: published by the producer's next Release store of `head`.
-        desc.0.store(
-            SlotDesc::pack(len as u16, self.flags_for(len)),
-            Ordering::Relaxed,
-        );
+        put_desc(desc, SlotDesc::pack(len as u16, self.flags_for(len)));
     }
 
     /// [`write_frame`](Self::write_frame) for a frame of `slots` slots
@@ -1039,7 +1035,7 @@ impl<S: RingStorage> Producer<S> {
                     copy_bytes(dst, frame.as_ptr(), len);
                     // Relaxed: published by the Release store of `head`
                     // below.
-                    (*desc).0.store(plan.word, Ordering::Relaxed);
+                    put_desc(&*desc, plan.word);
                     dst = dst.add(plan.stride);
                     desc = desc.add(plan.slots as usize);
                 }
@@ -1093,6 +1089,24 @@ impl<S: RingStorage> Producer<S> {
             self.stats.bytes += bytes;
         }
         Ok(n)
+    }
+}
+
+/// Stores `word` in `desc` unless it holds that word already.
+///
+/// A stream of one frame size finds every descriptor holding its word from
+/// the lap before, so the descriptor lines stay shared between the two
+/// cores instead of moving to the producer and back every lap: a store
+/// would first take the line from the consumer's cache. (Measured: 64-byte
+/// frames between vCPUs ~215 ns apart, 31 against 40 Mfps, the latter as
+/// fast as rtrb.) The value read is only compared: whatever the peer wrote
+/// there, the descriptor ends up holding `word`.
+#[inline(always)]
+fn put_desc(desc: &SlotDesc, word: u32) {
+    // Relaxed, both: published by the producer's next Release store of
+    // `head`.
+    if desc.0.load(Ordering::Relaxed) != word {
+        desc.0.store(word, Ordering::Relaxed);
     }
 }
 
@@ -2518,6 +2532,45 @@ mod tests {
         ring.descs()[slot]
             .0
             .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+    }
+
+    /// The producer leaves a descriptor that already holds the right word
+    /// alone, and rewrites one that does not, whoever changed it.
+    #[test]
+    fn descriptors_scribbled_on_while_free_are_rewritten() {
+        let (ring, mut tx, mut rx) = corruptible_channel(geometry(16, 2048));
+        let mut buf = [0u8; 200];
+        for lap in 0..4u8 {
+            // Every path that writes a descriptor: send, send_batch, and
+            // the zero-copy push.
+            for i in 0..16u8 {
+                let f = frame(100, lap * 16 + i);
+                match i % 3 {
+                    0 => tx.send(&f).unwrap(),
+                    1 => assert_eq!(tx.send_batch([&f[..]]), Ok(1)),
+                    _ => {
+                        let mut chunk = tx.write_chunk(1).unwrap();
+                        chunk
+                            .push_with(100, |w| assert_eq!(w.append(&f), 100))
+                            .unwrap();
+                        chunk.commit();
+                    }
+                }
+                let n = rx.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], &f[..], "lap {lap} frame {i}");
+            }
+            // Free slots, scribbled on as a peer could: another valid
+            // length, garbage, the right word.
+            for slot in 0..16 {
+                match lap {
+                    0 => set_desc(&ring, slot, 50, 0),
+                    1 => set_desc(&ring, slot, 0xffff, 0xffff),
+                    2 => set_desc(&ring, slot, 100, 0),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(rx.stats().corruptions, 0);
     }
 
     #[test]

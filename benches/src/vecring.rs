@@ -1,5 +1,5 @@
 //! vecring through its copying API (`send`/`send_batch`, `recv`/`recv_batch`)
-//! and its zero-copy API (`write_chunk` + `push_with`, `read_chunk` +
+//! and its zero-copy API (`write_chunk` + `push_run`, `read_chunk` +
 //! `next_run`).
 
 use crate::pipeline::{Rx, Tx};
@@ -127,25 +127,24 @@ impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
             .tx
             .write_chunk(max * self.slots_per_frame)
             .expect("write_chunk");
-        for frame in &self.frames[..max] {
-            let pushed = chunk.push_with(N, |w| {
-                match w.contiguous_mut().map(<&mut [u8; N]>::try_from) {
-                    Some(Ok(dst)) => *dst = *frame,
-                    _ => {
-                        let mut at = 0;
-                        for seg in w.segments_mut() {
-                            let end = at + seg.len();
-                            seg.copy_from_slice(&frame[at..end]);
-                            at = end;
-                        }
+        let frames = &self.frames[..max];
+        let pushed = chunk.push_run(N, max, |i, w| {
+            let frame = &frames[i];
+            match w.contiguous_mut().map(<&mut [u8; N]>::try_from) {
+                Some(Ok(dst)) => *dst = *frame,
+                _ => {
+                    let mut at = 0;
+                    for seg in w.segments_mut() {
+                        let end = at + seg.len();
+                        seg.copy_from_slice(&frame[at..end]);
+                        at = end;
                     }
                 }
-            });
-            match pushed {
-                Ok(()) => {}
-                Err(PushError::Full) => break,
-                Err(e) => panic!("push_with: {e}"),
             }
+        });
+        match pushed {
+            Ok(_) | Err(PushError::Full) => {}
+            Err(e) => panic!("push_run: {e}"),
         }
         chunk.commit()
     }

@@ -45,6 +45,10 @@
 //! }
 //! assert_eq!(seen, 3);
 //! ```
+//!
+//! For batches of one frame size, [`WriteChunk::push_run`] and
+//! [`ReadChunk::next_run`] move a whole run of frames with one length
+//! check and one pass over the descriptors.
 #![deny(missing_docs)]
 
 pub mod abi;

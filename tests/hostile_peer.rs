@@ -213,6 +213,63 @@ fn reset(ring: &GuardedRing) {
 
 const RUN: Duration = Duration::from_secs(3);
 
+/// Reads with the consumer call picked by `i` (every read path in turn):
+/// how many frames, each of a valid length, every byte of it read.
+fn read_some<S: RingStorage>(
+    rx: &mut Consumer<S>,
+    buf: &mut [u8],
+    bufs: &mut [Vec<u8>],
+    i: usize,
+) -> Result<u64, RecvError> {
+    let valid = |len: usize| assert!((1..=9216).contains(&len), "length {len} accepted");
+    let read_all = |f: &vecring_core::Frame<'_>| {
+        valid(f.len());
+        let bytes: usize = f
+            .segments()
+            .map(|s| s.iter().map(|&b| b as usize).sum::<usize>())
+            .sum();
+        std::hint::black_box(bytes);
+        assert_eq!(f.segments().map(|s| s.len()).sum::<usize>(), f.len());
+    };
+    match i % 4 {
+        0 => rx.recv(buf).map(|n| {
+            valid(n);
+            1
+        }),
+        1 => {
+            let mut lens = [0usize; 8];
+            let n = rx.recv_batch(bufs, &mut lens)?;
+            lens[..n].iter().for_each(|&l| valid(l));
+            if n == 0 {
+                return Err(RecvError::Empty);
+            }
+            Ok(n as u64)
+        }
+        2 => {
+            let mut chunk = rx.read_chunk(8)?;
+            let mut n = 0;
+            while let Some(f) = chunk.next_frame()? {
+                read_all(&f);
+                n += 1;
+            }
+            Ok(n)
+        }
+        _ => {
+            let mut chunk = rx.read_chunk(8)?;
+            let mut n = 0;
+            while let Some(run) = chunk.next_run()? {
+                let len = run.frame_len();
+                for f in run {
+                    assert_eq!(f.len(), len);
+                    read_all(&f);
+                    n += 1;
+                }
+            }
+            Ok(n)
+        }
+    }
+}
+
 #[test]
 fn honest_consumer_survives_a_hostile_producer() {
     let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(120));
@@ -223,6 +280,7 @@ fn honest_consumer_survives_a_hostile_producer() {
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), true, true);
     let (mut corruptions, mut frames, mut reattached) = (0u64, 0u64, 0u64);
     let mut buf = vec![0u8; 9216];
+    let mut bufs = vec![vec![0u8; 9216]; 8];
     let start = Instant::now();
     while start.elapsed() < RUN {
         // A new generation starts from clean indices, as the link does.
@@ -233,12 +291,9 @@ fn honest_consumer_survives_a_hostile_producer() {
             continue;
         };
         reattached += 1;
-        for _ in 0..1000 {
-            match rx.recv(&mut buf) {
-                Ok(n) => {
-                    assert!((1..=9216).contains(&n));
-                    frames += 1;
-                }
+        for i in 0..1000 {
+            match read_some(&mut rx, &mut buf, &mut bufs, i) {
+                Ok(n) => frames += n,
                 Err(RecvError::Empty) => {}
                 Err(RecvError::BufferTooSmall { needed }) => {
                     panic!("frame of {needed} > 9216 accepted")
@@ -265,6 +320,34 @@ fn honest_consumer_survives_a_hostile_producer() {
     );
 }
 
+/// Writes `frame` with the producer call picked by `i` (every write path
+/// in turn); how many frames went.
+fn write_some<S: RingStorage>(
+    tx: &mut Producer<S>,
+    frame: &[u8],
+    i: usize,
+) -> Result<u64, SendError> {
+    let len = frame.len();
+    match i % 4 {
+        0 => tx.send(frame).map(|()| 1),
+        1 => tx.send_batch([frame, frame, frame]).map(|n| n as u64),
+        2 => {
+            let mut chunk = tx.write_chunk(len.div_ceil(256) * 2)?;
+            chunk.push_with(len, |w| {
+                assert_eq!(w.append(frame), len);
+            })?;
+            Ok(chunk.commit() as u64)
+        }
+        _ => {
+            let mut chunk = tx.write_chunk(len.div_ceil(256) * 3)?;
+            chunk.push_run(len, 3, |_, w| {
+                assert_eq!(w.append(frame), len);
+            })?;
+            Ok(chunk.commit() as u64)
+        }
+    }
+}
+
 #[test]
 fn honest_producer_survives_a_hostile_consumer() {
     let _watchdog = Watchdog::new("hostile consumer", Duration::from_secs(120));
@@ -284,10 +367,10 @@ fn honest_producer_survives_a_hostile_consumer() {
             corruptions += 1;
             continue;
         };
-        for _ in 0..1000 {
+        for i in 0..1000 {
             let len = rng.gen_range(1..=9216);
-            match tx.send(&frame[..len]) {
-                Ok(()) => sent += 1,
+            match write_some(&mut tx, &frame[..len], i) {
+                Ok(n) => sent += n,
                 Err(SendError::Push(PushError::Full)) => {}
                 Err(SendError::Push(e)) => panic!("{e}"),
                 Err(SendError::LinkDown) => unreachable!("a bare producer has no link"),

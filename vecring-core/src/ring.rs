@@ -1884,6 +1884,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
                 self.run_left = 1;
                 self.run_head = head;
                 self.run_head_len = head_len;
+                self.run_stride = (seen.slots as usize) << shape.slot_shift;
                 Ok(true)
             }
             Ok(None) => Ok(false),
@@ -1925,8 +1926,9 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// frames that follow one another in the ring with the same
     /// descriptor, validated as a group (one comparison each). Iterating
     /// the [`FrameRun`] costs a few instructions per frame, without
-    /// returning to the chunk; the chunk moves past the whole run at once.
-    /// `None` when the chunk is used up.
+    /// returning to the chunk; the chunk moves past the whole run at once,
+    /// so its frames count as read (and are released with the chunk)
+    /// whether or not they are iterated. `None` when the chunk is used up.
     ///
     /// A run never spans the end of the data area; a frame that wraps
     /// around it is a run of its own (its bytes in two
@@ -2634,17 +2636,23 @@ mod tests {
         let mut buf = [0u8; 200];
         for lap in 0..4u8 {
             // Every path that writes a descriptor: send, send_batch, and
-            // the zero-copy push.
+            // the zero-copy pushes.
             for i in 0..16u8 {
                 let f = frame(100, lap * 16 + i);
-                match i % 3 {
+                match i % 4 {
                     0 => tx.send(&f).unwrap(),
                     1 => assert_eq!(tx.send_batch([&f[..]]), Ok(1)),
-                    _ => {
+                    2 => {
                         let mut chunk = tx.write_chunk(1).unwrap();
                         chunk
                             .push_with(100, |w| assert_eq!(w.append(&f), 100))
                             .unwrap();
+                        chunk.commit();
+                    }
+                    _ => {
+                        let mut chunk = tx.write_chunk(1).unwrap();
+                        let run = chunk.push_run(100, 1, |_, w| assert_eq!(w.append(&f), 100));
+                        assert_eq!(run, Ok(1));
                         chunk.commit();
                     }
                 }

@@ -40,12 +40,12 @@
 //! data area (then it continues at slot 0). The descriptor of its first
 //! slot holds the whole length, and [`SLOT_FLAG_MORE`] exactly when the
 //! frame continues into the following slots; the descriptors of those
-//! slots are not used. A descriptor that already holds the right value
-//! (from an earlier lap) need not be written again; the producer's head
-//! publishes it all the same. Small slots therefore pack small frames densely (a
+//! slots are not used. Small slots therefore pack small frames densely (a
 //! 64-byte frame in 64-byte slots is one data line and 1/16 of a
 //! descriptor line), and a large frame costs one descriptor, not one per
-//! slot.
+//! slot. A descriptor that already holds the right value (from an earlier
+//! lap) need not be written again: the producer's `head` publishes it all
+//! the same.
 
 use crate::sync::{AtomicU32, AtomicU64};
 

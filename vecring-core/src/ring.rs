@@ -2826,7 +2826,6 @@ mod tests {
         let lens = [48usize, 48, 32, 64, 64, 20, 65, 130, 40];
         let mut expect = std::collections::VecDeque::new();
         let (mut sent, mut got) = (0u32, 0u32);
-        let mut buf = [0u8; 1024];
         for round in 0..500usize {
             // Runs of 1 to 9 frames of one length, two or three runs a
             // batch, 1 to 40 frames in all.
@@ -2850,16 +2849,9 @@ mod tests {
             expect.extend(frames.drain(..n));
             sent += n as u32;
             // Read a part of what is there.
-            for _ in 0..(round * 7) % 23 {
-                let Ok(len) = rx.recv(&mut buf) else { break };
-                assert_eq!(&buf[..len], &expect.pop_front().unwrap()[..], "frame {got}");
-                got += 1;
-            }
+            got += recv_expected(&mut rx, &mut expect, (round * 7) % 23);
         }
-        while let Ok(len) = rx.recv(&mut buf) {
-            assert_eq!(&buf[..len], &expect.pop_front().unwrap()[..], "frame {got}");
-            got += 1;
-        }
+        got += recv_expected(&mut rx, &mut expect, usize::MAX);
         assert_eq!((got, expect.len()), (sent, 0));
         assert!(sent > 2000, "{sent} frames");
     }
@@ -2873,7 +2865,6 @@ mod tests {
         let lens = [1usize, 40, 64, 65, 150, 300];
         let (mut sent, mut got) = (0u32, 0u32);
         let mut expect = std::collections::VecDeque::new();
-        let mut buf = [0u8; 1024];
         for round in 0..400usize {
             let len = lens[round % lens.len()];
             let count = 1 + round % 7;
@@ -2904,20 +2895,32 @@ mod tests {
             }
             // Drain most of the time, so the ring fills up now and then.
             if round % 5 != 4 {
-                while let Ok(n) = rx.recv(&mut buf) {
-                    assert_eq!(&buf[..n], &expect.pop_front().unwrap()[..], "frame {got}");
-                    got += 1;
-                }
+                got += recv_expected(&mut rx, &mut expect, usize::MAX);
             }
         }
-        while let Ok(n) = rx.recv(&mut buf) {
-            assert_eq!(&buf[..n], &expect.pop_front().unwrap()[..], "frame {got}");
-            got += 1;
-        }
+        got += recv_expected(&mut rx, &mut expect, usize::MAX);
         assert_eq!((got, expect.len()), (sent, 0));
         assert!(sent > 500, "{sent} frames");
         assert_eq!(rx.stats().frames, u64::from(sent));
         assert_eq!(tx.stats().frames, u64::from(sent));
+    }
+
+    /// Receives up to `max` frames, each of which must be the next of
+    /// `expect`; returns how many.
+    fn recv_expected(
+        rx: &mut Consumer<HeapRing>,
+        expect: &mut std::collections::VecDeque<Vec<u8>>,
+        max: usize,
+    ) -> u32 {
+        let mut buf = [0u8; 1024];
+        let mut got = 0;
+        while got < max {
+            let Ok(len) = rx.recv(&mut buf) else { break };
+            let want = expect.pop_front().expect("a frame was sent");
+            assert_eq!(&buf[..len], &want[..], "frame {got} of this call");
+            got += 1;
+        }
+        got as u32
     }
 
     /// Slots of a frame of `len` bytes in 64-byte slots.

@@ -1264,14 +1264,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             let (head, head_len) = shape.span(index, len);
             (head, head_len, shape.desc(index))
         };
-        let mut writer = FrameWriter {
-            head,
-            head_len,
-            wrap: shape.data,
-            len,
-            written: 0,
-            _ring: PhantomData,
-        };
+        let mut writer = FrameWriter::new(head, head_len, shape.data, len);
         fill(&mut writer);
         shape.store_desc(desc, len);
         self.used += slots;
@@ -1335,15 +1328,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 put_desc(unsafe { &*descs.add(j * slots as usize) }, word);
             }
             for j in 0..k {
-                let mut writer = FrameWriter {
-                    // Inside the data area: frame `j` lies before its end.
-                    head: base.wrapping_add(j * stride),
-                    head_len: len,
-                    wrap: shape.data,
-                    len,
-                    written: 0,
-                    _ring: PhantomData,
-                };
+                // Inside the data area: frame `j` lies before its end.
+                let head = base.wrapping_add(j * stride);
+                let mut writer = FrameWriter::new(head, len, shape.data, len);
                 fill(done + j, &mut writer);
             }
             self.used += k as u64 * slots;
@@ -1354,14 +1341,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 let index = self.run.start.wrapping_add(self.used);
                 let (head, head_len) = shape.span(index, len);
                 put_desc(shape.desc(index), word);
-                let mut writer = FrameWriter {
-                    head,
-                    head_len,
-                    wrap: shape.data,
-                    len,
-                    written: 0,
-                    _ring: PhantomData,
-                };
+                let mut writer = FrameWriter::new(head, head_len, shape.data, len);
                 fill(done, &mut writer);
                 self.used += slots;
                 done += 1;
@@ -1408,6 +1388,20 @@ pub struct FrameWriter<'c> {
 }
 
 impl FrameWriter<'_> {
+    /// The writer of a frame of `len` bytes: `head_len` of them at `head`,
+    /// the rest at `wrap` (the start of the data area).
+    #[inline(always)]
+    fn new(head: *mut u8, head_len: usize, wrap: *mut u8, len: usize) -> Self {
+        FrameWriter {
+            head,
+            head_len,
+            wrap,
+            len,
+            written: 0,
+            _ring: PhantomData,
+        }
+    }
+
     /// The frame's length.
     #[inline]
     pub fn len(&self) -> usize {
@@ -2789,13 +2783,23 @@ mod tests {
         assert_eq!(rx.stats().frames, 1);
     }
 
-    #[test]
-    fn a_corrupt_frame_ends_the_chunk_and_stays_reported() {
-        let (ring, mut tx, mut rx) = corruptible_channel(geometry(16, 2048));
-        for i in 0..3 {
+    /// A ring of 16 slots holding `count` 100-byte frames (`frame(100,
+    /// i)`), the descriptor of frame `corrupt` zeroed as a peer could.
+    fn frames_with_a_zeroed_descriptor(
+        count: u8,
+        corrupt: usize,
+    ) -> (HeapRing, Consumer<HeapRing>) {
+        let (ring, mut tx, rx) = corruptible_channel(geometry(16, 2048));
+        for i in 0..count {
             tx.send(&frame(100, i)).unwrap();
         }
-        set_desc(&ring, 1, 0, 0);
+        set_desc(&ring, corrupt, 0, 0);
+        (ring, rx)
+    }
+
+    #[test]
+    fn a_corrupt_frame_ends_the_chunk_and_stays_reported() {
+        let (ring, mut rx) = frames_with_a_zeroed_descriptor(3, 1);
         let mut chunk = rx.read_chunk(8).unwrap();
         assert!(matches!(chunk.next_frame(), Ok(Some(f)) if f.to_vec() == frame(100, 0)));
         let first = match chunk.next_frame() {
@@ -2905,6 +2909,17 @@ mod tests {
         assert_eq!(tx.stats().frames, u64::from(sent));
     }
 
+    /// Sends frames `numbers` (frame `i` is `frame(len_of(i), i)`) with
+    /// one `send_batch`; returns how many went.
+    fn send_numbered(
+        tx: &mut Producer<HeapRing>,
+        numbers: std::ops::Range<u32>,
+        len_of: impl Fn(u32) -> usize,
+    ) -> u32 {
+        let frames: Vec<Vec<u8>> = numbers.map(|i| frame(len_of(i), i as u8)).collect();
+        tx.send_batch(frames.iter().map(|f| &f[..])).unwrap() as u32
+    }
+
     /// Receives up to `max` frames, each of which must be the next of
     /// `expect`; returns how many.
     fn recv_expected(
@@ -2949,11 +2964,7 @@ mod tests {
     /// run before it and is reported when it comes first, never earlier.
     #[test]
     fn a_corrupt_descriptor_ends_a_run_and_is_reported_at_its_frame() {
-        let (ring, mut tx, mut rx) = corruptible_channel(geometry(16, 2048));
-        for i in 0..6 {
-            tx.send(&frame(100, i)).unwrap();
-        }
-        set_desc(&ring, 3, 0, 0);
+        let (_ring, mut rx) = frames_with_a_zeroed_descriptor(6, 3);
         let mut chunk = rx.read_chunk(8).unwrap();
         let run = chunk.next_run().unwrap().expect("frames 0 to 2");
         assert_eq!((run.len(), run.frame_len()), (3, 100));
@@ -3014,10 +3025,7 @@ mod tests {
         for round in 0..600u32 {
             if round < 500 {
                 let want = 1 + round % 9;
-                let frames: Vec<Vec<u8>> = (sent..sent + want)
-                    .map(|i| frame(len_of(i) as usize, i as u8))
-                    .collect();
-                sent += tx.send_batch(frames.iter().map(|f| &f[..])).unwrap() as u32;
+                sent += send_numbered(&mut tx, sent..sent + want, len_of);
             }
             let budget = 1 + (round as usize * 5) % 11;
             let mut chunk = rx.read_chunk(budget).unwrap();
@@ -3027,11 +3035,7 @@ mod tests {
                     let Some(f) = chunk.next_frame().unwrap() else {
                         break;
                     };
-                    assert_eq!(
-                        f.to_vec(),
-                        frame(len_of(got) as usize, got as u8),
-                        "frame {got}"
-                    );
+                    assert_eq!(f.to_vec(), frame(len_of(got), got as u8), "frame {got}");
                     got += 1;
                     taken += 1;
                     continue;
@@ -3044,11 +3048,7 @@ mod tests {
                 for f in run {
                     assert_eq!(f.len(), len);
                     assert!(n == 1 || f.contiguous().is_some(), "a run never wraps");
-                    assert_eq!(
-                        f.to_vec(),
-                        frame(len_of(got) as usize, got as u8),
-                        "frame {got}"
-                    );
+                    assert_eq!(f.to_vec(), frame(len_of(got), got as u8), "frame {got}");
                     got += 1;
                 }
                 taken += n;
@@ -3119,15 +3119,12 @@ mod tests {
         for round in 0.. {
             if round < 300 {
                 let want = 1 + round % 6;
-                let frames: Vec<Vec<u8>> = (sent..sent + want)
-                    .map(|i| frame(len_of(i) as usize, i as u8))
-                    .collect();
-                sent += tx.send_batch(frames.iter().map(|f| &f[..])).unwrap() as u32;
+                sent += send_numbered(&mut tx, sent..sent + want, len_of);
             }
             let take = 1 + (round as usize * 3) % 7;
             let n = rx.recv_batch(&mut bufs[..take], &mut lens[..take]).unwrap();
             for (buf, &len) in bufs.iter().zip(&lens).take(n) {
-                let expect = frame(len_of(got) as usize, got as u8);
+                let expect = frame(len_of(got), got as u8);
                 assert_eq!(&buf[..len], &expect[..], "frame {got}");
                 got += 1;
             }

@@ -416,6 +416,65 @@ pub fn core_to_core_latency() -> Duration {
     trips[trips.len() / 2] / 2
 }
 
+/// One-way latency of the cheapest signal-then-data hand-off between
+/// [`PRODUCER_CPU`] (the caller, already pinned) and [`CONSUMER_CPU`]: each
+/// side writes 64 bytes into the next line of its own data array, then a
+/// counter on a line of its own; the other side waits for the counter and
+/// reads the line. Half the median round trip. It is the floor for any
+/// protocol that publishes an index after the data, as vecring and rtrb
+/// do; the data arrays are `data_lines` lines long (a ring's data area
+/// wraps the same way).
+pub fn signal_then_data_latency(data_lines: usize) -> Duration {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const ROUNDS: u64 = 20_000;
+    struct Side {
+        counter: crossbeam_utils::CachePadded<AtomicU64>,
+        data: Vec<crossbeam_utils::CachePadded<[AtomicU64; 8]>>,
+    }
+    let side = |n: usize| Side {
+        counter: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+        data: (0..n)
+            .map(|_| crossbeam_utils::CachePadded::new(Default::default()))
+            .collect(),
+    };
+    let (ping, pong) = (Arc::new(side(data_lines)), Arc::new(side(data_lines)));
+    let send = |to: &Side, round: u64| {
+        let line = &to.data[round as usize % to.data.len()];
+        for word in line.iter() {
+            // Relaxed: published by the Release store of the counter.
+            word.store(round, Ordering::Relaxed);
+        }
+        // Release: pairs with the Acquire load in `wait`.
+        to.counter.store(round + 1, Ordering::Release);
+    };
+    let wait = |from: &Side, round: u64| -> u64 {
+        // Acquire: pairs with the Release store in `send`.
+        while from.counter.load(Ordering::Acquire) != round + 1 {
+            std::hint::spin_loop();
+        }
+        let line = &from.data[round as usize % from.data.len()];
+        line.iter().map(|w| w.load(Ordering::Relaxed)).sum()
+    };
+    let (ping2, pong2) = (Arc::clone(&ping), Arc::clone(&pong));
+    let echo = std::thread::spawn(move || {
+        pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
+        for round in 0..ROUNDS {
+            std::hint::black_box(wait(&ping2, round));
+            send(&pong2, round);
+        }
+    });
+    let mut trips = Vec::with_capacity(ROUNDS as usize);
+    for round in 0..ROUNDS {
+        let start = Instant::now();
+        send(&ping, round);
+        std::hint::black_box(wait(&pong, round));
+        trips.push(start.elapsed());
+    }
+    echo.join().expect("echo thread");
+    trips.sort();
+    trips[trips.len() / 2] / 2
+}
+
 /// Whether a region created now gets hugepages (for the reports).
 pub fn hugepages_available() -> bool {
     region().hugepages()

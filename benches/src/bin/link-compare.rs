@@ -3,18 +3,26 @@
 //! memfd region), alternating with `rtrb` between two threads of one
 //! process on the same CPUs (see shared/BENCHMARKING.md). Also the one-way
 //! latency (ping-pong / 2) over the link beside a plain cache-line
-//! ping-pong between the same two CPUs.
+//! ping-pong between the same two CPUs, and beside the floor of any
+//! protocol that publishes an index after the data
+//! ([`signal_then_data_latency`]).
+//!
+//! The latency is timed after a lap of the ring in untimed ping-pongs, so
+//! that every descriptor already holds the 64-byte frame's word: the
+//! steady state of a stream of one size. Just after frames of another size
+//! (the 1514-byte run before it), the producer must rewrite some
+//! descriptors, and each rewrite costs one more line transfer.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS]
+//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS] [--latency-only]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_benches::{
-    build, core_to_core_latency, pin_current_thread, Candidate, Placement, CONSUMER_CPU,
-    PRODUCER_CPU,
+    build, core_to_core_latency, pin_current_thread, signal_then_data_latency, Candidate,
+    Placement, CONSUMER_CPU, PRODUCER_CPU,
 };
 use vecring_core::{HugepagePolicy, Link, PushError, Receiver, RecvError, Role, SendError, Sender};
 
@@ -107,6 +115,21 @@ fn send(tx: &mut Sender, frame: &[u8], n: u64) {
     }
 }
 
+/// `trips` ping-pongs of `frame` with the slave's `echo`.
+fn ping_pong(tx: &mut Sender, rx: &mut Receiver, frame: &[u8], trips: u32) {
+    let mut buf = vec![0u8; frame.len()];
+    for _ in 0..trips {
+        while tx.send(frame).is_err() {}
+        loop {
+            match rx.recv(&mut buf) {
+                Ok(_) => break,
+                Err(RecvError::Empty) => std::hint::spin_loop(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -118,6 +141,7 @@ fn main() {
         return child(&args[2]);
     }
     let pairs: usize = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(5);
+    let latency_only = args.iter().any(|a| a == "--latency-only");
     let run_dir = format!("/run/vecring-link-compare-{}", std::process::id());
     let mut slave = Command::new(std::env::current_exe().unwrap())
         .args(["--child", &run_dir])
@@ -145,9 +169,10 @@ fn main() {
     let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
         sizes.iter().map(|_| (vec![], vec![], vec![])).collect();
     let (mut link_lat, mut line_lat, mut lat_ratio) = (vec![], vec![], vec![]);
+    let (mut floor_lat, mut floor_ratio) = (vec![], vec![]);
     let source = vec![0x5au8; 9216];
     for pair in 0..pairs {
-        for (i, &len) in sizes.iter().enumerate() {
+        for (i, &len) in sizes.iter().enumerate().filter(|_| !latency_only) {
             let n = frames_for(len);
             let mut measure_vecring = || {
                 let start = ask(format!("rx {n} {len}"));
@@ -170,35 +195,37 @@ fn main() {
             results[i].1.push(r);
             results[i].2.push(v / r);
         }
-        // Latency: ping-pong of one 64-byte frame, half the round trip.
-        let start = ask(format!("echo {ROUND_TRIPS}"));
-        let mut buf = [0u8; 64];
-        for _ in 0..ROUND_TRIPS {
-            while tx.send(&source[..64]).is_err() {}
-            loop {
-                match rx.recv(&mut buf) {
-                    Ok(_) => break,
-                    Err(RecvError::Empty) => std::hint::spin_loop(),
-                    Err(e) => panic!("{e}"),
-                }
+        // Latency: ping-pong of one 64-byte frame, half the round trip,
+        // timed after a lap of untimed ones (see the module doc).
+        let lap = tx.geometry().expect("the link is up").slot_count();
+        let mut one_way = 0.0;
+        for (trips, timed) in [(lap, false), (ROUND_TRIPS, true)] {
+            let start = ask(format!("echo {trips}"));
+            ping_pong(&mut tx, &mut rx, &source[..64], trips);
+            let elapsed = start.elapsed().as_secs_f64();
+            wait_done();
+            if timed {
+                one_way = elapsed / f64::from(trips) / 2.0;
             }
         }
-        let one_way = start.elapsed().as_secs_f64() / f64::from(ROUND_TRIPS) / 2.0;
-        wait_done();
         let line = core_to_core_latency().as_secs_f64();
+        floor_lat.push(signal_then_data_latency(lap as usize).as_secs_f64() * 1e9);
         link_lat.push(one_way * 1e9);
         line_lat.push(line * 1e9);
         lat_ratio.push(one_way / line);
+        floor_ratio.push(floor_lat[pair] / (line * 1e9));
     }
     drop(to_slave);
     let _ = slave.wait();
     drop(link);
 
     println!("link-compare: {pairs} alternating pairs; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
-    println!();
-    println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for (i, &len) in sizes.iter().enumerate() {
+    if !latency_only {
+        println!();
+        println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target |");
+        println!("|---|---|---|---|---|---|---|---|");
+    }
+    for (i, &len) in sizes.iter().enumerate().filter(|_| !latency_only) {
         let (v, r, q) = &mut results[i];
         let (lo, hi) = q
             .iter()
@@ -218,6 +245,11 @@ fn main() {
         median(&mut link_lat),
         median(&mut line_lat),
         median(&mut lat_ratio)
+    );
+    println!(
+        "signal then data (index after data, no ring code): {:.0} ns, {:.2} x the cache-line ping-pong",
+        median(&mut floor_lat),
+        median(&mut floor_ratio)
     );
     let _ = std::fs::remove_dir_all(&run_dir);
 }

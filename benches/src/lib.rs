@@ -192,13 +192,28 @@ pub fn frames_in_flight(len: usize) -> usize {
     (g.slot_count() / g.slots_for(len)) as usize
 }
 
-/// A fresh shared-memory region for [`geometry()`] (hugepages preferred).
+/// The hugepage policy of the benchmarks' regions: `VECRING_BENCH_HUGEPAGES`
+/// (`prefer`, `require` or `never`), `prefer` when unset.
+///
+/// # Panics
+/// If the variable holds anything else.
+pub fn hugepage_policy() -> HugepagePolicy {
+    match std::env::var("VECRING_BENCH_HUGEPAGES") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|e| panic!("VECRING_BENCH_HUGEPAGES: {e}")),
+        Err(_) => HugepagePolicy::Prefer,
+    }
+}
+
+/// A fresh shared-memory region for [`geometry()`], with the
+/// [`hugepage_policy()`].
 ///
 /// # Panics
 /// If the region cannot be created.
 pub fn region() -> Arc<Region> {
     let opts = RegionOptions {
-        hugepages: HugepagePolicy::Prefer,
+        hugepages: hugepage_policy(),
         numa_node: None,
     };
     Arc::new(Region::create(geometry(), 1, &opts).expect("create the shared-memory region"))
@@ -469,6 +484,57 @@ pub fn signal_then_data_latency(data_lines: usize) -> Duration {
         send(&ping, round);
         std::hint::black_box(wait(&pong, round));
         trips.push(start.elapsed());
+    }
+    echo.join().expect("echo thread");
+    trips.sort();
+    trips[trips.len() / 2] / 2
+}
+
+/// One-way latency of a 64-byte frame through the ring alone: a ping-pong
+/// between [`PRODUCER_CPU`] (the caller, already pinned) and
+/// [`CONSUMER_CPU`] over the two rings of one region, with `send` and
+/// `recv`, timed after a lap of untimed ones. Half the median round trip.
+pub fn ring_latency() -> Duration {
+    const ROUNDS: u64 = 20_000;
+    let region = region();
+    let lap = u64::from(geometry().slot_count());
+    // SAFETY: a fresh region; each ring gets one producer and one consumer.
+    let (mut ping_tx, ping_rx, pong_tx, mut pong_rx) = unsafe {
+        (
+            Producer::attach(region.ring(abi::RING_MASTER_TO_SLAVE)).expect("fresh ring"),
+            Consumer::attach(region.ring(abi::RING_MASTER_TO_SLAVE)).expect("fresh ring"),
+            Producer::attach(region.ring(abi::RING_SLAVE_TO_MASTER)).expect("fresh ring"),
+            Consumer::attach(region.ring(abi::RING_SLAVE_TO_MASTER)).expect("fresh ring"),
+        )
+    };
+    fn wait<S: RingStorage>(rx: &mut Consumer<S>, buf: &mut [u8]) -> usize {
+        loop {
+            match rx.recv(buf) {
+                Ok(len) => return len,
+                Err(vecring_core::RecvError::Empty) => std::hint::spin_loop(),
+                Err(e) => panic!("recv: {e}"),
+            }
+        }
+    }
+    let echo = std::thread::spawn(move || {
+        let (mut rx, mut tx) = (ping_rx, pong_tx);
+        pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
+        let mut buf = [0u8; 64];
+        for _ in 0..lap + ROUNDS {
+            let len = wait(&mut rx, &mut buf);
+            tx.send(&buf[..len]).expect("room for the echo");
+        }
+    });
+    let frame = [0x5au8; 64];
+    let mut buf = [0u8; 64];
+    let mut trips = Vec::with_capacity(ROUNDS as usize);
+    for round in 0..lap + ROUNDS {
+        let start = Instant::now();
+        ping_tx.send(&frame).expect("room for the ping");
+        wait(&mut pong_rx, &mut buf);
+        if round >= lap {
+            trips.push(start.elapsed());
+        }
     }
     echo.join().expect("echo thread");
     trips.sort();

@@ -1011,11 +1011,54 @@ impl<S: RingStorage> Producer<S> {
     /// [`PushError::TooLarge`]/[`PushError::Empty`] for a bad length,
     /// [`SendError::Corrupt`] if the peer corrupted the ring.
     pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
+        // The common case without a chunk (whose set-up and spills doubled
+        // a ping-pong's instructions): a valid length whose slots are known
+        // to be free and end before the end of the data area.
+        let (shape, len) = (self.shape, frame.len());
+        let slots = shape.slots_for(len);
+        let free = u64::from(shape.slot_count) - self.head.wrapping_sub(self.cached_tail);
+        if self.poisoned.is_none()
+            && len.wrapping_sub(1) < shape.max_frame
+            && slots <= free
+            && shape.slot(self.head) as u64 + slots <= u64::from(shape.slot_count)
+        {
+            // SAFETY: `len` is valid, `frame` is the caller's memory, and the
+            // `slots` slots at `head` are free and end before the end of the
+            // data area.
+            unsafe { copy_bytes(shape.slot_ptr(self.head), frame.as_ptr(), len) };
+            shape.store_desc(shape.desc(self.head), len);
+            self.publish(self.head.wrapping_add(slots), 1, len as u64);
+            return Ok(());
+        }
+        self.send_slow(frame)
+    }
+
+    /// [`send`](Self::send) through a chunk: full, wrapping, a bad length,
+    /// a poisoned ring, or free slots not yet seen.
+    #[inline(never)]
+    fn send_slow(&mut self, frame: &[u8]) -> Result<(), SendError> {
         let slots = self.shape.slots_for(frame.len()) as usize;
         let mut chunk = self.write_chunk(slots.max(1))?;
         chunk.push(frame)?;
         chunk.commit();
         Ok(())
+    }
+
+    /// Publishes `head` (the slots before it hold `frames` new frames of
+    /// `bytes` bytes in all) with one index store.
+    #[inline(always)]
+    fn publish(&mut self, head: u64, frames: usize, bytes: u64) {
+        self.head = head;
+        // Release: pairs with the consumer's Acquire load of `head` in
+        // `Consumer::refresh_head`, publishing the slots and descriptors.
+        self.storage
+            .control()
+            .head
+            .index
+            .store(head, Ordering::Release);
+        self.stats.frames += frames as u64;
+        self.stats.bytes += bytes;
+        self.prime_next_slot(frames);
     }
 
     /// Copies as many of `frames` as fit, in order, and publishes them with
@@ -1157,17 +1200,7 @@ impl<S: RingStorage> Producer<S> {
         }
         let used = Run::slots_between(run.descs, desc);
         if n > 0 {
-            self.head = start.wrapping_add(used);
-            // Release: pairs with the consumer's Acquire load of `head` in
-            // `Consumer::refresh_head`, publishing the slots and descriptors.
-            self.storage
-                .control()
-                .head
-                .index
-                .store(self.head, Ordering::Release);
-            self.stats.frames += n as u64;
-            self.stats.bytes += bytes;
-            self.prime_next_slot(n);
+            self.publish(start.wrapping_add(used), n, bytes);
         }
         Ok(n)
     }
@@ -1387,19 +1420,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
 
     /// Publishes every frame pushed, with one index store. Returns how many.
     pub fn commit(self) -> usize {
-        let p = self.producer;
         if self.used > 0 {
-            p.head = self.run.start.wrapping_add(self.used);
-            // Release: pairs with the consumer's Acquire load of `head` in
-            // `Consumer::refresh_head`, publishing the slots and descriptors.
-            p.storage
-                .control()
-                .head
-                .index
-                .store(p.head, Ordering::Release);
-            p.stats.frames += self.frames as u64;
-            p.stats.bytes += self.bytes;
-            p.prime_next_slot(self.frames);
+            let head = self.run.start.wrapping_add(self.used);
+            self.producer.publish(head, self.frames, self.bytes);
         }
         self.frames
     }
@@ -1682,6 +1705,47 @@ impl<S: RingStorage> Consumer<S> {
     /// [`RecvError::BufferTooSmall`] when it does not fit (it stays queued),
     /// [`RecvError::Corrupt`] if the peer corrupted the ring.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
+        // The common case without a chunk (whose set-up and spills doubled
+        // a ping-pong's instructions): the next frame's descriptor holds
+        // the word validated last, and the frame lies in published slots
+        // before the end of the data area and fits `buf`. Otherwise the
+        // chunk path reads the descriptor again and checks it in full.
+        if self.poisoned.is_none() {
+            if self.cached_head == self.tail {
+                self.refresh_head()?;
+                if self.cached_head == self.tail {
+                    return Err(RecvError::Empty);
+                }
+            }
+            let shape = self.shape;
+            let ready = self.cached_head.wrapping_sub(self.tail);
+            // Relaxed: the Acquire load of `head` that covered this slot
+            // made the descriptor visible.
+            let word = shape.desc(self.tail).0.load(Ordering::Relaxed);
+            let seen = self.seen;
+            if word == seen.word
+                && seen.slots <= ready
+                && seen.len <= buf.len()
+                && shape.slot(self.tail) as u64 + seen.slots <= u64::from(shape.slot_count)
+            {
+                // SAFETY: the frame's `seen.len` bytes lie in published
+                // slots from `tail` on, before the end of the data area, and
+                // `buf` has room for them.
+                unsafe { copy_bytes(buf.as_mut_ptr(), shape.slot_ptr(self.tail), seen.len) };
+                self.tail = self.tail.wrapping_add(seen.slots);
+                self.stats.frames += 1;
+                self.stats.bytes += seen.len as u64;
+                self.publish_release(self.tail);
+                return Ok(seen.len);
+            }
+        }
+        self.recv_slow(buf)
+    }
+
+    /// [`recv`](Self::recv) through a chunk: a new descriptor (checked in
+    /// full), a wrapping frame, a small buffer or a poisoned ring.
+    #[inline(never)]
+    fn recv_slow(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
         let mut chunk = self.read_chunk(1)?;
         let (frame, next) = match chunk.peek()? {
             Some(found) => found,
@@ -2794,6 +2858,24 @@ mod tests {
             r.control().head.index.store(16, Ordering::Release);
         });
         assert!(matches!(c, Corruption::FrameTooLong { slot: 1, max: 9216 }));
+    }
+
+    #[test]
+    fn recv_reports_a_frame_like_the_last_one_cut_short_by_head() {
+        // `recv` matches a descriptor against the one validated last; it
+        // must still find the frame's slots all published.
+        let (ring, mut tx, mut rx) = corruptible_channel(geometry(128, 256));
+        let frames = [frame(600, 0), frame(600, 1)];
+        let mut buf = [0u8; 9216];
+        tx.send(&frames[0]).unwrap();
+        assert_eq!(rx.recv(&mut buf), Ok(600));
+        tx.send(&frames[1]).unwrap();
+        // `head` one slot into the second frame (slots 3..6).
+        ring.control().head.index.store(4, Ordering::Release);
+        assert_eq!(
+            rx.recv(&mut buf),
+            Err(RecvError::Corrupt(Corruption::Truncated { slot: 3 }))
+        );
     }
 
     #[test]

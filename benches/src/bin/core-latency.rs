@@ -26,7 +26,8 @@ fn main() {
     if std::env::args().any(|a| a == "--signal-then-data") {
         let one = signal_then_data_latency(1).as_nanos();
         let ring = signal_then_data_latency(32768).as_nanos();
-        println!("cache-line ping-pong {line} ns; signal then data: one data line {one} ns, 2 MiB of data lines {ring} ns");
+        let vr = vecring_benches::ring_latency().as_nanos();
+        println!("cache-line ping-pong {line} ns; signal then data: one data line {one} ns, 2 MiB of data lines {ring} ns; vecring ring (threads) {vr} ns");
     } else {
         println!("{line}");
     }

@@ -21,10 +21,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_benches::{
-    build, core_to_core_latency, pin_current_thread, signal_then_data_latency, Candidate,
-    Placement, CONSUMER_CPU, PRODUCER_CPU,
+    build, core_to_core_latency, hugepage_policy, pin_current_thread, signal_then_data_latency,
+    Candidate, Placement, CONSUMER_CPU, PRODUCER_CPU,
 };
-use vecring_core::{HugepagePolicy, Link, PushError, Receiver, RecvError, Role, SendError, Sender};
+use vecring_core::{Link, PushError, Receiver, RecvError, Role, SendError, Sender};
 
 const BATCH: usize = 32;
 const ROUND_TRIPS: u32 = 20_000;
@@ -41,7 +41,7 @@ fn open(role: Role, run_dir: &str) -> Link {
     let link = Link::builder("bench", "xproc")
         .role(role)
         .run_dir(run_dir)
-        .hugepages(HugepagePolicy::Prefer)
+        .hugepages(hugepage_policy())
         .open()
         .expect("open link");
     link.wait_up(Duration::from_secs(20)).expect("link up");

@@ -6,7 +6,9 @@
 # a speed (cache misses and line transfers are not in it); it is the figure
 # that tells whether a change to a hot loop made it cheaper.
 #
-#   bash benches/ir-per-frame.sh [-l "64 1514"] [-c "vecring-copy rtrb-copy ..."]
+#   bash benches/ir-per-frame.sh [-l "64 1514"] [-c "vecring-copy rtrb-copy ..."] [-b BATCH]
+#
+# With -b 1, vecring-copy goes through `send` and `recv`, one frame a call.
 #
 # Needs valgrind (apt-get install valgrind) and the release build of the
 # benches (cargo build --release -p vecring-benches).
@@ -15,12 +17,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LENS="64 1514"
 CANDIDATES="vecring-copy rtrb-copy vecring-zc rtrb-zc"
 FRAMES=200000
-while getopts "l:c:n:" o; do
+BATCH=32
+while getopts "l:c:n:b:" o; do
 	case $o in
 	l) LENS=$OPTARG ;;
 	c) CANDIDATES=$OPTARG ;;
 	n) FRAMES=$OPTARG ;;
-	*) sed -n '2,12p' "$0"; exit 2 ;;
+	b) BATCH=$OPTARG ;;
+	*) sed -n '2,14p' "$0"; exit 2 ;;
 	esac
 done
 command -v valgrind >/dev/null || { echo "ir-per-frame: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
@@ -29,7 +33,7 @@ BIN=$ROOT/target/release/ring-compare
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-echo "| candidate | frame | instructions per frame (producer + consumer, batch 32) |"
+echo "| candidate | frame | instructions per frame (producer + consumer, batch $BATCH) |"
 echo "|---|---|---|"
 for len in $LENS; do
 	for c in $CANDIDATES; do
@@ -37,7 +41,7 @@ for len in $LENS; do
 		# touch stay out.
 		valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" \
 			--toggle-collect='*pipeline::Link>::run' \
-			"$BIN" --only "$c" --len "$len" --same-thread --frames "$FRAMES" >/dev/null 2>"$OUT/log"
+			"$BIN" --only "$c" --len "$len" --batch "$BATCH" --same-thread --frames "$FRAMES" >/dev/null 2>"$OUT/log"
 		ir=$(awk '/^summary:/ {print $2}' "$OUT/cg")
 		awk -v c="$c" -v l="$len" -v ir="$ir" -v n="$FRAMES" \
 			'BEGIN {printf "| %s | %s | %.1f |\n", c, l, ir / n}'

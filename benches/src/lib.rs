@@ -7,8 +7,9 @@
 //! candidates ([`Candidate`]):
 //!
 //! - vecring in a memfd [`Region`] (2 MiB hugepages when the machine has
-//!   them; on the heap instead if the environment variable
-//!   `VECRING_BENCH_HEAP` is set), of [`geometry()`] (by default 32768 slots
+//!   them, unless [`hugepage_policy()`] says otherwise; on the heap instead
+//!   if the environment variable `VECRING_BENCH_HEAP` is set), of
+//!   [`geometry()`] (by default 32768 slots
 //!   of 64 bytes), through the copying API and through the zero-copy API;
 //! - `rtrb` between the same two threads, with the same capacity in frames
 //!   and the same batches, copying out or reading in place ([`rtrb_peer`]);

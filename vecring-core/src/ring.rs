@@ -1375,7 +1375,11 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     {
         let slots = self.check_len(len)?;
         let shape = self.shape;
-        let n = ((self.reserved - self.used) / slots).min(count as u64) as usize;
+        // Frames of one slot, the common small-frame case, skip the
+        // divisions (two per call, ~20 cycles, for 32 frames of ~60
+        // instructions each).
+        let per_frame = |n: u64| if slots == 1 { n } else { n / slots };
+        let n = per_frame(self.reserved - self.used).min(count as u64) as usize;
         let word = SlotDesc::pack(len as u16, shape.flags_for(len));
         let stride = (slots as usize) << shape.slot_shift;
         let mut done = 0;
@@ -1385,7 +1389,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             let to_end = u64::from(shape.slot_count) - slot as u64;
             // The frames left that lie wholly before the end of the data
             // area.
-            let k = ((to_end / slots) as usize).min(n - done);
+            let k = (per_frame(to_end) as usize).min(n - done);
             // From the array's pointer (see `Shape::run_from`).
             // SAFETY: the masked slot is below `slot_count`; the `k`
             // frames' slots lie before the end of the data area, and are
@@ -1403,7 +1407,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             }
             self.used += k as u64 * slots;
             done += k;
-            if done < n && to_end % slots != 0 {
+            if done < n && to_end != k as u64 * slots {
                 // Frames remain, so the `k` filled the slots before the end
                 // but for a part of a frame: the next frame wraps around.
                 let index = self.run.start.wrapping_add(self.used);

@@ -11,6 +11,11 @@
 //!   everything it knew of, reads the frames, then publishes `tail` with one
 //!   `Release` store per [`ReadChunk::release`].
 //!
+//! The copying calls sit on the chunks: `send_batch` and `recv_batch` are a
+//! chunk's loop flattened, and [`Producer::send`] and [`Consumer::recv`]
+//! handle the common single frame in straight-line code (a ping-pong's
+//! latency is mostly these two calls), taking a chunk for everything else.
+//!
 //! The other side may be a hostile process. Every value read from shared
 //! memory (the peer's index, every descriptor) is loaded once into a local,
 //! checked, and only then used. A bad value *poisons* the endpoint: it

@@ -7,14 +7,15 @@
 //! a counter after the data ([`signal_then_data_latency`]), with the data
 //! in one line and in a 2 MiB array of lines (the default ring's data
 //! area): what an index-after-data ring such as vecring's or rtrb's can
-//! reach.
+//! reach; and the latency of the vecring ring itself between two threads
+//! ([`ring_latency`]).
 //!
 //! ```text
 //! cargo run --release -p vecring-benches --bin core-latency [-- --signal-then-data]
 //! ```
 
 use vecring_benches::{
-    core_to_core_latency, pin_current_thread, signal_then_data_latency, PRODUCER_CPU,
+    core_to_core_latency, pin_current_thread, ring_latency, signal_then_data_latency, PRODUCER_CPU,
 };
 
 fn main() {
@@ -26,7 +27,7 @@ fn main() {
     if std::env::args().any(|a| a == "--signal-then-data") {
         let one = signal_then_data_latency(1).as_nanos();
         let ring = signal_then_data_latency(32768).as_nanos();
-        let vr = vecring_benches::ring_latency().as_nanos();
+        let vr = ring_latency().as_nanos();
         println!("cache-line ping-pong {line} ns; signal then data: one data line {one} ns, 2 MiB of data lines {ring} ns; vecring ring (threads) {vr} ns");
     } else {
         println!("{line}");

@@ -436,10 +436,10 @@ pub fn core_to_core_latency() -> Duration {
 /// [`PRODUCER_CPU`] (the caller, already pinned) and [`CONSUMER_CPU`]: each
 /// side writes 64 bytes into the next line of its own data array, then a
 /// counter on a line of its own; the other side waits for the counter and
-/// reads the line. Half the median round trip. It is the floor for any
-/// protocol that publishes an index after the data, as vecring and rtrb
-/// do; the data arrays are `data_lines` lines long (a ring's data area
-/// wraps the same way).
+/// reads the line. Half the median round trip, timed after a lap of the
+/// data arrays (`data_lines` lines each, wrapping like a ring's data
+/// area). It is the floor for any protocol that publishes an index after
+/// the data, as vecring and rtrb do.
 pub fn signal_then_data_latency(data_lines: usize) -> Duration {
     use std::sync::atomic::{AtomicU64, Ordering};
     const ROUNDS: u64 = 20_000;
@@ -471,20 +471,23 @@ pub fn signal_then_data_latency(data_lines: usize) -> Duration {
         let line = &from.data[round as usize % from.data.len()];
         line.iter().map(|w| w.load(Ordering::Relaxed)).sum()
     };
+    let lap = data_lines as u64;
     let (ping2, pong2) = (Arc::clone(&ping), Arc::clone(&pong));
     let echo = std::thread::spawn(move || {
         pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
-        for round in 0..ROUNDS {
+        for round in 0..lap + ROUNDS {
             std::hint::black_box(wait(&ping2, round));
             send(&pong2, round);
         }
     });
     let mut trips = Vec::with_capacity(ROUNDS as usize);
-    for round in 0..ROUNDS {
+    for round in 0..lap + ROUNDS {
         let start = Instant::now();
         send(&ping, round);
         std::hint::black_box(wait(&pong, round));
-        trips.push(start.elapsed());
+        if round >= lap {
+            trips.push(start.elapsed());
+        }
     }
     echo.join().expect("echo thread");
     trips.sort();

@@ -405,12 +405,11 @@ impl Link for Memcpy {
 /// reports print it beside the results.
 pub fn core_to_core_latency() -> Duration {
     use std::sync::atomic::{AtomicU64, Ordering};
-    const ROUNDS: u64 = 20_000;
     let line = Arc::new(crossbeam_utils::CachePadded::new(AtomicU64::new(0)));
     let peer = Arc::clone(&line);
     let echo = std::thread::spawn(move || {
         pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
-        for round in 0..ROUNDS {
+        for round in 0..PING_PONG_ROUNDS {
             // Acquire/Release: each side's store pairs with the other's load.
             while peer.load(Ordering::Acquire) != 2 * round + 1 {
                 std::hint::spin_loop();
@@ -418,16 +417,31 @@ pub fn core_to_core_latency() -> Duration {
             peer.store(2 * round + 2, Ordering::Release);
         }
     });
-    let mut trips = Vec::with_capacity(ROUNDS as usize);
-    for round in 0..ROUNDS {
-        let start = Instant::now();
+    let one_way = half_median_round_trip(0, |round| {
         line.store(2 * round + 1, Ordering::Release);
         while line.load(Ordering::Acquire) != 2 * round + 2 {
             std::hint::spin_loop();
         }
-        trips.push(start.elapsed());
-    }
+    });
     echo.join().expect("echo thread");
+    one_way
+}
+
+/// The ping-pongs of the latency probes below: how many each side makes
+/// after its warm-up.
+const PING_PONG_ROUNDS: u64 = 20_000;
+
+/// Half the median of [`PING_PONG_ROUNDS`] round trips `trip(round)`,
+/// timed after `warm` untimed ones (rounds numbered from 0 throughout).
+fn half_median_round_trip(warm: u64, mut trip: impl FnMut(u64)) -> Duration {
+    let mut trips = Vec::with_capacity(PING_PONG_ROUNDS as usize);
+    for round in 0..warm + PING_PONG_ROUNDS {
+        let start = Instant::now();
+        trip(round);
+        if round >= warm {
+            trips.push(start.elapsed());
+        }
+    }
     trips.sort();
     trips[trips.len() / 2] / 2
 }
@@ -442,7 +456,6 @@ pub fn core_to_core_latency() -> Duration {
 /// the data, as vecring and rtrb do.
 pub fn signal_then_data_latency(data_lines: usize) -> Duration {
     use std::sync::atomic::{AtomicU64, Ordering};
-    const ROUNDS: u64 = 20_000;
     struct Side {
         counter: crossbeam_utils::CachePadded<AtomicU64>,
         data: Vec<crossbeam_utils::CachePadded<[AtomicU64; 8]>>,
@@ -475,23 +488,17 @@ pub fn signal_then_data_latency(data_lines: usize) -> Duration {
     let (ping2, pong2) = (Arc::clone(&ping), Arc::clone(&pong));
     let echo = std::thread::spawn(move || {
         pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
-        for round in 0..lap + ROUNDS {
+        for round in 0..lap + PING_PONG_ROUNDS {
             std::hint::black_box(wait(&ping2, round));
             send(&pong2, round);
         }
     });
-    let mut trips = Vec::with_capacity(ROUNDS as usize);
-    for round in 0..lap + ROUNDS {
-        let start = Instant::now();
+    let one_way = half_median_round_trip(lap, |round| {
         send(&ping, round);
         std::hint::black_box(wait(&pong, round));
-        if round >= lap {
-            trips.push(start.elapsed());
-        }
-    }
+    });
     echo.join().expect("echo thread");
-    trips.sort();
-    trips[trips.len() / 2] / 2
+    one_way
 }
 
 /// One-way latency of a 64-byte frame through the ring alone: a ping-pong
@@ -499,7 +506,6 @@ pub fn signal_then_data_latency(data_lines: usize) -> Duration {
 /// [`CONSUMER_CPU`] over the two rings of one region, with `send` and
 /// `recv`, timed after a lap of untimed ones. Half the median round trip.
 pub fn ring_latency() -> Duration {
-    const ROUNDS: u64 = 20_000;
     let region = region();
     let lap = u64::from(geometry().slot_count());
     // SAFETY: a fresh region; each ring gets one producer and one consumer.
@@ -524,25 +530,19 @@ pub fn ring_latency() -> Duration {
         let (mut rx, mut tx) = (ping_rx, pong_tx);
         pin_current_thread(CONSUMER_CPU).expect("pin the echo thread");
         let mut buf = [0u8; 64];
-        for _ in 0..lap + ROUNDS {
+        for _ in 0..lap + PING_PONG_ROUNDS {
             let len = wait(&mut rx, &mut buf);
             tx.send(&buf[..len]).expect("room for the echo");
         }
     });
     let frame = [0x5au8; 64];
     let mut buf = [0u8; 64];
-    let mut trips = Vec::with_capacity(ROUNDS as usize);
-    for round in 0..lap + ROUNDS {
-        let start = Instant::now();
+    let one_way = half_median_round_trip(lap, |_| {
         ping_tx.send(&frame).expect("room for the ping");
         wait(&mut pong_rx, &mut buf);
-        if round >= lap {
-            trips.push(start.elapsed());
-        }
-    }
+    });
     echo.join().expect("echo thread");
-    trips.sort();
-    trips[trips.len() / 2] / 2
+    one_way
 }
 
 /// Whether a region created now gets hugepages (for the reports).

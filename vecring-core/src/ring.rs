@@ -423,37 +423,78 @@ impl Shape {
         bufs: &mut [B],
         lens: &mut [usize],
     ) -> usize {
-        let (len, slots) = (seen.len, seen.slots);
-        let mut at = off;
-        let mut copied = 0;
-        for (buf, frame_len) in bufs.iter_mut().zip(lens.iter_mut()) {
-            // `NONE`'s `slots` never fits.
-            if slots > clear.saturating_sub(at) {
-                break;
+        // How many such frames fit before `clear`, counted once, so that
+        // the loop below checks only descriptor and buffer (`NONE`'s
+        // `slots` fits none).
+        let room = clear.saturating_sub(off);
+        let fit = if seen.slots == 1 {
+            room
+        } else {
+            room / seen.slots
+        };
+        let count = bufs.len().min(lens.len()).min(fit as usize);
+        let (bufs, lens) = (&mut bufs[..count], &mut lens[..count]);
+        // Two loops, so that the choice of copy is made once, not per
+        // frame.
+        // SAFETY: the caller's contract; `count` frames of `seen.slots`
+        // slots from `off` end at or before `clear`.
+        unsafe {
+            if seen.len > 64 {
+                self.copy_counted::<B, true>(run, off, seen, bufs, lens)
+            } else {
+                self.copy_counted::<B, false>(run, off, seen, bufs, lens)
             }
+        }
+    }
+
+    /// [`copy_like_seen`](Self::copy_like_seen)'s loop, over frames known
+    /// to lie before its `clear`; `LONG` when they are longer than 64
+    /// bytes (copied by `memcpy` without `copy_bytes`'s dispatch).
+    ///
+    /// # Safety
+    /// As for `copy_like_seen`, and the `bufs.len()` frames of
+    /// `seen.slots` slots from `off` lie before its `clear`.
+    #[inline(always)]
+    unsafe fn copy_counted<B: AsMut<[u8]>, const LONG: bool>(
+        &self,
+        run: &Run,
+        off: u64,
+        seen: &SeenDesc,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> usize {
+        let (len, word) = (seen.len, seen.word);
+        let stride = (seen.slots as usize) << self.slot_shift;
+        // Wrapping: past the last frame the cursors are not used.
+        let mut src = run.base.wrapping_add((off as usize) << self.slot_shift);
+        let mut desc = run.descs.wrapping_add(off as usize);
+        let mut copied = 0;
+        for buf in bufs.iter_mut() {
             // Relaxed: ordered after the Acquire load of `head` that
             // published the slot; read once.
-            // SAFETY: `at < clear <= run.to_end`.
-            let word = unsafe { Self::desc_in_run(run, at) }
-                .0
-                .load(Ordering::Relaxed);
+            // SAFETY: the descriptor of a frame before `clear`, within the
+            // array (the caller's contract).
+            let seen_again = unsafe { &*desc }.0.load(Ordering::Relaxed);
             let dst = buf.as_mut();
-            if word != seen.word || dst.len() < len {
+            if seen_again != word || dst.len() < len {
                 break;
             }
-            // SAFETY: a validated frame of `len` bytes in the `slots` slots
-            // from `at`, before `clear`; `dst` has room for it.
+            // SAFETY: a validated frame of `len` bytes at `src`, in
+            // published slots before the end of the data area; `dst` is
+            // local memory with room for it.
             unsafe {
-                copy_bytes(
-                    dst.as_mut_ptr(),
-                    run.base.add((at as usize) << self.slot_shift),
-                    len,
-                )
-            };
-            *frame_len = len;
-            at += slots;
+                if LONG {
+                    ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len);
+                } else {
+                    copy_bytes(dst.as_mut_ptr(), src, len);
+                }
+            }
+            src = src.wrapping_add(stride);
+            desc = desc.wrapping_add(seen.slots as usize);
             copied += 1;
         }
+        // Out of the loop, which then keeps fewer values across the copy.
+        lens[..copied].fill(len);
         copied
     }
 

@@ -440,22 +440,22 @@ impl Shape {
         // slots from `off` end at or before `clear`.
         unsafe {
             if seen.len > 64 {
-                self.copy_counted::<B, true>(run, off, seen, bufs, lens)
+                self.copy_counted::<B, COPY_MEMCPY>(run, off, seen, bufs, lens)
             } else {
-                self.copy_counted::<B, false>(run, off, seen, bufs, lens)
+                self.copy_counted::<B, COPY_ANY>(run, off, seen, bufs, lens)
             }
         }
     }
 
     /// [`copy_like_seen`](Self::copy_like_seen)'s loop, over frames known
-    /// to lie before its `clear`; `LONG` when they are longer than 64
-    /// bytes (copied by `memcpy` without `copy_bytes`'s dispatch).
+    /// to lie before its `clear`, each copied as `HOW` says.
     ///
     /// # Safety
     /// As for `copy_like_seen`, and the `bufs.len()` frames of
-    /// `seen.slots` slots from `off` lie before its `clear`.
+    /// `seen.slots` slots from `off` lie before its `clear`; `HOW` suits
+    /// `seen.len` (see [`copy_as`]).
     #[inline(always)]
-    unsafe fn copy_counted<B: AsMut<[u8]>, const LONG: bool>(
+    unsafe fn copy_counted<B: AsMut<[u8]>, const HOW: u8>(
         &self,
         run: &Run,
         off: u64,
@@ -482,13 +482,7 @@ impl Shape {
             // SAFETY: a validated frame of `len` bytes at `src`, in
             // published slots before the end of the data area; `dst` is
             // local memory with room for it.
-            unsafe {
-                if LONG {
-                    ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len);
-                } else {
-                    copy_bytes(dst.as_mut_ptr(), src, len);
-                }
-            }
+            unsafe { copy_as::<HOW>(dst.as_mut_ptr(), src, len) };
             src = src.wrapping_add(stride);
             desc = desc.wrapping_add(seen.slots as usize);
             copied += 1;
@@ -793,6 +787,30 @@ unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
             for i in 0..len {
                 *dst.add(i) = *src.add(i);
             }
+        }
+    }
+}
+
+/// How a loop over frames of one length copies each: chosen once for the
+/// length, not per frame.
+const COPY_32_TO_64: u8 = 0;
+/// Longer than 64 bytes: `memcpy`, without [`copy_bytes`]'s dispatch.
+const COPY_MEMCPY: u8 = 1;
+/// Any length: [`copy_bytes`].
+const COPY_ANY: u8 = 2;
+
+/// Copies `len` bytes from `src` to `dst` the way `HOW` names.
+///
+/// # Safety
+/// As for [`copy_bytes`], and `len` is 32 to 64 for [`COPY_32_TO_64`].
+#[inline(always)]
+unsafe fn copy_as<const HOW: u8>(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match HOW {
+            COPY_32_TO_64 => copy_32_to_64(dst, src, len),
+            COPY_MEMCPY => ptr::copy_nonoverlapping(src, dst, len),
+            _ => copy_bytes(dst, src, len),
         }
     }
 }
@@ -1174,44 +1192,37 @@ impl<S: RingStorage> Producer<S> {
                 room -= plan.slots;
                 n += 1;
                 bytes += len as u64;
-                if plan.slots == 1 && (32..=64).contains(&len) {
-                    // The frames that follow with the same length, one
-                    // slot each: a loop of its own, with one length
-                    // comparison and one fixed-size copy per frame and
-                    // few values live (the general loop's length dispatch
-                    // and spills cost 4 of the 35 instructions a 64-byte
-                    // frame took when lengths are known only at run time).
-                    let mut k = 0;
-                    let mut ended = false;
-                    while k < room {
-                        match frames.next() {
-                            Some(next) if next.len() == len => {
-                                // SAFETY: as above, for the next of the
-                                // `room` free slots before the end.
-                                unsafe {
-                                    copy_32_to_64(dst, next.as_ptr(), len);
-                                    put_desc(&*desc, plan.word);
-                                    dst = dst.add(plan.stride);
-                                    desc = desc.add(1);
-                                }
-                                k += 1;
-                            }
-                            Some(next) => {
-                                pending = Some(next);
-                                break;
-                            }
-                            None => {
-                                ended = true;
-                                break;
-                            }
-                        }
+                // The frames that follow with the same length: a loop of
+                // its own, with one length comparison, one copy of a kind
+                // chosen once, and few values live (the general loop's
+                // length dispatch and spills cost 4 of the 35 instructions
+                // a 64-byte frame took when lengths are known only at run
+                // time).
+                // SAFETY: `dst`/`desc` are the cursors of the `room` free
+                // slots before the end of the data area, and `plan` is the
+                // plan of a valid length, `len`.
+                let (k, end) = unsafe {
+                    if plan.slots == 1 && (32..=64).contains(&len) {
+                        stream_like::<_, COPY_32_TO_64>(
+                            &mut frames,
+                            &mut dst,
+                            &mut desc,
+                            &plan,
+                            room,
+                        )
+                    } else if len > 64 {
+                        stream_like::<_, COPY_MEMCPY>(&mut frames, &mut dst, &mut desc, &plan, room)
+                    } else {
+                        stream_like::<_, COPY_ANY>(&mut frames, &mut dst, &mut desc, &plan, room)
                     }
-                    room -= k;
-                    n += k as usize;
-                    bytes += k * len as u64;
-                    if ended {
-                        break;
-                    }
+                };
+                room -= k * plan.slots;
+                n += k as usize;
+                bytes += k * len as u64;
+                match end {
+                    StreamEnd::Room => {}
+                    StreamEnd::Other(next) => pending = Some(next),
+                    StreamEnd::Done => break,
                 }
                 continue;
             }
@@ -1252,6 +1263,64 @@ impl<S: RingStorage> Producer<S> {
         }
         Ok(n)
     }
+}
+
+/// Why [`stream_like`] stopped.
+enum StreamEnd<'f> {
+    /// The next frame would not fit in the room it was given.
+    Room,
+    /// The next frame has another length: taken from the iterator, not
+    /// written.
+    Other(&'f [u8]),
+    /// The frames ran out.
+    Done,
+}
+
+/// Writes the frames `frames` yields next, while they have `plan`'s length
+/// and fit in `room` slots, at the cursors `dst` (data) and `desc`
+/// (descriptors), which it advances; returns how many it wrote and why it
+/// stopped. A frame is taken from `frames` only when there is room for it.
+///
+/// # Safety
+/// The `room` slots from `dst`/`desc` are free, the producer's, and end
+/// before the end of the data area; `plan` is the plan of a valid length,
+/// and `HOW` suits it (see [`copy_as`]); no frame overlaps the slots.
+#[inline(always)]
+unsafe fn stream_like<'f, I: Iterator<Item = &'f [u8]>, const HOW: u8>(
+    frames: &mut I,
+    dst: &mut *mut u8,
+    desc: &mut *const SlotDesc,
+    plan: &LenPlan,
+    room: u64,
+) -> (u64, StreamEnd<'f>) {
+    let (mut at, mut at_desc) = (*dst, *desc);
+    let (mut k, mut left) = (0, room);
+    let end = loop {
+        if plan.slots > left {
+            break StreamEnd::Room;
+        }
+        match frames.next() {
+            Some(next) if next.len() == plan.len => {
+                // SAFETY: the next `plan.slots` of the caller's free slots
+                // before the end of the data area; `next` is the caller's
+                // memory, of the planned length.
+                unsafe {
+                    copy_as::<HOW>(at, next.as_ptr(), plan.len);
+                    put_desc(&*at_desc, plan.word);
+                }
+                // Wrapping: past the last free slot the cursors are not
+                // dereferenced.
+                at = at.wrapping_add(plan.stride);
+                at_desc = at_desc.wrapping_add(plan.slots as usize);
+                left -= plan.slots;
+                k += 1;
+            }
+            Some(next) => break StreamEnd::Other(next),
+            None => break StreamEnd::Done,
+        }
+    };
+    (*dst, *desc) = (at, at_desc);
+    (k, end)
 }
 
 /// Stores `word` in `desc` unless it holds that word already.

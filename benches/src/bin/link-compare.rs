@@ -21,8 +21,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_benches::{
-    build, core_to_core_latency, hugepage_policy, pin_current_thread, signal_then_data_latency,
-    Candidate, Placement, CONSUMER_CPU, PRODUCER_CPU,
+    build, core_to_core_latency, frames_in_flight, hugepage_policy, pin_current_thread,
+    signal_then_data_latency, Candidate, Placement, Source, CONSUMER_CPU, PRODUCER_CPU,
 };
 use vecring_core::{Link, PushError, Receiver, RecvError, Role, SendError, Sender};
 
@@ -101,14 +101,14 @@ fn receive(rx: &mut Receiver, bufs: &mut [Vec<u8>], n: u64) {
     }
 }
 
-/// Sends `n` copies of `frame` in batches of [`BATCH`]. Out of line, as
-/// the ring benchmark's producer is.
+/// Sends `n` frames in batches of [`BATCH`], each batch from the start of
+/// `frames` (as the rtrb peer's producer sends from its source frames).
+/// Out of line, as the ring benchmark's producer is.
 #[inline(never)]
-fn send(tx: &mut Sender, frame: &[u8], n: u64) {
-    let frames = [frame; BATCH];
+fn send(tx: &mut Sender, frames: &[&[u8]], n: u64) {
     let mut sent = 0;
     while sent < n {
-        let want = ((n - sent) as usize).min(BATCH);
+        let want = ((n - sent) as usize).min(frames.len());
         sent += tx
             .send_batch(frames[..want].iter().copied())
             .expect("send_batch") as u64;
@@ -174,14 +174,27 @@ fn main() {
     for pair in 0..pairs {
         for (i, &len) in sizes.iter().enumerate().filter(|_| !latency_only) {
             let n = frames_for(len);
+            // The same `BATCH` distinct source frames as the rtrb peer's,
+            // and both timed after an untimed lap of their ring: warm
+            // caches and touched pages on both sides.
+            let source_frames = Source::new(len);
+            let frames: Vec<&[u8]> = (0..BATCH).map(|i| source_frames.frame(i)).collect();
+            let lap = frames_in_flight(len) as u64;
             let mut measure_vecring = || {
-                let start = ask(format!("rx {n} {len}"));
-                send(&mut tx, &source[..len], n);
-                wait_done();
+                let mut start = Instant::now();
+                for (count, timed) in [(lap, false), (n, true)] {
+                    start = ask(format!("rx {count} {len}"));
+                    send(&mut tx, &frames, count);
+                    wait_done();
+                    if timed {
+                        break;
+                    }
+                }
                 n as f64 / start.elapsed().as_secs_f64()
             };
             let measure_rtrb = || {
                 let mut l = build(Candidate::RtrbCopy, len, BATCH, Placement::Pinned);
+                l.run(lap);
                 n as f64 / l.run(n).as_secs_f64()
             };
             let (v, r) = if pair % 2 == 0 {

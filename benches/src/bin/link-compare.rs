@@ -29,9 +29,11 @@ use vecring_core::{Link, PushError, Receiver, RecvError, Role, SendError, Sender
 const BATCH: usize = 32;
 const ROUND_TRIPS: u32 = 20_000;
 
+/// Frames per timed run: about 50 ms near (a tenth of a second or more
+/// between far vCPUs), long against a wake-up or a page fault.
 fn frames_for(len: usize) -> u64 {
     if len <= 64 {
-        4_000_000
+        16_000_000
     } else {
         1_000_000
     }
@@ -65,11 +67,13 @@ fn child(run_dir: &str) {
         );
         match cmd {
             "rx" => {
-                // Into `BATCH` buffers of the frame length, like the rtrb
-                // peer's consumer.
-                let len = it.next().and_then(|v| v.parse().ok()).unwrap_or(9216);
-                let mut bufs = vec![vec![0u8; len]; BATCH];
-                receive(&mut rx, &mut bufs, n);
+                // Into `BATCH` buffers of the frame length, of the rtrb
+                // peer consumer's type (`[u8; N]`).
+                match it.next().and_then(|v| v.parse().ok()) {
+                    Some(64) => receive::<64>(&mut rx, n),
+                    Some(1514) => receive::<1514>(&mut rx, n),
+                    other => panic!("rx: frame length {other:?} is not 64 or 1514"),
+                }
             }
             "echo" => {
                 for _ in 0..n {
@@ -89,11 +93,14 @@ fn child(run_dir: &str) {
     }
 }
 
-/// Receives `n` frames into `bufs`. Out of line, as the ring benchmark's
-/// consumer is: inlined into `child`'s command loop, the batch loop's
-/// state spilled to the stack on every frame.
+/// Receives `n` frames into `BATCH` buffers of `N` bytes. Out of line, as
+/// the ring benchmark's consumer is: inlined into `child`'s command loop,
+/// the batch loop's state spilled to the stack on every frame.
 #[inline(never)]
-fn receive(rx: &mut Receiver, bufs: &mut [Vec<u8>], n: u64) {
+fn receive<const N: usize>(rx: &mut Receiver, n: u64) {
+    // On the heap, as the rtrb peer's buffers are.
+    let mut bufs: Vec<[u8; N]> = (0..BATCH).map(|_| [0u8; N]).collect();
+    let bufs = &mut bufs[..];
     let mut lens = [0usize; BATCH];
     let mut got = 0;
     while got < n {
@@ -102,17 +109,25 @@ fn receive(rx: &mut Receiver, bufs: &mut [Vec<u8>], n: u64) {
 }
 
 /// Sends `n` frames in batches of [`BATCH`], each batch from the start of
-/// `frames` (as the rtrb peer's producer sends from its source frames).
-/// Out of line, as the ring benchmark's producer is.
+/// `frames` (the rtrb peer's producer sends from the same kind of source
+/// frames, `[u8; N]`). Out of line, as the ring benchmark's producer is.
 #[inline(never)]
-fn send(tx: &mut Sender, frames: &[&[u8]], n: u64) {
+fn send<const N: usize>(tx: &mut Sender, frames: &[[u8; N]], n: u64) {
     let mut sent = 0;
     while sent < n {
         let want = ((n - sent) as usize).min(frames.len());
         sent += tx
-            .send_batch(frames[..want].iter().copied())
+            .send_batch(frames[..want].iter().map(|f| f.as_slice()))
             .expect("send_batch") as u64;
     }
+}
+
+/// [`BATCH`] distinct source frames of `N` bytes, as the rtrb peer's.
+fn source_frames<const N: usize>() -> Vec<[u8; N]> {
+    let source = Source::new(N);
+    (0..BATCH)
+        .map(|i| source.frame(i).try_into().expect("N-byte frame"))
+        .collect()
 }
 
 /// `trips` ping-pongs of `frame` with the slave's `echo`.
@@ -166,6 +181,7 @@ fn main() {
     };
 
     let sizes = [64usize, 1514];
+    let (frames_64, frames_1514) = (source_frames::<64>(), source_frames::<1514>());
     let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
         sizes.iter().map(|_| (vec![], vec![], vec![])).collect();
     let (mut link_lat, mut line_lat, mut lat_ratio) = (vec![], vec![], vec![]);
@@ -177,14 +193,15 @@ fn main() {
             // The same `BATCH` distinct source frames as the rtrb peer's,
             // and both timed after an untimed lap of their ring: warm
             // caches and touched pages on both sides.
-            let source_frames = Source::new(len);
-            let frames: Vec<&[u8]> = (0..BATCH).map(|i| source_frames.frame(i)).collect();
             let lap = frames_in_flight(len) as u64;
             let mut measure_vecring = || {
                 let mut start = Instant::now();
                 for (count, timed) in [(lap, false), (n, true)] {
                     start = ask(format!("rx {count} {len}"));
-                    send(&mut tx, &frames, count);
+                    match len {
+                        64 => send(&mut tx, &frames_64, count),
+                        _ => send(&mut tx, &frames_1514, count),
+                    }
                     wait_done();
                     if timed {
                         break;

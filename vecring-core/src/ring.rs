@@ -360,13 +360,7 @@ impl Shape {
         lens: &mut [usize],
     ) -> usize {
         let (len, stride) = (seen.len, self.slot_size);
-        // SAFETY: the caller's slots start `off` slots into `run`.
-        let (mut src, mut desc) = unsafe {
-            (
-                run.base.add((off as usize) << self.slot_shift),
-                run.descs.add(off as usize),
-            )
-        };
+        let (mut src, mut desc) = self.cursors(run, off);
         let mut copied = 0;
         for (group, group_lens) in bufs.chunks_exact_mut(RUN).zip(lens.chunks_exact_mut(RUN)) {
             // Relaxed: ordered after the Acquire load of `head` that
@@ -465,9 +459,7 @@ impl Shape {
     ) -> usize {
         let (len, word) = (seen.len, seen.word);
         let stride = (seen.slots as usize) << self.slot_shift;
-        // Wrapping: past the last frame the cursors are not used.
-        let mut src = run.base.wrapping_add((off as usize) << self.slot_shift);
-        let mut desc = run.descs.wrapping_add(off as usize);
+        let (mut src, mut desc) = self.cursors(run, off);
         let mut copied = 0;
         for buf in bufs.iter_mut() {
             // Relaxed: ordered after the Acquire load of `head` that
@@ -623,6 +615,17 @@ impl Shape {
             descs: unsafe { self.descs.add(self.slot(start)) },
             to_end: u64::from(self.slot_count) - (start & self.mask),
         }
+    }
+
+    /// The data and descriptor cursors `used` slots into `run`: the first
+    /// byte of that slot and its descriptor. Wrapping: a cursor one past
+    /// the end (after the last frame before it) is never dereferenced.
+    #[inline(always)]
+    fn cursors(&self, run: &Run, used: u64) -> (*mut u8, *const SlotDesc) {
+        (
+            run.base.wrapping_add((used as usize) << self.slot_shift),
+            run.descs.wrapping_add(used as usize),
+        )
     }
 
     /// The descriptor `used` slots into `run`.
@@ -1252,8 +1255,7 @@ impl<S: RingStorage> Producer<S> {
             unsafe { shape.write_in_run(&run, used, slots, frame) };
             let used = used + slots;
             room = clear.saturating_sub(used);
-            dst = run.base.wrapping_add((used as usize) << shape.slot_shift);
-            desc = run.descs.wrapping_add(used as usize);
+            (dst, desc) = shape.cursors(&run, used);
             n += 1;
             bytes += len as u64;
         }

@@ -231,7 +231,7 @@ fn read_some<S: RingStorage>(
         std::hint::black_box(bytes);
         assert_eq!(f.segments().map(|s| s.len()).sum::<usize>(), f.len());
     };
-    match i % 4 {
+    match i % 5 {
         0 => rx.recv(buf).map(|n| {
             valid(n);
             1
@@ -251,6 +251,29 @@ fn read_some<S: RingStorage>(
             while let Some(f) = chunk.next_frame()? {
                 read_all(&f);
                 n += 1;
+            }
+            Ok(n)
+        }
+        3 => {
+            // Runs of one-slot frames (the scribbler's favourite length)
+            // as arrays, others frame by frame.
+            let mut chunk = rx.read_chunk(8)?;
+            let mut n = 0;
+            while let Some(run) = chunk.next_run()? {
+                match run.into_arrays::<256>() {
+                    Ok(arrays) => {
+                        for bytes in arrays {
+                            std::hint::black_box(bytes.iter().map(|&b| b as usize).sum::<usize>());
+                            n += 1;
+                        }
+                    }
+                    Err(run) => {
+                        for f in run {
+                            read_all(&f);
+                            n += 1;
+                        }
+                    }
+                }
             }
             Ok(n)
         }

@@ -155,8 +155,9 @@ impl<S: RingStorage, const N: usize> Tx for ZeroCopyTx<S, N> {
 }
 
 /// Zero-copy consumer: reads up to a batch of frames in place (every byte,
-/// with [`touch`]), releases them once. A contiguous frame of the expected
-/// `N` bytes is read as a `[u8; N]`, as the rtrb peer reads its elements.
+/// with [`touch`]), releases them once. Runs of frames of the expected `N`
+/// bytes are read as `[u8; N]` (`FrameRun::into_arrays`), as the rtrb peer
+/// reads its elements; the frame that wraps, segment by segment.
 pub struct ZeroCopyRx<S: RingStorage, const N: usize> {
     rx: Consumer<S>,
     batch: usize,
@@ -177,10 +178,15 @@ impl<S: RingStorage + 'static, const N: usize> Rx for ZeroCopyRx<S, N> {
         while let Some(run) = chunk.next_run().expect("next_run") {
             debug_assert_eq!(run.frame_len(), N, "frame length");
             n += run.len();
-            for frame in run {
-                match frame.contiguous().map(<&[u8; N]>::try_from) {
-                    Some(Ok(bytes)) => sum = sum.wrapping_add(touch(bytes)),
-                    _ => {
+            match run.into_arrays::<N>() {
+                Ok(frames) => {
+                    for bytes in frames {
+                        sum = sum.wrapping_add(touch(bytes));
+                    }
+                }
+                // The frame that wraps around the end of the ring.
+                Err(run) => {
+                    for frame in run {
                         for seg in frame.segments() {
                             sum = sum.wrapping_add(touch(seg));
                         }

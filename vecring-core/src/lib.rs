@@ -48,7 +48,8 @@
 //!
 //! For batches of one frame size, [`WriteChunk::push_run`] and
 //! [`ReadChunk::next_run`] move a whole run of frames with one length
-//! check and one pass over the descriptors.
+//! check and one pass over the descriptors; [`FrameRun::into_arrays`]
+//! reads such a run as `&[u8; N]`, with no check per frame.
 #![deny(missing_docs)]
 
 pub mod abi;
@@ -74,6 +75,6 @@ pub use link::{Link, LinkBuilder, LinkCounters, LinkError, LinkState, Receiver, 
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
-    heap_channel, Consumer, Corruption, Frame, FrameRun, FrameWriter, HeapRing, Producer,
-    PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
+    heap_channel, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
+    Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
 };

@@ -2346,6 +2346,91 @@ impl FrameRun<'_> {
     }
 }
 
+impl<'c> FrameRun<'c> {
+    /// The frames left in the run as `N`-byte arrays, when they are `N`
+    /// bytes long and contiguous; otherwise the run back, untouched.
+    ///
+    /// For a stream of one frame size known at compile time this is the
+    /// cheapest way to read in place: no per-frame length or wrap check
+    /// (the run was checked once), and code that sees a fixed length. The
+    /// run comes back (`Err`) when its frames have another length, or
+    /// when it is the one frame of a lap that wraps around the end of the
+    /// ring; read that one with [`Frame::segments`].
+    ///
+    /// ```
+    /// use vecring_core::{heap_channel, Geometry};
+    ///
+    /// let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(64, 64, 1514).unwrap());
+    /// for i in 0..5u8 {
+    ///     tx.send(&[i; 60]).unwrap();
+    /// }
+    /// let mut chunk = rx.read_chunk(32).unwrap();
+    /// let mut sum = 0u64;
+    /// while let Some(run) = chunk.next_run().unwrap() {
+    ///     match run.into_arrays::<60>() {
+    ///         Ok(frames) => frames.for_each(|f| sum += u64::from(f[0])),
+    ///         // Another length, or a frame that wraps: frame by frame.
+    ///         Err(run) => run.for_each(|f| sum += u64::from(f.first_segment()[0])),
+    ///     }
+    /// }
+    /// assert_eq!(sum, 0 + 1 + 2 + 3 + 4);
+    /// ```
+    #[inline]
+    pub fn into_arrays<const N: usize>(self) -> Result<FrameArrays<'c, N>, Self> {
+        // Only a run of one frame can wrap (`ReadChunk::start_run`), and
+        // then `head_len < len`: a run of `len == head_len` lies wholly
+        // before the end of the data area.
+        if self.len != N || self.head_len != N {
+            return Err(self);
+        }
+        Ok(FrameArrays {
+            head: self.head,
+            stride: self.stride,
+            count: self.count as usize,
+            _chunk: PhantomData,
+        })
+    }
+}
+
+/// The frames of a [`FrameRun`] as `&[u8; N]`, from
+/// [`FrameRun::into_arrays`]: each frame's bytes in place, in order.
+pub struct FrameArrays<'c, const N: usize> {
+    /// The next frame's first byte.
+    head: *const u8,
+    /// Bytes from one frame to the next.
+    stride: usize,
+    /// Frames not yet iterated.
+    count: usize,
+    _chunk: PhantomData<&'c [u8]>,
+}
+
+impl<'c, const N: usize> Iterator for FrameArrays<'c, N> {
+    type Item = &'c [u8; N];
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'c [u8; N]> {
+        if self.count == 0 {
+            return None;
+        }
+        self.count -= 1;
+        let head = self.head;
+        // Wrapping: past the last frame the pointer is not used.
+        self.head = self.head.wrapping_add(self.stride);
+        // SAFETY: one of the run's validated frames, all `N` bytes long and
+        // before the end of the data area (`into_arrays`); the slots are
+        // the consumer's until the chunk, which `'c` borrows, releases
+        // them. `[u8; N]` needs no alignment.
+        Some(unsafe { &*head.cast::<[u8; N]>() })
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.count, Some(self.count))
+    }
+}
+
+impl<const N: usize> ExactSizeIterator for FrameArrays<'_, N> {}
+
 impl<'c> Iterator for FrameRun<'c> {
     type Item = Frame<'c>;
 
@@ -3284,8 +3369,32 @@ mod tests {
                 };
                 let (n, len) = (run.len(), run.frame_len());
                 assert!(n >= 1);
+                // Every third round reads 64- and 150-byte runs as arrays:
+                // refused only for the 150-byte frame that wraps (a run of
+                // its own); 40-byte runs are refused for their length.
+                let as_arrays = round % 3 == 1;
+                let read = |bytes: &[u8], got: &mut u32| {
+                    assert_eq!(bytes, frame(len_of(*got), *got as u8), "frame {got}");
+                    *got += 1;
+                };
+                let run = match (as_arrays, len) {
+                    (true, 64) => run
+                        .into_arrays::<64>()
+                        .map(|a| a.for_each(|b| read(b, &mut got))),
+                    (true, 150) => run
+                        .into_arrays::<150>()
+                        .map(|a| a.for_each(|b| read(b, &mut got))),
+                    (true, _) => run.into_arrays::<64>().map(|_| panic!("{len} bytes as 64")),
+                    _ => Err(run),
+                };
+                let Err(run) = run else {
+                    taken += n;
+                    continue;
+                };
+                let refused = as_arrays && len != 40;
                 for f in run {
                     assert_eq!(f.len(), len);
+                    assert!(!refused || (n == 1 && f.contiguous().is_none()));
                     assert!(n == 1 || f.contiguous().is_some(), "a run never wraps");
                     assert_eq!(f.to_vec(), frame(len_of(got), got as u8), "frame {got}");
                     got += 1;
@@ -3298,6 +3407,25 @@ mod tests {
         }
         assert_eq!(got, sent);
         assert!(sent > 1000, "the ring kept up: {sent} frames");
+    }
+
+    #[test]
+    fn into_arrays_refuses_a_frame_that_wraps_whatever_its_first_part() {
+        // 8 slots of 64 bytes: a 150-byte frame from slot 7 has 64 bytes
+        // before the end and 86 after it.
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(8, 64, 150).unwrap());
+        for i in 0..7 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        let mut bufs = [[0u8; 64]; 7];
+        assert_eq!(rx.recv_batch(&mut bufs, &mut [0; 7]).unwrap(), 7);
+        tx.send(&frame(150, 7)).unwrap();
+        let mut chunk = rx.read_chunk(1).unwrap();
+        let run = chunk.next_run().unwrap().unwrap();
+        let run = run.into_arrays::<64>().err().expect("64-byte first part");
+        let run = run.into_arrays::<150>().err().expect("wrapped frame");
+        let frames: Vec<Vec<u8>> = run.map(|f| f.to_vec()).collect();
+        assert_eq!(frames, [frame(150, 7)]);
     }
 
     #[test]

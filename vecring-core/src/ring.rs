@@ -2326,7 +2326,7 @@ pub struct FrameRun<'c> {
     _chunk: PhantomData<&'c [u8]>,
 }
 
-impl FrameRun<'_> {
+impl<'c> FrameRun<'c> {
     /// Frames left in the run.
     #[inline]
     pub fn len(&self) -> usize {
@@ -2344,9 +2344,7 @@ impl FrameRun<'_> {
     pub fn frame_len(&self) -> usize {
         self.len
     }
-}
 
-impl<'c> FrameRun<'c> {
     /// The frames left in the run as `N`-byte arrays, when they are `N`
     /// bytes long and contiguous; otherwise the run back, untouched.
     ///
@@ -2393,7 +2391,9 @@ impl<'c> FrameRun<'c> {
 }
 
 /// The frames of a [`FrameRun`] as `&[u8; N]`, from
-/// [`FrameRun::into_arrays`]: each frame's bytes in place, in order.
+/// [`FrameRun::into_arrays`]: each frame's bytes in place, in order. As
+/// with [`Frame`], a hostile peer may change the bytes while they are
+/// read, never their length or location.
 pub struct FrameArrays<'c, const N: usize> {
     /// The next frame's first byte.
     head: *const u8,

@@ -2,17 +2,53 @@
 //! self-checking frame pattern, and the location of the built tools.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 /// Aborts the whole test process if the returned guard is not dropped
 /// within `limit`: a hung test fails instead of blocking CI.
-/// Aborts the process when a test overstays its limit.
-pub struct Watchdog(Arc<AtomicBool>);
+///
+/// The guard also takes the binary's resource lock: shared for an ordinary
+/// test ([`Watchdog::new`]), exclusive for one that counts the process's
+/// descriptors and mappings ([`Watchdog::alone`]), so that a leak check
+/// never counts what a concurrent test of the same binary holds.
+pub struct Watchdog {
+    done: Arc<AtomicBool>,
+    _resources: ResourceGuard,
+}
+
+/// Held by every watched test; written only by a test that runs alone.
+static RESOURCES: RwLock<()> = RwLock::new(());
+
+/// Kept only to be released when the test ends.
+enum ResourceGuard {
+    Shared {
+        _read: RwLockReadGuard<'static, ()>,
+    },
+    Alone {
+        _write: RwLockWriteGuard<'static, ()>,
+    },
+}
 
 impl Watchdog {
-    /// Arms a watchdog for `limit`.
+    /// Arms a watchdog for `limit`; other watched tests may run meanwhile.
     pub fn new(name: &'static str, limit: Duration) -> Self {
+        // A test that failed while holding the lock poisons it; the lock
+        // guards no data, so the next test goes on.
+        let guard = RESOURCES.read().unwrap_or_else(PoisonError::into_inner);
+        Self::arm(name, limit, ResourceGuard::Shared { _read: guard })
+    }
+
+    /// Arms a watchdog for `limit` once no other watched test of this
+    /// binary runs, and keeps them out until dropped: for tests that check
+    /// for leaks with [`resources`] and [`assert_no_leak`]. The limit counts
+    /// from when the test has the process to itself.
+    pub fn alone(name: &'static str, limit: Duration) -> Self {
+        let guard = RESOURCES.write().unwrap_or_else(PoisonError::into_inner);
+        Self::arm(name, limit, ResourceGuard::Alone { _write: guard })
+    }
+
+    fn arm(name: &'static str, limit: Duration, resources: ResourceGuard) -> Self {
         let done = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&done);
         std::thread::spawn(move || {
@@ -26,13 +62,16 @@ impl Watchdog {
             eprintln!("watchdog: test '{name}' still running after {limit:?}; aborting");
             std::process::abort();
         });
-        Watchdog(done)
+        Watchdog {
+            done,
+            _resources: resources,
+        }
     }
 }
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.done.store(true, Ordering::Relaxed);
     }
 }
 
@@ -63,7 +102,8 @@ pub fn open_fds() -> usize {
 }
 
 /// What [`assert_no_leak`] compares against: open descriptors and region
-/// mappings now.
+/// mappings now. Both are the whole process's: take them in a test armed
+/// with [`Watchdog::alone`].
 pub fn resources() -> (usize, usize) {
     (open_fds(), region_mappings())
 }

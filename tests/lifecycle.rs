@@ -53,7 +53,7 @@ fn receive_generation(rx: &mut vecring_core::Receiver, generation: u64, dur: Dur
 
 #[test]
 fn master_survives_slaves_killed_and_restarted() {
-    let _w = Watchdog::new("slave kill -9", Duration::from_secs(240));
+    let _w = Watchdog::alone("slave kill -9", Duration::from_secs(240));
     let dir = run_dir("kill-slave");
     let master = Link::builder("dom", "l0")
         .role(Role::Master)
@@ -105,12 +105,12 @@ fn master_survives_slaves_killed_and_restarted() {
         master.socket_path().unwrap().exists(),
         "master keeps listening"
     );
-    assert_no_leak(before, 1);
+    assert_no_leak(before, 0);
 }
 
 #[test]
 fn slave_survives_masters_killed_and_restarted() {
-    let _w = Watchdog::new("master kill -9", Duration::from_secs(240));
+    let _w = Watchdog::alone("master kill -9", Duration::from_secs(240));
     let dir = run_dir("kill-master");
     let dir_s = dir.to_str().unwrap();
     let slave = Link::builder("dom", "l0")
@@ -156,6 +156,8 @@ fn slave_survives_masters_killed_and_restarted() {
     assert_eq!(slave.counters().link_ups, 15);
     // Endpoints drop dead regions when they next look.
     let _ = rx.recv(&mut [0u8; 16]);
+    // The slave keeps trying to reach the dead master: one socket of a
+    // connection attempt may be open right now.
     assert_no_leak(before, 1);
 }
 

@@ -9,7 +9,7 @@ use vecring_core::memory::AttachError;
 use vecring_core::{
     Geometry, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
 };
-use vecring_tests::{open_fds, run_dir, Watchdog};
+use vecring_tests::{assert_no_leak, resources, run_dir, Watchdog};
 
 const UP: Duration = Duration::from_secs(10);
 
@@ -182,7 +182,7 @@ fn geometry_mismatch_names_both_values() {
 
 #[test]
 fn reconnects_many_times_with_fresh_generations() {
-    let _w = Watchdog::new("reconnects", Duration::from_secs(120));
+    let _w = Watchdog::alone("reconnects", Duration::from_secs(120));
     let dir = run_dir("reconnect");
     let changes = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&changes);
@@ -196,7 +196,7 @@ fn reconnects_many_times_with_fresh_generations() {
         .open()
         .unwrap();
     let mut mtx = m.sender().unwrap();
-    let fds_before = open_fds();
+    let before = resources();
     let mut last_generation = None;
     for round in 1..=50u64 {
         let s = slave(&dir);
@@ -244,12 +244,7 @@ fn reconnects_many_times_with_fresh_generations() {
         "{:?}",
         m.counters()
     );
-    // Descriptors only: other tests of this binary map regions meanwhile.
-    let fds_after = open_fds();
-    assert!(
-        fds_after <= fds_before + 2,
-        "fd leak: {fds_before} -> {fds_after}"
-    );
+    assert_no_leak(before, 0);
 }
 
 #[test]

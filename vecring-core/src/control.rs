@@ -245,7 +245,11 @@ fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
                 // The slave closed (EOF) or broke protocol: either way it is
                 // gone for this generation.
                 if let Some((c, g)) = conn.take() {
-                    match handshake::recv(&c, Duration::ZERO) {
+                    let farewell = handshake::recv(&c, Duration::ZERO);
+                    // Closed before the link reports down, so that down
+                    // means the connection is gone too.
+                    drop(c);
+                    match farewell {
                         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                             log::info!("vecring: {}: slave of generation {g} left", shared.label)
                         }

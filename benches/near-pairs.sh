@@ -10,6 +10,9 @@
 #       A/B pairs of `ring-compare --only` (0.3 s each), the order swapped
 #       every other pair; prints each kept pair and the median A/B ratio.
 #       Defaults: -a vecring-copy -b rtrb-copy -l 1514 -k 10.
+#       With -o OTHER (another build's ring-compare, e.g. a copy of the
+#       last commit's), each pair also runs CAND A of that build, and the
+#       median this/other build ratio is printed too.
 #   bash benches/near-pairs.sh link [-k RUNS]
 #       whole `link-compare 5` runs; prints each kept run's 64 B and 1514 B
 #       link/rtrb medians and latency ratio, and the median of each.
@@ -26,29 +29,33 @@ A=vecring-copy
 B=rtrb-copy
 LEN=1514
 WANT=10
-while getopts "a:b:l:k:" o; do
+OTHER=
+while getopts "a:b:l:k:o:" o; do
 	case $o in
 	a) A=$OPTARG ;;
 	b) B=$OPTARG ;;
 	l) LEN=$OPTARG ;;
 	k) WANT=$OPTARG ;;
-	*) sed -n '2,18p' "$0"; exit 2 ;;
+	o) OTHER=$OPTARG ;;
+	*) sed -n '2,21p' "$0"; exit 2 ;;
 	esac
 done
 case $MODE in
 ring | link) ;;
-*) sed -n '2,18p' "$0"; exit 2 ;;
+*) sed -n '2,21p' "$0"; exit 2 ;;
 esac
+[ -z "$OTHER" ] || [ -x "$OTHER" ] || { echo "near-pairs: -o $OTHER is not an executable" >&2; exit 1; }
 for b in core-latency ring-compare link-compare; do
 	[ -x "$BIN/$b" ] || { echo "near-pairs: missing $BIN/$b: cargo build --release -p vecring-benches" >&2; exit 1; }
 done
 
 latency() { "$BIN/core-latency" | tail -1; }
 # Frames per second, in millions, of one `ring-compare --only` run.
-rate() { "$BIN/ring-compare" --only "$1" --len "$LEN" --secs 0.3 | sed -n 's/.*: \([0-9.]*\) Mfps.*/\1/p'; }
+rate() { "${2:-$BIN/ring-compare}" --only "$1" --len "$LEN" --secs 0.3 | sed -n 's/.*: \([0-9.]*\) Mfps.*/\1/p'; }
 median() { python3 -c 'import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:]), 3))' "$@"; }
 
 kept=()
+kept_builds=()
 kept_64=()
 kept_1514=()
 kept_lat=()
@@ -63,9 +70,12 @@ while [ ${#kept[@]} -lt "$WANT" ] && [ "$tries" -lt $((6 * WANT)) ]; do
 		continue
 	fi
 	if [ "$MODE" = ring ]; then
+		o=
 		if [ $((tries % 2)) -eq 0 ]; then
 			a=$(rate "$A"); b=$(rate "$B")
+			[ -z "$OTHER" ] || o=$(rate "$A" "$OTHER")
 		else
+			[ -z "$OTHER" ] || o=$(rate "$A" "$OTHER")
 			b=$(rate "$B"); a=$(rate "$A")
 		fi
 		after=$(latency)
@@ -76,6 +86,11 @@ while [ ${#kept[@]} -lt "$WANT" ] && [ "$tries" -lt $((6 * WANT)) ]; do
 		r=$(python3 -c "print(round($a / $b, 3))")
 		kept+=("$r")
 		echo "core-to-core ${before}/${after} ns: $A $a, $B $b Mfps, ratio $r"
+		if [ -n "$OTHER" ]; then
+			rb=$(python3 -c "print(round($a / $o, 3))")
+			kept_builds+=("$rb")
+			echo "    other build: $A $o Mfps; this/other $rb, other/$B $(python3 -c "print(round($o / $b, 3))")"
+		fi
 	else
 		out=$("$BIN/link-compare" 5)
 		after=$(latency)
@@ -97,6 +112,7 @@ echo "kept ${#kept[@]}, dropped $dropped (placement far before or after)"
 [ ${#kept[@]} -gt 0 ] || exit 1
 if [ "$MODE" = ring ]; then
 	echo "$A/$B, $LEN B: median $(median "${kept[@]}")"
+	[ -z "$OTHER" ] || echo "$A, this build / other build: median $(median "${kept_builds[@]}")"
 else
 	echo "link/rtrb 64 B: median $(median "${kept_64[@]}"); 1514 B: median $(median "${kept_1514[@]}"); latency ratio: median $(median "${kept_lat[@]}")"
 fi

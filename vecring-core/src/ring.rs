@@ -3216,8 +3216,9 @@ mod tests {
     }
 
     /// `push_run` against a model: runs of every length class and of up to
-    /// 13 frames meet the wrap at every offset (a frame straddling it is written in two
-    /// segments), stop at the reservation, and every frame arrives intact.
+    /// 13 frames meet the wrap at every offset (a frame straddling it is
+    /// written in two segments), stop at the reservation, and every frame
+    /// arrives intact.
     #[test]
     fn push_run_writes_every_frame_across_the_wrap_and_stops_at_the_reservation() {
         let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(32, 64, 1024).unwrap());

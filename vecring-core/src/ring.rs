@@ -507,14 +507,11 @@ impl Shape {
         };
         let mut n = 0;
         if slots == 1 {
-            const GROUP: u64 = 8;
-            while n + GROUP <= limit {
-                // One-slot frames: `word_of(n + i)` is descriptor `n + i`.
-                let differs = (0..GROUP).fold(0, |acc, i| acc | (word_of(n + i) ^ word));
-                if differs != 0 {
-                    break;
-                }
-                n += GROUP;
+            // One-slot frames: descriptors `n..n + DESC_GROUP` are theirs.
+            // SAFETY: `n + DESC_GROUP <= limit`: the caller's descriptors.
+            while n + DESC_GROUP as u64 <= limit && unsafe { all_hold(descs.add(n as usize), word) }
+            {
+                n += DESC_GROUP as u64;
             }
         }
         while n < limit && word_of(n) == word {
@@ -1343,29 +1340,47 @@ fn put_desc(desc: &SlotDesc, word: u32) {
     }
 }
 
+/// One-slot frames' descriptors checked together, by [`all_hold`].
+const DESC_GROUP: usize = 8;
+
+/// Whether the [`DESC_GROUP`] descriptors from `descs` all hold `word`:
+/// one load each and one test for the group.
+///
+/// # Safety
+/// The `DESC_GROUP` descriptors from `descs` are within the descriptor
+/// array.
+#[inline(always)]
+unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
+    // Relaxed: the values are only compared. The consumer's loads are
+    // ordered after its Acquire load of `head`; the producer compares its
+    // own earlier stores.
+    let differs = (0..DESC_GROUP).fold(0, |acc, i| {
+        // SAFETY: `i < DESC_GROUP`: one of the caller's descriptors.
+        let desc = unsafe { &*descs.add(i) };
+        acc | (desc.0.load(Ordering::Relaxed) ^ word)
+    });
+    differs == 0
+}
+
 /// [`put_desc`] for `count` frames whose first descriptors lie `step`
-/// entries apart from `descs`. One-slot frames go in groups of eight: a
+/// entries apart from `descs`. One-slot frames go a group at a time: a
 /// group whose descriptors all hold `word` already (a stream of one size,
-/// from the lap before) costs eight loads and one test.
+/// from the lap before) costs its loads and one test.
 ///
 /// # Safety
 /// The `count` descriptors are within the descriptor array.
 #[inline(always)]
 unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u32) {
-    const GROUP: usize = 8;
     // SAFETY: called for `j < count` only: one of the caller's descriptors.
     let desc = |j: usize| unsafe { &*descs.add(j * step) };
     let mut j = 0;
     if step == 1 {
-        while j + GROUP <= count {
-            // Relaxed: only compared, as in `put_desc`.
-            let differs = (0..GROUP).fold(0, |acc, i| {
-                acc | (desc(j + i).0.load(Ordering::Relaxed) ^ word)
-            });
-            if differs != 0 {
-                (0..GROUP).for_each(|i| put_desc(desc(j + i), word));
+        while j + DESC_GROUP <= count {
+            // SAFETY: `j + DESC_GROUP <= count`: the caller's descriptors.
+            if !unsafe { all_hold(descs.add(j), word) } {
+                (0..DESC_GROUP).for_each(|i| put_desc(desc(j + i), word));
             }
-            j += GROUP;
+            j += DESC_GROUP;
         }
     }
     for j in j..count {

@@ -15,7 +15,8 @@
 #       median this/other build ratio is printed too.
 #   bash benches/near-pairs.sh link [-k RUNS]
 #       whole `link-compare 5` runs; prints each kept run's 64 B and 1514 B
-#       link/rtrb medians and latency ratio, and the median of each.
+#       link/rtrb and link/rtrb-bytes medians and latency ratio, and the
+#       median of each.
 #
 # Gives up after 6 x the wanted count of attempts. Needs the release build
 # of the benches (cargo build --release -p vecring-benches).
@@ -37,12 +38,12 @@ while getopts "a:b:l:k:o:" o; do
 	l) LEN=$OPTARG ;;
 	k) WANT=$OPTARG ;;
 	o) OTHER=$OPTARG ;;
-	*) sed -n '2,21p' "$0"; exit 2 ;;
+	*) sed -n '2,22p' "$0"; exit 2 ;;
 	esac
 done
 case $MODE in
 ring | link) ;;
-*) sed -n '2,21p' "$0"; exit 2 ;;
+*) sed -n '2,22p' "$0"; exit 2 ;;
 esac
 [ -z "$OTHER" ] || [ -x "$OTHER" ] || { echo "near-pairs: -o $OTHER is not an executable" >&2; exit 1; }
 for b in core-latency ring-compare link-compare; do
@@ -59,6 +60,8 @@ kept_builds=()
 kept_64=()
 kept_1514=()
 kept_lat=()
+kept_b64=()
+kept_b1514=()
 dropped=0
 tries=0
 while [ ${#kept[@]} -lt "$WANT" ] && [ "$tries" -lt $((6 * WANT)) ]; do
@@ -100,12 +103,16 @@ while [ ${#kept[@]} -lt "$WANT" ] && [ "$tries" -lt $((6 * WANT)) ]; do
 		fi
 		r64=$(echo "$out" | awk -F'|' '$2 ~ /^ 64 $/ {gsub(/ /, "", $7); print $7}')
 		r1514=$(echo "$out" | awk -F'|' '$2 ~ /^ 1514 $/ {gsub(/ /, "", $7); print $7}')
+		b64=$(echo "$out" | awk -F'|' '$2 ~ /^ 64 $/ {gsub(/ /, "", $11); print $11}')
+		b1514=$(echo "$out" | awk -F'|' '$2 ~ /^ 1514 $/ {gsub(/ /, "", $11); print $11}')
 		rlat=$(echo "$out" | sed -n 's/.*ratio median \([0-9.]*\).*/\1/p')
 		kept+=("$r64")
 		kept_64+=("$r64")
 		kept_1514+=("$r1514")
 		kept_lat+=("$rlat")
-		echo "core-to-core ${before}/${after} ns: link/rtrb 64 B $r64, 1514 B $r1514; latency ratio $rlat"
+		kept_b64+=("$b64")
+		kept_b1514+=("$b1514")
+		echo "core-to-core ${before}/${after} ns: link/rtrb 64 B $r64, 1514 B $r1514; link/rtrb-bytes 64 B $b64, 1514 B $b1514; latency ratio $rlat"
 	fi
 done
 echo "kept ${#kept[@]}, dropped $dropped (placement far before or after)"
@@ -115,4 +122,5 @@ if [ "$MODE" = ring ]; then
 	[ -z "$OTHER" ] || echo "$A, this build / other build: median $(median "${kept_builds[@]}")"
 else
 	echo "link/rtrb 64 B: median $(median "${kept_64[@]}"); 1514 B: median $(median "${kept_1514[@]}"); latency ratio: median $(median "${kept_lat[@]}")"
+	echo "link/rtrb-bytes 64 B: median $(median "${kept_b64[@]}"); 1514 B: median $(median "${kept_b1514[@]}")"
 fi

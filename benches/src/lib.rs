@@ -12,7 +12,13 @@
 //!   [`geometry()`] (by default 32768 slots
 //!   of 64 bytes), through the copying API and through the zero-copy API;
 //! - `rtrb` between the same two threads, with the same capacity in frames
-//!   and the same batches, copying out or reading in place ([`rtrb_peer`]);
+//!   and the same batches, copying out or reading in place ([`rtrb_peer`]):
+//!   a ring of fixed `[u8; N]` elements, which carries frames of one length
+//!   only and needs no per-frame metadata (rtrb's best case);
+//! - `rtrb` carrying the same frames as byte messages of any length, a
+//!   2-byte length before each, in a `u8` ring of the same bytes as
+//!   vecring's data area ([`rtrb_bytes`]): how rtrb carries a link's
+//!   frames of 1 to 9216 bytes;
 //! - a single-thread `memcpy` of the same frames into the same kind of
 //!   hugepage slots: the bandwidth ceiling.
 //!
@@ -24,10 +30,12 @@
 #![deny(missing_docs)]
 
 pub mod pipeline;
+pub mod rtrb_bytes;
 pub mod rtrb_peer;
 pub mod vecring;
 
 use pipeline::{Finished, Link, Pipeline, Rx, SameThread, Tx};
+use rtrb_bytes::rtrb_bytes_pair;
 use rtrb_peer::{rtrb_pair, RtrbMode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,17 +168,23 @@ pub enum Candidate {
     RtrbCopy,
     /// rtrb, chunk write, each frame read in place by the consumer.
     RtrbZeroCopy,
+    /// rtrb carrying length-prefixed byte messages, each copied out.
+    RtrbBytesCopy,
+    /// rtrb carrying length-prefixed byte messages, each read in place.
+    RtrbBytesZeroCopy,
     /// One thread copying the frames into hugepage slots.
     Memcpy,
 }
 
 impl Candidate {
     /// Every candidate, in report order.
-    pub const ALL: [Candidate; 5] = [
+    pub const ALL: [Candidate; 7] = [
         Candidate::VecringCopy,
         Candidate::VecringZeroCopy,
         Candidate::RtrbCopy,
         Candidate::RtrbZeroCopy,
+        Candidate::RtrbBytesCopy,
+        Candidate::RtrbBytesZeroCopy,
         Candidate::Memcpy,
     ];
 
@@ -181,6 +195,8 @@ impl Candidate {
             Candidate::VecringZeroCopy => "vecring-zc",
             Candidate::RtrbCopy => "rtrb-copy",
             Candidate::RtrbZeroCopy => "rtrb-zc",
+            Candidate::RtrbBytesCopy => "rtrb-bytes-copy",
+            Candidate::RtrbBytesZeroCopy => "rtrb-bytes-zc",
             Candidate::Memcpy => "memcpy",
         }
     }
@@ -191,6 +207,13 @@ impl Candidate {
 pub fn frames_in_flight(len: usize) -> usize {
     let g = geometry();
     (g.slot_count() / g.slots_for(len)) as usize
+}
+
+/// Bytes of one vecring ring's data area in [`geometry()`] (the rtrb
+/// byte-message peer's capacity).
+pub fn ring_data_bytes() -> usize {
+    let g = geometry();
+    g.slot_count() as usize * g.slot_size() as usize
 }
 
 /// The hugepage policy of the benchmarks' regions: `VECRING_BENCH_HUGEPAGES`
@@ -298,6 +321,15 @@ fn build_sized<const N: usize>(
                 RtrbMode::InPlace
             };
             let (tx, rx) = rtrb_pair::<N>(frames_in_flight(N), &frames, batch, mode);
+            link(tx, rx, placement)
+        }
+        Candidate::RtrbBytesCopy | Candidate::RtrbBytesZeroCopy => {
+            let mode = if candidate == Candidate::RtrbBytesCopy {
+                RtrbMode::Copy
+            } else {
+                RtrbMode::InPlace
+            };
+            let (tx, rx) = rtrb_bytes_pair::<N>(ring_data_bytes(), &frames, batch, mode);
             link(tx, rx, placement)
         }
         Candidate::Memcpy => Box::new(Memcpy::new(source)),
@@ -582,9 +614,9 @@ mod tests {
                     assert_eq!(done.frames, 2 * frames);
                     let digest = done.digest;
                     let expected = match candidate {
-                        Candidate::VecringZeroCopy | Candidate::RtrbZeroCopy => {
-                            touch(frame).wrapping_mul(2 * frames)
-                        }
+                        Candidate::VecringZeroCopy
+                        | Candidate::RtrbZeroCopy
+                        | Candidate::RtrbBytesZeroCopy => touch(frame).wrapping_mul(2 * frames),
                         _ => frame_hash(frame),
                     };
                     assert_eq!(

@@ -1,7 +1,10 @@
 //! Cross-process link benchmark: a master (this process, CPU 0) sends to a
 //! slave (a child process, CPU 1) over a real `Link` (socket handshake,
-//! memfd region), alternating with `rtrb` between two threads of one
-//! process on the same CPUs (see shared/BENCHMARKING.md). Also the one-way
+//! memfd region), in turn with `rtrb` between two threads of one process
+//! on the same CPUs (see shared/BENCHMARKING.md), twice: with fixed
+//! `[u8; N]` elements (frames of one length only, rtrb's best case) and
+//! with length-prefixed byte messages (how rtrb carries frames of any
+//! length). Also the one-way
 //! latency (ping-pong / 2) over the link beside a plain cache-line
 //! ping-pong between the same two CPUs, and beside the floor of any
 //! protocol that publishes an index after the data
@@ -14,8 +17,10 @@
 //! descriptors, and each rewrite costs one more line transfer.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS] [--latency-only]
+//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS] [--latency-only] [--each]
 //! ```
+//!
+//! `--each` also prints every pair's three rates (on stderr).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -157,6 +162,7 @@ fn main() {
     }
     let pairs: usize = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(5);
     let latency_only = args.iter().any(|a| a == "--latency-only");
+    let each = args.iter().any(|a| a == "--each");
     let run_dir = format!("/run/vecring-link-compare-{}", std::process::id());
     let mut slave = Command::new(std::env::current_exe().unwrap())
         .args(["--child", &run_dir])
@@ -182,8 +188,8 @@ fn main() {
 
     let sizes = [64usize, 1514];
     let (frames_64, frames_1514) = (source_frames::<64>(), source_frames::<1514>());
-    let mut results: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> =
-        sizes.iter().map(|_| (vec![], vec![], vec![])).collect();
+    // Per size: link, rtrb (fixed elements), rtrb (byte messages) rates.
+    let mut results: Vec<[Vec<f64>; 3]> = sizes.iter().map(|_| Default::default()).collect();
     let (mut link_lat, mut line_lat, mut lat_ratio) = (vec![], vec![], vec![]);
     let (mut floor_lat, mut floor_ratio) = (vec![], vec![]);
     let source = vec![0x5au8; 9216];
@@ -208,21 +214,32 @@ fn main() {
                 timed_run(lap);
                 n as f64 / timed_run(n).as_secs_f64()
             };
-            let measure_rtrb = || {
-                let mut l = build(Candidate::RtrbCopy, len, BATCH, Placement::Pinned);
+            let measure_rtrb = |candidate| {
+                let mut l = build(candidate, len, BATCH, Placement::Pinned);
                 l.run(lap);
                 n as f64 / l.run(n).as_secs_f64()
             };
-            let (v, r) = if pair % 2 == 0 {
-                let v = measure_vecring();
-                (v, measure_rtrb())
-            } else {
-                let r = measure_rtrb();
-                (measure_vecring(), r)
-            };
-            results[i].0.push(v);
-            results[i].1.push(r);
-            results[i].2.push(v / r);
+            // The three in turn, starting one further each pair.
+            let mut rates = [0.0; 3];
+            for k in 0..3 {
+                let which = (pair + k) % 3;
+                rates[which] = match which {
+                    0 => measure_vecring(),
+                    1 => measure_rtrb(Candidate::RtrbCopy),
+                    _ => measure_rtrb(Candidate::RtrbBytesCopy),
+                };
+            }
+            if each {
+                eprintln!(
+                    "pair {pair}, {len} B: link {:.2}, rtrb {:.2}, rtrb-bytes {:.2} Mfps",
+                    rates[0] / 1e6,
+                    rates[1] / 1e6,
+                    rates[2] / 1e6
+                );
+            }
+            for (all, rate) in results[i].iter_mut().zip(rates) {
+                all.push(rate);
+            }
         }
         // Latency: ping-pong of one 64-byte frame, half the round trip,
         // timed after a lap of untimed ones (see the module doc).
@@ -251,21 +268,31 @@ fn main() {
     println!("link-compare: {pairs} alternating pairs; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
     if !latency_only {
         println!();
-        println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target |");
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target | rtrb byte messages Mfps | link/rtrb-bytes median | min..max |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
     }
     for (i, &len) in sizes.iter().enumerate().filter(|_| !latency_only) {
-        let (v, r, q) = &mut results[i];
-        let (lo, hi) = q
-            .iter()
-            .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
-        let (mv, mr, mq) = (median(v), median(r), median(q));
+        let [v, r, b] = &results[i];
+        let ratios = |peer: &[f64]| -> (f64, f64, f64) {
+            let mut q: Vec<f64> = v.iter().zip(peer).map(|(v, p)| v / p).collect();
+            let (lo, hi) = q
+                .iter()
+                .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+            (median(&mut q), lo, hi)
+        };
+        let ((mq, lo, hi), (mqb, lob, hib)) = (ratios(r), ratios(b));
+        let (mv, mr, mb) = (
+            median(&mut v.clone()),
+            median(&mut r.clone()),
+            median(&mut b.clone()),
+        );
         println!(
-            "| {len} | {:.2} | {:.2} | {:.2} | {:.2} | {mq:.2} | {lo:.2}..{hi:.2} | >= 1.0 |",
+            "| {len} | {:.2} | {:.2} | {:.2} | {:.2} | {mq:.2} | {lo:.2}..{hi:.2} | >= 1.0 | {:.2} | {mqb:.2} | {lob:.2}..{hib:.2} |",
             mv / 1e6,
             mv * len as f64 * 8.0 / 1e9,
             mr / 1e6,
-            mr * len as f64 * 8.0 / 1e9
+            mr * len as f64 * 8.0 / 1e9,
+            mb / 1e6,
         );
     }
     println!();

@@ -34,7 +34,8 @@ struct Comparison {
     target: f64,
 }
 
-const COMPARISONS: [Comparison; 6] = [
+const COMPARISONS: [Comparison; 10] = [
+    // rtrb with fixed `[u8; N]` elements: frames of one length only.
     Comparison {
         a: Candidate::VecringCopy,
         b: Candidate::RtrbCopy,
@@ -59,6 +60,35 @@ const COMPARISONS: [Comparison; 6] = [
     Comparison {
         a: Candidate::VecringZeroCopy,
         b: Candidate::RtrbZeroCopy,
+        len: 1514,
+        batch: 32,
+        target: 1.0,
+    },
+    // rtrb carrying the frames as length-prefixed byte messages.
+    Comparison {
+        a: Candidate::VecringCopy,
+        b: Candidate::RtrbBytesCopy,
+        len: 64,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopy,
+        b: Candidate::RtrbBytesZeroCopy,
+        len: 64,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringCopy,
+        b: Candidate::RtrbBytesCopy,
+        len: 1514,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopy,
+        b: Candidate::RtrbBytesZeroCopy,
         len: 1514,
         batch: 32,
         target: 1.0,

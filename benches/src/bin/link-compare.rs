@@ -265,7 +265,7 @@ fn main() {
     let _ = slave.wait();
     drop(link);
 
-    println!("link-compare: {pairs} alternating pairs; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
+    println!("link-compare: {pairs} rounds of link, rtrb and rtrb-bytes in turn; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
     if !latency_only {
         println!();
         println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target | rtrb byte messages Mfps | link/rtrb-bytes median | min..max |");

@@ -363,15 +363,8 @@ impl Shape {
         let (mut src, mut desc) = self.cursors(run, off);
         let mut copied = 0;
         for (group, group_lens) in bufs.chunks_exact_mut(RUN).zip(lens.chunks_exact_mut(RUN)) {
-            // Relaxed: ordered after the Acquire load of `head` that
-            // published these slots; each is read once.
-            let differs = (0..RUN).fold(0, |acc, i| {
-                // SAFETY: the group's `RUN` descriptors are among the
-                // caller's.
-                let word = unsafe { &*desc.add(i) }.0.load(Ordering::Relaxed);
-                acc | (word ^ seen.word)
-            });
-            if differs != 0 {
+            // SAFETY: the group's `RUN` descriptors are among the caller's.
+            if !unsafe { four_hold(desc, seen.word) } {
                 break;
             }
             // Each buffer is asked for its slice once: the slices checked
@@ -434,11 +427,31 @@ impl Shape {
         // slots from `off` end at or before `clear`.
         unsafe {
             if seen.len > 64 {
-                self.copy_counted::<B, COPY_MEMCPY>(run, off, seen, bufs, lens)
+                self.copy_counted_long(run, off, seen, bufs, lens)
             } else {
                 self.copy_counted::<B, COPY_ANY>(run, off, seen, bufs, lens)
             }
         }
+    }
+
+    /// [`copy_counted`](Self::copy_counted) for frames longer than 64
+    /// bytes, out of line: its loop calls `memcpy`, and on its own it keeps
+    /// its values in the registers a call preserves, whatever the code
+    /// around it (a call per batch, against ~10 register moves a frame).
+    ///
+    /// # Safety
+    /// As for `copy_counted`, and `seen.len > 64`.
+    #[inline(never)]
+    unsafe fn copy_counted_long<B: AsMut<[u8]>>(
+        &self,
+        run: &Run,
+        off: u64,
+        seen: &SeenDesc,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe { self.copy_counted::<B, COPY_MEMCPY>(run, off, seen, bufs, lens) }
     }
 
     /// [`copy_like_seen`](Self::copy_like_seen)'s loop, over frames known
@@ -1373,6 +1386,35 @@ unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
         // its own earlier stores.
         let differs = (0..DESC_GROUP).fold(0, |acc, i| {
             // SAFETY: `i < DESC_GROUP`: one of the caller's descriptors.
+            let desc = unsafe { &*descs.add(i) };
+            acc | (desc.0.load(Ordering::Relaxed) ^ word)
+        });
+        differs == 0
+    }
+}
+
+/// Whether the four descriptors from `descs` all hold `word`, as
+/// [`all_hold`] for eight.
+///
+/// # Safety
+/// The four descriptors from `descs` are within the descriptor array.
+#[inline(always)]
+unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: the four descriptors are the caller's; the rest is SSE2
+    // (x86_64 baseline) on registers.
+    unsafe {
+        use core::arch::x86_64::{_mm_cmpeq_epi32, _mm_movemask_epi8, _mm_set1_epi32};
+        _mm_movemask_epi8(_mm_cmpeq_epi32(
+            load_four(descs),
+            _mm_set1_epi32(word as i32),
+        )) == 0xffff
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    {
+        // Relaxed: as for `all_hold`.
+        let differs = (0..4).fold(0, |acc, i| {
+            // SAFETY: `i < 4`: one of the caller's descriptors.
             let desc = unsafe { &*descs.add(i) };
             acc | (desc.0.load(Ordering::Relaxed) ^ word)
         });

@@ -1380,16 +1380,9 @@ unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
         _mm_movemask_epi8(same) == 0xffff
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
-    {
-        // Relaxed: the values are only compared. The consumer's loads are
-        // ordered after its Acquire load of `head`; the producer compares
-        // its own earlier stores.
-        let differs = (0..DESC_GROUP).fold(0, |acc, i| {
-            // SAFETY: `i < DESC_GROUP`: one of the caller's descriptors.
-            let desc = unsafe { &*descs.add(i) };
-            acc | (desc.0.load(Ordering::Relaxed) ^ word)
-        });
-        differs == 0
+    // SAFETY: the caller's.
+    unsafe {
+        each_holds(descs, DESC_GROUP, word)
     }
 }
 
@@ -1411,15 +1404,30 @@ unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
         )) == 0xffff
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
-    {
-        // Relaxed: as for `all_hold`.
-        let differs = (0..4).fold(0, |acc, i| {
-            // SAFETY: `i < 4`: one of the caller's descriptors.
-            let desc = unsafe { &*descs.add(i) };
-            acc | (desc.0.load(Ordering::Relaxed) ^ word)
-        });
-        differs == 0
+    // SAFETY: the caller's.
+    unsafe {
+        each_holds(descs, 4, word)
     }
+}
+
+/// [`all_hold`] and [`four_hold`] with one atomic load of each of the
+/// `count` descriptors from `descs` (under loom and Miri, and on other
+/// targets).
+///
+/// # Safety
+/// The `count` descriptors from `descs` are within the descriptor array.
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+#[inline(always)]
+unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
+    // Relaxed: the values are only compared. The consumer's loads are
+    // ordered after its Acquire load of `head`; the producer compares its
+    // own earlier stores.
+    let differs = (0..count).fold(0, |acc, i| {
+        // SAFETY: `i < count`: one of the caller's descriptors.
+        let desc = unsafe { &*descs.add(i) };
+        acc | (desc.0.load(Ordering::Relaxed) ^ word)
+    });
+    differs == 0
 }
 
 /// Four descriptors from `descs` in one 16-byte load: for eight, 7
@@ -1428,7 +1436,7 @@ unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
 /// In `asm!`, because the peer may store to these words at any time: the
 /// compiler must not assume them unchanged, as it may for a plain load.
 /// Whatever the peer did (a torn or changing value included), a word that
-/// differs from the one compared only fails [`all_hold`], and one that
+/// differs from the one compared only fails the group's test, and one that
 /// equals it is that word: a word already validated. Ordered as the
 /// Relaxed loads it stands for: after the consumer's Acquire load of
 /// `head`, or after the producer's own earlier stores.

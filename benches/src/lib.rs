@@ -598,6 +598,12 @@ mod tests {
     /// intact (not a speed test: the threads are not pinned).
     #[test]
     fn every_workload_delivers_the_frames() {
+        // A workload whose consumer stops making progress would spin
+        // forever: fail instead.
+        let _watchdog = vecring_tests::Watchdog::new(
+            "every_workload_delivers_the_frames",
+            Duration::from_secs(120),
+        );
         for len in FRAME_SIZES {
             let pattern = Source::new(len);
             let frame = pattern.frame(0);

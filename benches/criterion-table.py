@@ -14,7 +14,7 @@ import pathlib
 import sys
 
 SIZES = [64, 256, 1514, 9000]
-ORDER = ["vecring-copy", "vecring-zc", "rtrb-copy", "rtrb-zc", "rtrb-bytes-copy", "rtrb-bytes-zc", "memcpy"]
+ORDER = ["vecring-copy", "vecring-zc", "vecring-zc-hold", "rtrb-copy", "rtrb-zc", "rtrb-bytes-copy", "rtrb-bytes-zc", "memcpy"]
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::AttachError;
 use vecring_core::{
-    Geometry, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
+    Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
 };
 use vecring_tests::{assert_no_leak, resources, run_dir, Watchdog};
 
@@ -271,5 +271,69 @@ fn numa_node_binds_the_link_memory() {
     assert!(
         nodes.iter().all(|&n| n == 0 || n == -libc::ENOENT),
         "pages on nodes {nodes:?}"
+    );
+}
+
+/// Frames `recv_batch` returns within 10 s, and how long it held them back.
+fn recv_batch_some(rx: &mut vecring_core::Receiver) -> (usize, Duration) {
+    let started = std::time::Instant::now();
+    let mut bufs = vec![[0u8; 64]; 32];
+    let mut lens = [0usize; 32];
+    loop {
+        match rx.recv_batch(&mut bufs, &mut lens) {
+            Ok(0) | Err(RecvError::LinkDown) => {
+                assert!(started.elapsed() < Duration::from_secs(10), "no frames");
+            }
+            Ok(n) => return (n, started.elapsed()),
+            Err(e) => panic!("recv_batch: {e}"),
+        }
+    }
+}
+
+#[test]
+fn receiver_hold_back_applies_to_every_generation() {
+    let _w = Watchdog::new("receiver_hold_back", Duration::from_secs(60));
+    let dir = run_dir("hold");
+    let m = master(&dir);
+    let mut mrx = m.receiver().unwrap();
+    let hold = HoldBack {
+        below_slots: 64,
+        wait: Duration::from_millis(100),
+    };
+    mrx.set_hold_back(Some(hold));
+    for _generation in 0..2 {
+        let s = slave(&dir);
+        s.wait_up(UP).unwrap();
+        m.wait_up(UP).unwrap();
+        let mut stx = s.sender().unwrap();
+        // One frame: read as soon as it is there.
+        stx.send(&[1u8; 64]).unwrap();
+        let (n, _) = recv_batch_some(&mut mrx);
+        assert_eq!(n, 1);
+        // Five at once: held back for the wait, then read together.
+        let five = [[2u8; 64]; 5];
+        assert_eq!(stx.send_batch(five.iter().map(|f| &f[..])), Ok(5));
+        let (n, held) = recv_batch_some(&mut mrx);
+        assert_eq!(n, 5);
+        assert!(held >= hold.wait, "held back only {held:?}");
+        drop(stx);
+        drop(s);
+        assert!(m.wait_down(UP));
+    }
+    // Turned off: five are read at once.
+    mrx.set_hold_back(None);
+    let s = slave(&dir);
+    s.wait_up(UP).unwrap();
+    m.wait_up(UP).unwrap();
+    let mut stx = s.sender().unwrap();
+    stx.send(&[1u8; 64]).unwrap();
+    assert_eq!(recv_batch_some(&mut mrx).0, 1);
+    let five = [[2u8; 64]; 5];
+    assert_eq!(stx.send_batch(five.iter().map(|f| &f[..])), Ok(5));
+    let (n, held) = recv_batch_some(&mut mrx);
+    assert_eq!(n, 5);
+    assert!(
+        held < hold.wait,
+        "held back {held:?} with the hold-back off"
     );
 }

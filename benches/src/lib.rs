@@ -10,7 +10,9 @@
 //!   them, unless [`hugepage_policy()`] says otherwise; on the heap instead
 //!   if the environment variable `VECRING_BENCH_HEAP` is set), of
 //!   [`geometry()`] (by default 32768 slots
-//!   of 64 bytes), through the copying API and through the zero-copy API;
+//!   of 64 bytes), through the copying API and through the zero-copy API,
+//!   the latter also with the consumer's hold-back on
+//!   ([`HoldBack::STREAMING`](vecring_core::HoldBack::STREAMING));
 //! - `rtrb` between the same two threads, with the same capacity in frames
 //!   and the same batches, copying out or reading in place ([`rtrb_peer`]):
 //!   a ring of fixed `[u8; N]` elements, which carries frames of one length
@@ -164,6 +166,9 @@ pub enum Candidate {
     VecringCopy,
     /// vecring, `write_chunk`+`push_with` and `read_chunk`+`next_frame`.
     VecringZeroCopy,
+    /// As [`Candidate::VecringZeroCopy`], the consumer with
+    /// [`HoldBack::STREAMING`](vecring_core::HoldBack::STREAMING).
+    VecringZeroCopyHold,
     /// rtrb, chunk write, each frame copied out by the consumer.
     RtrbCopy,
     /// rtrb, chunk write, each frame read in place by the consumer.
@@ -178,9 +183,10 @@ pub enum Candidate {
 
 impl Candidate {
     /// Every candidate, in report order.
-    pub const ALL: [Candidate; 7] = [
+    pub const ALL: [Candidate; 8] = [
         Candidate::VecringCopy,
         Candidate::VecringZeroCopy,
+        Candidate::VecringZeroCopyHold,
         Candidate::RtrbCopy,
         Candidate::RtrbZeroCopy,
         Candidate::RtrbBytesCopy,
@@ -193,6 +199,7 @@ impl Candidate {
         match self {
             Candidate::VecringCopy => "vecring-copy",
             Candidate::VecringZeroCopy => "vecring-zc",
+            Candidate::VecringZeroCopyHold => "vecring-zc-hold",
             Candidate::RtrbCopy => "rtrb-copy",
             Candidate::RtrbZeroCopy => "rtrb-zc",
             Candidate::RtrbBytesCopy => "rtrb-bytes-copy",
@@ -298,7 +305,7 @@ fn build_sized<const N: usize>(
         .map(|i| source.frame(i).try_into().expect("N-byte frame"))
         .collect();
     match candidate {
-        Candidate::VecringCopy | Candidate::VecringZeroCopy => {
+        Candidate::VecringCopy | Candidate::VecringZeroCopy | Candidate::VecringZeroCopyHold => {
             if std::env::var_os("VECRING_BENCH_HEAP").is_some() {
                 let (tx, rx) = vecring_core::heap_channel(geometry());
                 return vecring_link::<_, N>(candidate, tx, rx, frames, batch, placement);
@@ -339,11 +346,14 @@ fn build_sized<const N: usize>(
 fn vecring_link<S: RingStorage + 'static, const N: usize>(
     candidate: Candidate,
     tx: Producer<S>,
-    rx: Consumer<S>,
+    mut rx: Consumer<S>,
     frames: Vec<[u8; N]>,
     batch: usize,
     placement: Placement,
 ) -> Box<dyn Link> {
+    if candidate == Candidate::VecringZeroCopyHold {
+        rx.set_hold_back(Some(vecring_core::HoldBack::STREAMING));
+    }
     if candidate == Candidate::VecringCopy {
         link(
             vecring::CopyTx::new(tx, frames, batch),
@@ -621,6 +631,7 @@ mod tests {
                     let digest = done.digest;
                     let expected = match candidate {
                         Candidate::VecringZeroCopy
+                        | Candidate::VecringZeroCopyHold
                         | Candidate::RtrbZeroCopy
                         | Candidate::RtrbBytesZeroCopy => touch(frame).wrapping_mul(2 * frames),
                         _ => frame_hash(frame),

@@ -76,5 +76,5 @@ pub use link::{Link, LinkBuilder, LinkCounters, LinkError, LinkState, Receiver, 
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
     heap_channel, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
-    Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
+    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
 };

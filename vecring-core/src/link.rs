@@ -17,7 +17,8 @@ use crate::memory::{AttachError, HugepagePolicy, Region, RegionError, RegionRing
 use crate::name::{self, NameError};
 use crate::numa::{self, NumaError};
 use crate::ring::{
-    Consumer, Corruption, EndpointStats, Producer, ReadChunk, RecvError, SendError, WriteChunk,
+    Consumer, Corruption, EndpointStats, HoldBack, Producer, ReadChunk, RecvError, SendError,
+    WriteChunk,
 };
 use crossbeam_utils::CachePadded;
 use std::io;
@@ -620,6 +621,8 @@ impl Link {
         }
         Ok(Receiver {
             ep: Endpoint::new(Arc::clone(&self.shared)),
+            hold: None,
+            hold_epoch: u64::MAX,
         })
     }
 
@@ -907,6 +910,10 @@ impl Sender {
 /// The receive side of a [`Link`]. Use it from one thread at a time.
 pub struct Receiver {
     ep: Endpoint<Consumer<RegionRing>>,
+    /// See [`Receiver::set_hold_back`].
+    hold: Option<HoldBack>,
+    /// The session whose consumer has `hold` applied.
+    hold_epoch: u64,
 }
 
 impl Receiver {
@@ -920,6 +927,27 @@ impl Receiver {
     /// Whether the link is up, as this endpoint last saw it.
     pub fn is_up(&mut self) -> bool {
         self.ep.ring().is_some()
+    }
+
+    /// Sets (or turns off) the hold-back of the batch reads, for this and
+    /// every later generation; see [`HoldBack`]. Off by default.
+    pub fn set_hold_back(&mut self, hold: Option<HoldBack>) {
+        self.hold = hold;
+        // Applied by `consumer` on the next read.
+        self.hold_epoch = u64::MAX;
+    }
+
+    /// The current generation's consumer, with the hold-back applied.
+    #[inline]
+    fn consumer(&mut self) -> Option<&mut Consumer<RegionRing>> {
+        self.ep.ring()?;
+        let epoch = self.ep.epoch;
+        let ring = self.ep.ring.as_mut()?;
+        if self.hold_epoch != epoch {
+            ring.set_hold_back(self.hold);
+            self.hold_epoch = epoch;
+        }
+        Some(ring)
     }
 
     /// The geometry of the rings, if the link is up.
@@ -943,7 +971,7 @@ impl Receiver {
         &mut self,
         max_frames: usize,
     ) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
-        let ring = self.ep.ring().ok_or(RecvError::LinkDown)?;
+        let ring = self.consumer().ok_or(RecvError::LinkDown)?;
         Ok(ring.read_chunk(max_frames)?)
     }
 
@@ -992,8 +1020,7 @@ impl Receiver {
         lens: &mut [usize],
     ) -> Result<usize, RecvError> {
         let r = self
-            .ep
-            .ring()
+            .consumer()
             .ok_or(RecvError::LinkDown)?
             .recv_batch(bufs, lens);
         // Only when the totals moved: a receiver polling an empty ring

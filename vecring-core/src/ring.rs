@@ -27,6 +27,7 @@ use crate::geometry::Geometry;
 use crate::sync::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
+use std::time::{Duration, Instant};
 
 /// Memory that holds one ring: its control block, descriptors and slot data.
 ///
@@ -920,6 +921,54 @@ pub struct Consumer<S: RingStorage> {
     stats: EndpointStats,
     /// The descriptor validated last (see [`Shape::frame_of`]).
     seen: SeenDesc,
+    /// See [`Consumer::set_hold_back`]: fewer ready slots than this (0:
+    /// never) may be held back...
+    hold_below: u64,
+    /// ...for at most this long.
+    hold_wait: Duration,
+    /// When the frames held back now were first held back.
+    held_since: Option<Instant>,
+}
+
+/// A consumer's hold-back: a few ready frames left unread for a moment, so
+/// as not to read right behind a producer that is still streaming (off
+/// unless set with [`Consumer::set_hold_back`] or
+/// [`crate::Receiver::set_hold_back`]).
+///
+/// A consumer that keeps up with its producer reads each line just after
+/// the producer wrote it, and the producer then writes its next lines
+/// against the consumer's reads and prefetches: on this project's machine
+/// that made zero-copy 64-byte frames three times slower than when the
+/// consumer lags behind (see `docs/BENCHMARKS.md`, session 12). Holding
+/// back puts the consumer behind once; it then stays behind by itself, so
+/// a steady stream is rarely held back at all.
+///
+/// A batch read ([`Consumer::read_chunk`], [`Consumer::recv_batch`]) finds
+/// nothing while more than one frame but fewer than [`below_slots`]
+/// slots are ready, until [`wait`] has passed since it first held them
+/// back (it does not re-read the producer's index meanwhile). One frame
+/// alone is never held back, so a request/response exchange of single
+/// frames keeps its latency; [`Consumer::recv`] never holds back.
+///
+/// [`below_slots`]: HoldBack::below_slots
+/// [`wait`]: HoldBack::wait
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldBack {
+    /// Fewer ready slots than this (and more than one frame's) are held
+    /// back.
+    pub below_slots: u32,
+    /// For at most this long from when they were first held back.
+    pub wait: Duration,
+}
+
+impl HoldBack {
+    /// Two batches of 32 one-slot frames (64 slots) for at most 250 ns: the
+    /// setting measured in `docs/BENCHMARKS.md` (100 ns was too short; 500
+    /// and 1000 ns gained no more).
+    pub const STREAMING: HoldBack = HoldBack {
+        below_slots: 64,
+        wait: Duration::from_nanos(250),
+    };
 }
 
 impl<S: RingStorage> Producer<S> {
@@ -1822,7 +1871,74 @@ impl<S: RingStorage> Consumer<S> {
             poisoned: None,
             seen: SeenDesc::NONE,
             stats: EndpointStats::default(),
+            hold_below: 0,
+            hold_wait: Duration::ZERO,
+            held_since: None,
         })
+    }
+
+    /// Sets (or, with `None`, turns off) the hold-back of the batch reads;
+    /// see [`HoldBack`]. Off by default.
+    ///
+    /// ```
+    /// use vecring_core::{heap_channel, Geometry, HoldBack};
+    ///
+    /// let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(256, 64, 1514).unwrap());
+    /// rx.set_hold_back(Some(HoldBack::STREAMING));
+    /// let (mut bufs, mut lens) = (vec![[0u8; 64]; 32], [0usize; 32]);
+    ///
+    /// // One frame alone is read at once.
+    /// tx.send(&[7; 64]).unwrap();
+    /// assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+    ///
+    /// // A few frames may be held back for up to 250 ns: poll again.
+    /// for _ in 0..5 {
+    ///     tx.send(&[8; 64]).unwrap();
+    /// }
+    /// let mut got = 0;
+    /// while got == 0 {
+    ///     got = rx.recv_batch(&mut bufs, &mut lens).unwrap();
+    /// }
+    /// assert_eq!(got, 5);
+    /// ```
+    pub fn set_hold_back(&mut self, hold: Option<HoldBack>) {
+        (self.hold_below, self.hold_wait) = match hold {
+            Some(h) => (u64::from(h.below_slots), h.wait),
+            None => (0, Duration::ZERO),
+        };
+        self.held_since = None;
+    }
+
+    /// The hold-back in force, if any.
+    pub fn hold_back(&self) -> Option<HoldBack> {
+        (self.hold_below > 0).then_some(HoldBack {
+            below_slots: self.hold_below as u32,
+            wait: self.hold_wait,
+        })
+    }
+
+    /// Whether a batch read now should find nothing (see [`HoldBack`]).
+    #[inline(always)]
+    fn holding(&mut self) -> bool {
+        self.hold_below > 0 && self.holding_slow()
+    }
+
+    #[inline(never)]
+    fn holding_slow(&mut self) -> bool {
+        let ready = self.cached_head.wrapping_sub(self.tail);
+        // One frame (as far as the last one seen tells: `NONE` before the
+        // first) or plenty: read now.
+        if ready <= self.seen.slots || ready >= self.hold_below {
+            self.held_since = None;
+            return false;
+        }
+        let now = Instant::now();
+        let since = *self.held_since.get_or_insert(now);
+        if now.duration_since(since) >= self.hold_wait {
+            self.held_since = None;
+            return false;
+        }
+        true
     }
 
     /// The ring's geometry.
@@ -1938,17 +2054,24 @@ impl<S: RingStorage> Consumer<S> {
 
     /// Up to `max_frames` ready frames, to be read in place. Frames returned
     /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
-    /// (or [`released`](ReadChunk::release)).
+    /// (or [`released`](ReadChunk::release)). Empty while frames are held
+    /// back ([`set_hold_back`](Self::set_hold_back)).
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
         self.ready_slots()?;
+        // Held back: an empty chunk.
+        let end = if self.holding() {
+            self.tail
+        } else {
+            self.cached_head
+        };
         Ok(ReadChunk {
             shape: self.shape,
             pos: self.tail,
-            end: self.cached_head,
+            end,
             max_frames,
             frames_left: max_frames,
             bytes: 0,
@@ -2032,7 +2155,8 @@ impl<S: RingStorage> Consumer<S> {
     /// # Errors
     /// [`RecvError::BufferTooSmall`] if the first frame does not fit,
     /// [`RecvError::Corrupt`] if the ring is corrupt before the first frame.
-    /// Returns `Ok(0)` when no frame waits.
+    /// Returns `Ok(0)` when no frame waits or frames are held back
+    /// ([`set_hold_back`](Self::set_hold_back)).
     pub fn recv_batch<B: AsMut<[u8]>>(
         &mut self,
         bufs: &mut [B],
@@ -2044,6 +2168,9 @@ impl<S: RingStorage> Consumer<S> {
         // per lap) are copied from a fixed base.
         let max = bufs.len().min(lens.len());
         self.ready_slots()?;
+        if self.holding() {
+            return Ok(0);
+        }
         let shape = self.shape;
         let start = self.tail;
         let avail = self.cached_head.wrapping_sub(start);
@@ -2834,6 +2961,121 @@ mod tests {
         (0..len)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
             .collect()
+    }
+
+    /// Frames the batch reads return now: `read_chunk`'s and then (for
+    /// what is left) `recv_batch`'s.
+    fn batch_reads(rx: &mut Consumer<HeapRing>) -> (usize, usize) {
+        let mut chunk = rx.read_chunk(usize::MAX).unwrap();
+        let mut in_chunk = 0;
+        while chunk.next_frame().unwrap().is_some() {
+            in_chunk += 1;
+        }
+        drop(chunk);
+        let mut bufs = vec![[0u8; 64]; 128];
+        let mut lens = vec![0; 128];
+        (in_chunk, rx.recv_batch(&mut bufs, &mut lens).unwrap())
+    }
+
+    #[test]
+    fn hold_back_is_off_by_default() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(256, 64, 1514).unwrap());
+        assert_eq!(rx.hold_back(), None);
+        for i in 0..5 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        assert_eq!(batch_reads(&mut rx), (5, 0));
+    }
+
+    #[test]
+    fn hold_back_holds_a_few_frames_until_the_wait_is_over() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(256, 64, 1514).unwrap());
+        let hold = HoldBack {
+            below_slots: 64,
+            wait: Duration::from_millis(200),
+        };
+        rx.set_hold_back(Some(hold));
+        assert_eq!(rx.hold_back(), Some(hold));
+        // Before any frame was seen, a few frames are read at once (the
+        // consumer cannot tell one frame from several yet).
+        for i in 0..3 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        assert_eq!(batch_reads(&mut rx), (3, 0));
+        // One frame alone is never held back.
+        tx.send(&frame(64, 3)).unwrap();
+        assert_eq!(batch_reads(&mut rx), (1, 0));
+        // Several, fewer than 64 slots: held back, by both batch reads,
+        // while `recv` still takes one.
+        for i in 0..5 {
+            tx.send(&frame(64, 10 + i)).unwrap();
+        }
+        let started = Instant::now();
+        assert_eq!(batch_reads(&mut rx), (0, 0));
+        let mut buf = [0u8; 64];
+        assert_eq!(rx.recv(&mut buf), Ok(64));
+        assert_eq!(buf[..], frame(64, 10)[..]);
+        // ... until the wait is over.
+        let mut got = (0, 0);
+        while got == (0, 0) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "held back for ever"
+            );
+            got = batch_reads(&mut rx);
+        }
+        assert!(started.elapsed() >= hold.wait);
+        // (By whichever of the two reads came after the wait.)
+        assert_eq!(got.0 + got.1, 4);
+        // 64 slots or more are read at once.
+        for i in 0..64 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        assert_eq!(batch_reads(&mut rx), (64, 0));
+        // Turned off: nothing is held back.
+        rx.set_hold_back(None);
+        for i in 0..5 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        assert_eq!(batch_reads(&mut rx), (5, 0));
+    }
+
+    #[test]
+    fn hold_back_counts_a_long_frame_as_one() {
+        let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(256, 64, 1514).unwrap());
+        let wait = Duration::from_millis(100);
+        rx.set_hold_back(Some(HoldBack {
+            below_slots: 64,
+            wait,
+        }));
+        let mut buf = vec![[0u8; 1514]; 4];
+        let mut lens = [0; 4];
+        tx.send(&frame(1514, 0)).unwrap();
+        assert_eq!(rx.recv_batch(&mut buf, &mut lens), Ok(1));
+        // One 24-slot frame again: not held back.
+        tx.send(&frame(1514, 1)).unwrap();
+        assert_eq!(rx.recv_batch(&mut buf, &mut lens), Ok(1));
+        // Two (48 slots): held back; the producer's index is not read
+        // again meanwhile, so a third frame does not end it.
+        tx.send(&frame(1514, 2)).unwrap();
+        tx.send(&frame(1514, 3)).unwrap();
+        let started = Instant::now();
+        assert_eq!(rx.recv_batch(&mut buf, &mut lens), Ok(0));
+        tx.send(&frame(1514, 4)).unwrap();
+        assert_eq!(rx.recv_batch(&mut buf, &mut lens), Ok(0));
+        let mut got = 0;
+        while got == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "held back for ever"
+            );
+            got = rx.recv_batch(&mut buf, &mut lens).unwrap();
+        }
+        assert!(started.elapsed() >= wait);
+        assert_eq!(got, 2);
+        assert_eq!(buf[1][..], frame(1514, 3)[..]);
+        assert_eq!(rx.recv_batch(&mut buf, &mut lens), Ok(1));
+        assert_eq!(buf[0][..], frame(1514, 4)[..]);
     }
 
     #[test]

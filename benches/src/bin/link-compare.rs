@@ -17,10 +17,13 @@
 //! descriptors, and each rewrite costs one more line transfer.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS] [--latency-only] [--each]
+//! cargo run --release -p vecring-benches --bin link-compare [-- PAIRS] [--latency-only] [--each] [--hold]
 //! ```
 //!
-//! `--each` also prints every pair's three rates (on stderr).
+//! `--each` also prints every pair's three rates (on stderr). `--hold`
+//! turns on the slave receiver's hold-back
+//! ([`HoldBack::STREAMING`](vecring_core::HoldBack::STREAMING); off by
+//! default, and never used by the ping-pong's `recv`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -29,7 +32,7 @@ use vecring_benches::{
     build, core_to_core_latency, frames_in_flight, hugepage_policy, pin_current_thread,
     signal_then_data_latency, Candidate, Placement, Source, CONSUMER_CPU, PRODUCER_CPU,
 };
-use vecring_core::{Link, PushError, Receiver, RecvError, Role, SendError, Sender};
+use vecring_core::{HoldBack, Link, PushError, Receiver, RecvError, Role, SendError, Sender};
 
 const BATCH: usize = 32;
 const ROUND_TRIPS: u32 = 20_000;
@@ -58,10 +61,13 @@ fn open(role: Role, run_dir: &str) -> Link {
 /// The slave: answers `rx N LEN` (receive N frames of LEN bytes with
 /// `recv_batch`) and
 /// `echo N` (N ping-pongs) on stdin with `done`.
-fn child(run_dir: &str) {
+fn child(run_dir: &str, hold: bool) {
     pin_current_thread(CONSUMER_CPU).expect("pin");
     let link = open(Role::Slave, run_dir);
     let (mut tx, mut rx) = (link.sender().unwrap(), link.receiver().unwrap());
+    if hold {
+        rx.set_hold_back(Some(HoldBack::STREAMING));
+    }
     let mut buf = vec![0u8; 9216];
     for line in std::io::stdin().lock().lines() {
         let line = line.unwrap();
@@ -157,8 +163,9 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    let hold = args.iter().any(|a| a == "--hold");
     if args.get(1).map(String::as_str) == Some("--child") {
-        return child(&args[2]);
+        return child(&args[2], hold);
     }
     let pairs: usize = args.get(1).and_then(|v| v.parse().ok()).unwrap_or(5);
     let latency_only = args.iter().any(|a| a == "--latency-only");
@@ -166,6 +173,7 @@ fn main() {
     let run_dir = format!("/run/vecring-link-compare-{}", std::process::id());
     let mut slave = Command::new(std::env::current_exe().unwrap())
         .args(["--child", &run_dir])
+        .args(hold.then_some("--hold"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -265,7 +273,7 @@ fn main() {
     let _ = slave.wait();
     drop(link);
 
-    println!("link-compare: {pairs} rounds of link, rtrb and rtrb-bytes in turn; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides");
+    println!("link-compare: {pairs} rounds of link, rtrb and rtrb-bytes in turn; master CPU {PRODUCER_CPU} -> slave process CPU {CONSUMER_CPU}; batch {BATCH}; copy on both sides; receiver hold-back {}", if hold { "on" } else { "off" });
     if !latency_only {
         println!();
         println!("| frame | vecring link Mfps | Gbit/s | rtrb (threads) Mfps | Gbit/s | link/rtrb median | min..max | target | rtrb byte messages Mfps | link/rtrb-bytes median | min..max |");

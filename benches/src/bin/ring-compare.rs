@@ -34,7 +34,7 @@ struct Comparison {
     target: f64,
 }
 
-const COMPARISONS: [Comparison; 10] = [
+const COMPARISONS: [Comparison; 12] = [
     // rtrb with fixed `[u8; N]` elements: frames of one length only.
     Comparison {
         a: Candidate::VecringCopy,
@@ -90,6 +90,21 @@ const COMPARISONS: [Comparison; 10] = [
         a: Candidate::VecringZeroCopy,
         b: Candidate::RtrbBytesZeroCopy,
         len: 1514,
+        batch: 32,
+        target: 1.0,
+    },
+    // The zero-copy consumer with its hold-back on (not the default).
+    Comparison {
+        a: Candidate::VecringZeroCopyHold,
+        b: Candidate::RtrbZeroCopy,
+        len: 64,
+        batch: 32,
+        target: 1.0,
+    },
+    Comparison {
+        a: Candidate::VecringZeroCopyHold,
+        b: Candidate::RtrbBytesZeroCopy,
+        len: 64,
         batch: 32,
         target: 1.0,
     },

@@ -554,8 +554,15 @@ const WINDOW: u64 = 128;
 /// With `zero_copy`, testpmd's port receives in zero-copy mode: frames of
 /// 512 bytes or more (unless they wrap around the ring's end) are attached
 /// to the ring slots, not copied,
-/// until testpmd frees them after sending them back.
-fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: bool) {
+/// until testpmd frees them after sending them back. With `hold_back`,
+/// testpmd's port holds back small bursts (`hold_back=true`).
+fn echo_through_testpmd(
+    test: &str,
+    rust_role: Role,
+    frames: u64,
+    zero_copy: bool,
+    hold_back: bool,
+) {
     let _w = Watchdog::new("dpdk interop echo", Duration::from_secs(120));
     let env = Env::new(test);
     let link = env.open(test, rust_role);
@@ -564,7 +571,7 @@ fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: boo
         "io",
         0,
         &format!(
-            "{},zero_copy={zero_copy}",
+            "{},zero_copy={zero_copy},hold_back={hold_back}",
             env.vdev(test, rust_role == Role::Slave)
         ),
         &[
@@ -583,6 +590,12 @@ fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: boo
         pmd.count(|l| l.contains("eth_vecring0: zero-copy receive:")),
         usize::from(zero_copy),
         "zero-copy mode as asked\n{}",
+        pmd.tail()
+    );
+    assert_eq!(
+        pmd.count(|l| l.contains("eth_vecring0: rx hold-back:")),
+        usize::from(hold_back),
+        "hold-back as asked\n{}",
         pmd.tail()
     );
     pmd.cmd("start");
@@ -642,7 +655,7 @@ fn echo_through_testpmd(test: &str, rust_role: Role, frames: u64, zero_copy: boo
     let x = pmd.xstats();
     println!(
         "{test}: {frames} frames ({bytes} bytes, 16..=9216 bytes, every 8th 9000) went through testpmd io \
-         (zero_copy={zero_copy}) and came back intact and in order"
+         (zero_copy={zero_copy}, hold_back={hold_back}) and came back intact and in order"
     );
     assert_eq!(
         (rx_dropped, tx_dropped),
@@ -700,23 +713,29 @@ fn testpmd_slave_9000_byte_chains_arrive_intact_in_rust_master() {
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn rust_master_frames_echoed_by_testpmd_slave_io_intact_and_in_order() {
-    echo_through_testpmd("io-rm", Role::Master, 100_000, false);
+    echo_through_testpmd("io-rm", Role::Master, 100_000, false, false);
 }
 
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn rust_slave_frames_echoed_by_testpmd_master_io_intact_and_in_order() {
-    echo_through_testpmd("io-rs", Role::Slave, 100_000, false);
+    echo_through_testpmd("io-rs", Role::Slave, 100_000, false, false);
 }
 
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn rust_master_frames_echoed_by_testpmd_slave_zero_copy_io_intact_and_in_order() {
-    echo_through_testpmd("iozc-rm", Role::Master, 100_000, true);
+    echo_through_testpmd("iozc-rm", Role::Master, 100_000, true, false);
 }
 
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn rust_slave_frames_echoed_by_testpmd_master_zero_copy_io_intact_and_in_order() {
-    echo_through_testpmd("iozc-rs", Role::Slave, 100_000, true);
+    echo_through_testpmd("iozc-rs", Role::Slave, 100_000, true, false);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn rust_master_frames_echoed_by_testpmd_slave_with_hold_back_intact_and_in_order() {
+    echo_through_testpmd("iohb-rm", Role::Master, 100_000, false, true);
 }

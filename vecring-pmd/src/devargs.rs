@@ -18,6 +18,7 @@
 //! | `run_dir` | absolute path | vecring-core default (`/run/vecring`) |
 //! | `hugepages` | `prefer` \| `require` \| `never` | `prefer` |
 //! | `zero_copy` | bool: receive frames of 512+ bytes as mbufs attached to the ring (no copy) | `false` |
+//! | `hold_back` | bool: the receiver's hold-back ([`vecring_core::HoldBack::STREAMING`]) | `false` |
 //! | `owner` | `uid:gid` given the domain directory and socket (master only) | the creating user |
 //! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
@@ -43,6 +44,7 @@ pub const VALID_KEYS: &[&str] = &[
     KEY_RUN_DIR,
     KEY_HUGEPAGES,
     KEY_ZERO_COPY,
+    KEY_HOLD_BACK,
     KEY_OWNER,
     KEY_ALLOW_UID,
     KEY_SOCKET_MODE,
@@ -65,8 +67,10 @@ pub const KEY_SLOT_SIZE: &str = "slot_size";
 pub const KEY_RUN_DIR: &str = "run_dir";
 /// Hugepage policy of the link's memory.
 pub const KEY_HUGEPAGES: &str = "hugepages";
-/// Reserved for a future zero-copy receive path.
+/// Zero-copy receive of long frames (see [`crate::zerocopy`]).
 pub const KEY_ZERO_COPY: &str = "zero_copy";
+/// The receiver's hold-back (see [`vecring_core::HoldBack`]).
+pub const KEY_HOLD_BACK: &str = "hold_back";
 /// Owner (`uid:gid`) of the domain directory and socket the master creates.
 pub const KEY_OWNER: &str = "owner";
 /// Slave uids the master accepts, separated by `:`.
@@ -116,6 +120,9 @@ pub struct Devargs {
     pub hugepages: Hugepages,
     /// `zero_copy=`: zero-copy receive (see [`crate::zerocopy`]).
     pub zero_copy: bool,
+    /// `hold_back=`: rx bursts leave a few frames for up to 250 ns while
+    /// the peer streams ([`vecring_core::HoldBack::STREAMING`]).
+    pub hold_back: bool,
     /// `owner=uid:gid` (master only).
     pub owner: Option<(u32, u32)>,
     /// `allow_uid=uid:uid...` (master only; empty: any uid).
@@ -222,6 +229,7 @@ impl Devargs {
         let mut run_dir = None;
         let mut hugepages = None;
         let mut zero_copy = None;
+        let mut hold_back = None;
         let mut owner = None;
         let mut allow_uids = None;
         let mut socket_mode = None;
@@ -244,6 +252,7 @@ impl Devargs {
                 KEY_RUN_DIR => set_once(&mut run_dir, key, parse_run_dir(key, value)?)?,
                 KEY_HUGEPAGES => set_once(&mut hugepages, key, parse_hugepages(key, value)?)?,
                 KEY_ZERO_COPY => set_once(&mut zero_copy, key, parse_bool(key, value)?)?,
+                KEY_HOLD_BACK => set_once(&mut hold_back, key, parse_bool(key, value)?)?,
                 KEY_OWNER => set_once(&mut owner, key, parse_owner(key, value)?)?,
                 KEY_ALLOW_UID => set_once(&mut allow_uids, key, parse_uids(key, value)?)?,
                 KEY_SOCKET_MODE => set_once(&mut socket_mode, key, parse_mode(key, value)?)?,
@@ -276,6 +285,7 @@ impl Devargs {
             run_dir,
             hugepages: hugepages.unwrap_or_default(),
             zero_copy: zero_copy.unwrap_or(false),
+            hold_back: hold_back.unwrap_or(false),
             owner,
             allow_uids: allow_uids.unwrap_or_default(),
             socket_mode,
@@ -525,13 +535,15 @@ mod tests {
         assert_eq!(d.run_dir, None);
         assert_eq!(d.hugepages, Hugepages::Prefer);
         assert!(!d.zero_copy);
+        assert!(!d.hold_back);
     }
 
     #[test]
     fn every_key() {
         let d = ok(
             "domain=d-1.x,link=l_2,master=true,mac=00:EC:f4:bb:d9:7f,socket=1,\
-                    slots=4096,slot_size=2048,run_dir=/var/run/vr,hugepages=require,zero_copy=yes",
+                    slots=4096,slot_size=2048,run_dir=/var/run/vr,hugepages=require,zero_copy=yes,\
+                    hold_back=on",
         );
         assert!(d.master);
         assert_eq!(d.mac(), [0x00, 0xec, 0xf4, 0xbb, 0xd9, 0x7f]);
@@ -541,6 +553,7 @@ mod tests {
         assert_eq!(d.run_dir, Some(PathBuf::from("/var/run/vr")));
         assert_eq!(d.hugepages, Hugepages::Require);
         assert!(d.zero_copy);
+        assert!(d.hold_back);
     }
 
     #[test]

@@ -261,13 +261,24 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             return -libc::EIO;
         }
     };
-    let (sender, receiver) = match (link.sender(), link.receiver()) {
+    let (sender, mut receiver) = match (link.sender(), link.receiver()) {
         (Ok(s), Ok(r)) => (s, r),
         (Err(e), _) | (_, Err(e)) => {
             vlog!(ERR, "{name}: cannot take the link's ends: {e}");
             return -libc::EIO;
         }
     };
+
+    if args.hold_back {
+        let hold = vecring_core::HoldBack::STREAMING;
+        receiver.set_hold_back(Some(hold));
+        vlog!(
+            NOTICE,
+            "{name}: rx hold-back: fewer than {} ready slots (more than one frame) wait up to {} ns while the peer streams",
+            hold.below_slots,
+            hold.wait.as_nanos()
+        );
+    }
 
     // SAFETY: a valid vdev; the size is that of `PrivData`, which ethdev
     // zero-fills.

@@ -938,7 +938,7 @@ pub struct Consumer<S: RingStorage> {
 /// A consumer that keeps up with its producer reads each line just after
 /// the producer wrote it, and the producer then writes its next lines
 /// against the consumer's reads and prefetches: on this project's machine
-/// that made zero-copy 64-byte frames three times slower than when the
+/// that made zero-copy 64-byte frames two to four times slower than when the
 /// consumer lags behind (see `docs/BENCHMARKS.md`, session 12). Holding
 /// back puts the consumer behind once; it then stays behind by itself, so
 /// a steady stream is rarely held back at all.

@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// Run directory (default: a fresh one under /run or the temp dir).
     #[arg(long)]
     run_dir: Option<PathBuf>,
+    /// The slave receives with the hold-back on (see `vecring rxonly
+    /// --help`).
+    #[arg(long)]
+    hold_back: bool,
 }
 
 struct Slave {
@@ -110,6 +114,9 @@ fn spawn_slave(
         format!("--run-dir={}", run_dir.display()),
         format!("--cpu={}", args.slave_cpu),
     ];
+    if args.hold_back {
+        slave_args.push("--hold-back".into());
+    }
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let unshare = ["/usr/bin/unshare", "/bin/unshare"]

@@ -92,6 +92,11 @@ pub struct LinkArgs {
     /// Pin the data-path threads to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// Receive with the hold-back on (vecring_core::HoldBack::STREAMING):
+    /// a few frames wait up to 250 ns rather than being read right behind
+    /// a streaming sender.
+    #[arg(long)]
+    hold_back: bool,
 }
 
 fn parse_role(s: &str) -> Result<Role, String> {

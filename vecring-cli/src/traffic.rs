@@ -5,7 +5,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{pattern, PushError, RecvError, SendError};
+use vecring_core::{pattern, HoldBack, PushError, RecvError, SendError};
 
 const BATCH: usize = 32;
 /// Longest a stress run waits without any progress before failing.
@@ -18,6 +18,9 @@ pub fn stress(args: &LinkArgs, frames: u64) -> Result<(), String> {
     let generation = link.wait_up(Duration::ZERO).map_err(|e| e.to_string())?;
     let mut tx = link.sender().map_err(|e| e.to_string())?;
     let mut rx = link.receiver().map_err(|e| e.to_string())?;
+    if args.hold_back {
+        rx.set_hold_back(Some(HoldBack::STREAMING));
+    }
     let cpu = args.cpu;
     let sender = std::thread::spawn(move || -> Result<(u64, vecring_core::Sender), String> {
         pin(cpu);
@@ -204,6 +207,9 @@ pub fn send_paced(
 pub fn rxonly(args: &LinkArgs) -> Result<(), String> {
     let link = args.open_up()?;
     let mut rx = link.receiver().map_err(|e| e.to_string())?;
+    if args.hold_back {
+        rx.set_hold_back(Some(HoldBack::STREAMING));
+    }
     let frames = Arc::new(AtomicU64::new(0));
     let bytes = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));

@@ -274,8 +274,8 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         receiver.set_hold_back(Some(hold));
         vlog!(
             NOTICE,
-            "{name}: rx hold-back: fewer than {} ready slots (more than one frame) wait up to {} ns while the peer streams",
-            hold.below_slots,
+            "{name}: rx hold-back: 2 to {} ready one-slot frames wait up to {} ns while the peer streams",
+            hold.below_slots - 1,
             hold.wait.as_nanos()
         );
     }

@@ -288,6 +288,7 @@ test_bad_devargs() {
 		"domain=d,link=l,link=m|key 'link' given more than once"
 		"domain=d,link=l,master|malformed argument 'master'"
 		"domain=d,link=l,zero_copy=2|invalid value '2' for key 'zero_copy'"
+		"domain=d,link=l,hold_back=maybe|invalid value 'maybe' for key 'hold_back'"
 		"domain=d,link=l,slots=64,slot_size=64|invalid ring geometry (keys 'slots', 'slot_size'): "
 		"domain=d,link=l,socket=99|cannot open link 'd/l' as slave: NUMA node 99 does not exist"
 		"domain=d,link=l,owner=100000:100000|key 'owner' applies to the master only"

@@ -2995,13 +2995,18 @@ mod tests {
         (in_chunk, rx.recv_batch(&mut bufs, &mut lens).unwrap())
     }
 
+    /// Sends `n` 64-byte frames, seeded from `seed` on.
+    fn send_64(tx: &mut Producer<HeapRing>, n: u8, seed: u8) {
+        for i in 0..n {
+            tx.send(&frame(64, seed.wrapping_add(i))).unwrap();
+        }
+    }
+
     #[test]
     fn hold_back_is_off_by_default() {
         let (mut tx, mut rx) = heap_channel(Geometry::with_max_frame_len(256, 64, 1514).unwrap());
         assert_eq!(rx.hold_back(), None);
-        for i in 0..5 {
-            tx.send(&frame(64, i)).unwrap();
-        }
+        send_64(&mut tx, 5, 0);
         assert_eq!(batch_reads(&mut rx), (5, 0));
     }
 
@@ -3016,27 +3021,21 @@ mod tests {
         assert_eq!(rx.hold_back(), Some(hold));
         // Before any frame was seen, a few frames are read at once (the
         // consumer cannot tell one frame from several yet).
-        for i in 0..3 {
-            tx.send(&frame(64, i)).unwrap();
-        }
+        send_64(&mut tx, 3, 0);
         assert_eq!(batch_reads(&mut rx), (3, 0));
         // One frame alone is never held back.
         tx.send(&frame(64, 3)).unwrap();
         assert_eq!(batch_reads(&mut rx), (1, 0));
         // Several, fewer than 64 slots: held back, by both batch reads,
         // while `recv` still takes one.
-        for i in 0..5 {
-            tx.send(&frame(64, 10 + i)).unwrap();
-        }
+        send_64(&mut tx, 5, 10);
         let started = Instant::now();
         assert_eq!(batch_reads(&mut rx), (0, 0));
         let mut buf = [0u8; 64];
         assert_eq!(rx.recv(&mut buf), Ok(64));
         assert_eq!(buf[..], frame(64, 10)[..]);
         // The producer's index is not read again while holding back.
-        for i in 0..64 {
-            tx.send(&frame(64, 20 + i)).unwrap();
-        }
+        send_64(&mut tx, 64, 20);
         assert_eq!(batch_reads(&mut rx), (0, 0));
         // ... until the wait is over, and then only the frames it knew of.
         let (mut bufs, mut lens) = (vec![[0u8; 64]; 128], vec![0; 128]);
@@ -3054,21 +3053,15 @@ mod tests {
         assert_eq!(batch_reads(&mut rx), (64, 0));
         // What is left of an earlier look at the producer's index is not
         // held back when the producer has gone on since.
-        for i in 0..70 {
-            tx.send(&frame(64, i)).unwrap();
-        }
+        send_64(&mut tx, 70, 0);
         let mut chunk = rx.read_chunk(66).unwrap();
         while chunk.next_frame().unwrap().is_some() {}
         drop(chunk);
-        for i in 0..64 {
-            tx.send(&frame(64, i)).unwrap();
-        }
+        send_64(&mut tx, 64, 0);
         assert_eq!(batch_reads(&mut rx), (68, 0));
         // Turned off: nothing is held back.
         rx.set_hold_back(None);
-        for i in 0..5 {
-            tx.send(&frame(64, i)).unwrap();
-        }
+        send_64(&mut tx, 5, 0);
         assert_eq!(batch_reads(&mut rx), (5, 0));
     }
 

@@ -258,7 +258,9 @@ void vecring_options_init(vecring_options_t *opts);
  * Errors: VECRING_E_INVAL (NULL pointers; options not initialised or from a
  * newer vecring.h; a bad role, hugepages, geometry, socket mode or owner),
  * VECRING_E_NAME, VECRING_E_NUMA, VECRING_E_EXISTS (a live master holds the
- * link), VECRING_E_NOMEM, VECRING_E_IO (e.g. run_dir not writable).
+ * link), VECRING_E_NOMEM, VECRING_E_IO (e.g. run_dir not writable, or a
+ * directory or file of the link that is a symlink, has another owner or is
+ * writable by others: the message says which).
  */
 int vecring_open(const vecring_options_t *opts, vecring_link_t **link);
 

@@ -1,156 +1,84 @@
 //! The control thread of a link: the master's accept loop and the slave's
 //! connect loop, running the [`handshake`] and installing sessions in
 //! [`LinkShared`]. Nothing here is on the data path.
+//!
+//! The master serves every connection from one `poll` loop and never
+//! blocks on a peer: silent, slow or flooding clients cost a legitimate
+//! slave at most their share of one loop turn. Memory is created for a
+//! peer only after its credentials passed and it asked, one offer at a
+//! time, and at most [`MAX_REGIONS`] regions of a link exist at once,
+//! counting those that departed peers still hold (see [`crate::pinned`]).
 
+use crate::dirs::{self, ClaimError, DirError, MasterClaim, SlaveDirs};
 use crate::handshake::{self, Kind, Msg};
 use crate::link::{Config, Failure, LinkError, LinkShared, Session};
 use crate::memory::{Expectation, Region, RegionOptions};
+use crate::pinned::PinWatch;
 use crate::{abi, geometry::Geometry};
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Files a master created, removed at close.
-#[derive(Clone)]
-pub(crate) struct MasterFiles {
-    pub(crate) socket: PathBuf,
-    lock: PathBuf,
-}
+/// Connections the master keeps waiting for their request or their turn;
+/// past this the oldest silent one is closed.
+pub const MAX_PENDING: usize = 16;
+/// Regions of one link that may exist at once: the one offered or attached,
+/// and those still held by peers that left. Past this, requests wait, then
+/// get [`Kind::Busy`].
+pub const MAX_REGIONS: usize = 2;
+/// First wait before the next offer after a peer took a region and left
+/// without completing the handshake; doubles up to [`BACKOFF_MAX`].
+const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// Longest such wait: well under the one second a legitimate slave may
+/// be delayed.
+const BACKOFF_MAX: Duration = Duration::from_millis(400);
+/// At most one refusal line per this interval; the rest are counted.
+const LOG_EVERY: Duration = Duration::from_secs(1);
 
-impl MasterFiles {
-    pub(crate) fn remove(&self) {
-        let _ = std::fs::remove_file(&self.socket);
-        let _ = std::fs::remove_file(&self.lock);
-        // The domain directory stays: a container may have it bind-mounted,
-        // and a directory made anew by the next master would not be seen
-        // through that mount.
+fn claim_error(e: ClaimError) -> LinkError {
+    match e {
+        ClaimError::Held(path) => LinkError::MasterExists { path },
+        ClaimError::Dir(e) => dir_error(e),
     }
 }
 
-/// A master's claim on a link: its lock and its listening socket.
-pub(crate) struct MasterClaim {
-    _lock: OwnedFd,
-    listener: OwnedFd,
-    pub(crate) files: MasterFiles,
-}
-
-fn io_err<'p>(what: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> LinkError + 'p {
-    move |source| LinkError::Io {
-        what,
-        path: path.to_path_buf(),
-        source,
+fn dir_error(e: DirError) -> LinkError {
+    match e {
+        DirError::Unsafe(u) => LinkError::Unsafe(u),
+        DirError::Io { what, path, source } => LinkError::Io { what, path, source },
     }
 }
 
-fn chown(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` is a valid C string for the duration of the call.
-    if unsafe { libc::chown(c.as_ptr(), uid, gid) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Creates the domain directory, takes the link's lock (refusing if a live
-/// master holds it), replaces a stale socket and listens.
+/// Opens and checks the link's directory, takes its lock and listens.
 pub(crate) fn claim_master(
     config: &Config,
     owner: Option<(u32, u32)>,
     socket_mode: u32,
 ) -> Result<MasterClaim, LinkError> {
-    // Directory: owner rwx, plus the socket mode's read bits turned into
-    // search permission for group/others who may connect.
-    let dir_mode = 0o700 | (socket_mode & 0o066) | ((socket_mode & 0o044) >> 2);
-    if let Some(parent) = config.dir.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(parent)
-            .map_err(io_err("creating", parent))?;
-    }
-    match std::fs::DirBuilder::new()
-        .mode(dir_mode)
-        .create(&config.dir)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(io_err("creating", &config.dir)(e)),
-    }
-    std::fs::set_permissions(&config.dir, std::fs::Permissions::from_mode(dir_mode))
-        .map_err(io_err("setting the mode of", &config.dir))?;
-    if let Some((uid, gid)) = owner {
-        chown(&config.dir, uid, gid).map_err(io_err("changing the owner of", &config.dir))?;
-    }
-
-    let lock_c = CString::new(config.lock.as_os_str().as_bytes())
-        .map_err(|_| io_err("opening", &config.lock)(io::ErrorKind::InvalidInput.into()))?;
-    // SAFETY: `lock_c` is a valid C string; the result is checked.
-    let fd = unsafe {
-        libc::open(
-            lock_c.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-            0o600,
-        )
+    let files = dirs::MasterFiles {
+        run_dir: &config.run_dir,
+        domain: &config.domain,
+        link: &config.link,
+        socket_mode,
+        owner,
     };
-    if fd < 0 {
-        return Err(io_err("opening", &config.lock)(io::Error::last_os_error()));
-    }
-    // SAFETY: `fd` is a fresh descriptor we own.
-    let lock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // The lock is released by the kernel when the holder dies, even by
-    // kill -9: a held lock means a live master.
-    // SAFETY: flock on our own descriptor.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(LinkError::MasterExists {
-                path: config.lock.clone(),
-            });
-        }
-        return Err(io_err("locking", &config.lock)(e));
-    }
-    // We hold the lock, so any socket file left is stale.
-    match std::fs::remove_file(&config.socket) {
-        Ok(()) => log::info!("vecring: removed stale socket {}", config.socket.display()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err("removing stale socket", &config.socket)(e)),
-    }
-    let listener =
-        handshake::listen(&config.socket).map_err(io_err("listening on", &config.socket))?;
-    std::fs::set_permissions(&config.socket, std::fs::Permissions::from_mode(socket_mode))
-        .map_err(io_err("setting the mode of", &config.socket))?;
-    if let Some((uid, gid)) = owner {
-        chown(&config.socket, uid, gid).map_err(io_err("changing the owner of", &config.socket))?;
-    }
-    Ok(MasterClaim {
-        _lock: lock,
-        listener,
-        files: MasterFiles {
-            socket: config.socket.clone(),
-            lock: config.lock.clone(),
-        },
-    })
+    dirs::claim_master(&files, handshake::listen).map_err(claim_error)
 }
 
 /// What woke a control-thread wait.
 enum Wake {
-    /// This descriptor (index into the set) is readable or hung up.
-    Ready(usize),
+    /// These descriptors (indices into the set) are readable or hung up.
+    Ready(Vec<usize>),
     /// The link's eventfd: shutdown or a corruption report.
     Poked,
     /// The timeout passed.
     Timeout,
 }
 
-fn wait(shared: &LinkShared, fds: &[&OwnedFd], timeout: Option<Duration>) -> Wake {
+fn wait(shared: &LinkShared, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> Wake {
     let mut set: Vec<libc::pollfd> = fds
         .iter()
         .map(|fd| libc::pollfd {
@@ -164,7 +92,11 @@ fn wait(shared: &LinkShared, fds: &[&OwnedFd], timeout: Option<Duration>) -> Wak
             revents: 0,
         }))
         .collect();
-    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+    // Rounded up, so that a deadline a fraction of a millisecond away is
+    // not polled for again and again with a zero timeout.
+    let ms = timeout.map_or(-1, |t| {
+        t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+    });
     // SAFETY: `set` holds `set.len()` valid pollfds.
     let rc = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
     if rc <= 0 {
@@ -178,10 +110,14 @@ fn wait(shared: &LinkShared, fds: &[&OwnedFd], timeout: Option<Duration>) -> Wak
         unsafe { libc::read(shared.wake.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
         return Wake::Poked;
     }
-    set[..wake]
-        .iter()
-        .position(|p| p.revents != 0)
-        .map_or(Wake::Timeout, Wake::Ready)
+    Wake::Ready(
+        set[..wake]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.revents != 0)
+            .map(|(i, _)| i)
+            .collect(),
+    )
 }
 
 fn stopping(shared: &LinkShared) -> bool {
@@ -194,14 +130,20 @@ fn corrupt(shared: &LinkShared, generation: u64) -> bool {
     shared.corrupt_generation.load(Ordering::Relaxed) == generation
 }
 
+/// Sleeps for `d` or until shutdown, whichever comes first.
+fn pause(shared: &LinkShared, d: Duration) {
+    let _ = wait(shared, &[], Some(d));
+}
+
 pub(crate) fn spawn_master(
     shared: Arc<LinkShared>,
     config: Config,
     claim: MasterClaim,
+    pins: PinWatch,
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("vecring-master".into())
-        .spawn(move || master_loop(&shared, &config, claim))
+        .spawn(move || Master::new(&shared, &config, claim, pins).run())
 }
 
 pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<JoinHandle<()>> {
@@ -210,195 +152,580 @@ pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result
         .spawn(move || slave_loop(&shared, &config))
 }
 
-/// The master's loop: accept a slave, hand it a fresh region, watch the
-/// connection; refuse any second slave meanwhile.
-fn master_loop(shared: &LinkShared, config: &Config, claim: MasterClaim) {
-    let geometry = config.geometry.unwrap_or_default();
-    // Generations grow by one per connection. A new master continues from
-    // the clock (microseconds), so generations also grow across master
-    // restarts and a slave never sees the same number twice in a row.
-    let mut generation = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
-    let mut conn: Option<(OwnedFd, u64)> = None;
-    while !stopping(shared) {
-        let fds: Vec<&OwnedFd> = match &conn {
-            Some((c, _)) => vec![&claim.listener, c],
-            None => vec![&claim.listener],
+/// One line per [`LOG_EVERY`] at most; says how many were left out.
+#[derive(Default)]
+struct RateLog {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RateLog {
+    fn warn(&mut self, label: &str, msg: impl FnOnce() -> String) {
+        let now = Instant::now();
+        if self.last.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
+            self.suppressed += 1;
+            return;
+        }
+        let more = match std::mem::take(&mut self.suppressed) {
+            0 => String::new(),
+            n => format!(" ({n} more refusals in the last interval not shown)"),
         };
-        match wait(shared, &fds, None) {
-            Wake::Ready(0) => {
-                let Ok(new) = handshake::accept(&claim.listener) else {
-                    continue;
-                };
-                if conn.is_some() {
-                    refuse(shared, &new, "the link already has a slave");
-                    continue;
-                }
-                generation += 1;
-                if let Some(session) = offer(shared, config, &new, geometry, generation) {
-                    shared.set_session(Some(session));
-                    conn = Some((new, generation));
-                }
-            }
-            Wake::Ready(_) => {
-                // The slave closed (EOF) or broke protocol: either way it is
-                // gone for this generation.
-                if let Some((c, g)) = conn.take() {
-                    let farewell = handshake::recv(&c, Duration::ZERO);
-                    // Closed before the link reports down, so that down
-                    // means the connection is gone too.
-                    drop(c);
-                    match farewell {
-                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                            log::info!("vecring: {}: slave of generation {g} left", shared.label)
-                        }
-                        Err(e) => {
-                            log::warn!("vecring: {}: slave of generation {g}: {e}", shared.label)
-                        }
-                        Ok((m, _)) => log::warn!(
-                            "vecring: {}: unexpected {:?} from slave; disconnecting",
-                            shared.label,
-                            m.kind
-                        ),
-                    }
-                    shared.set_session(None);
-                }
-            }
-            Wake::Poked | Wake::Timeout => {
-                if let Some((_, g)) = &conn {
-                    if corrupt(shared, *g) {
-                        shared
-                            .counters
-                            .peer_corruptions
-                            .fetch_add(1, Ordering::Relaxed);
-                        conn = None;
-                        shared.set_session(None);
-                    }
-                }
-            }
-        }
-    }
-    if conn.is_some() {
-        shared.set_session(None);
+        log::warn!("vecring: {label}: {}{more}", msg());
+        self.last = Some(now);
     }
 }
 
-fn refuse(shared: &LinkShared, conn: &OwnedFd, reason: &str) {
-    shared
-        .counters
-        .rejected_peers
-        .fetch_add(1, Ordering::Relaxed);
-    let who = handshake::peer_credentials(conn)
-        .map(|c| format!("pid {} uid {} gid {}", c.pid, c.uid, c.gid))
-        .unwrap_or_else(|_| "unknown peer".into());
-    log::warn!(
-        "vecring: {}: refusing slave ({who}): {reason}",
-        shared.label
-    );
-    let _ = handshake::send(conn, &Msg::refusal(Kind::Reject, 0, reason), None);
+fn describe(cred: &libc::ucred) -> String {
+    format!("pid {} uid {} gid {}", cred.pid, cred.uid, cred.gid)
 }
 
-/// Checks a new slave, creates the region for `generation`, sends it and
-/// waits for the slave's verdict.
-fn offer(
-    shared: &LinkShared,
-    config: &Config,
-    conn: &OwnedFd,
-    geometry: Geometry,
+/// A connection that passed the credential check and waits for its
+/// request (or, having asked, for its turn).
+struct Pending {
+    conn: OwnedFd,
+    cred: libc::ucred,
+    deadline: Instant,
+    requested: bool,
+}
+
+/// A region sent to a peer, waiting for its verdict.
+struct Offer {
+    conn: OwnedFd,
+    cred: libc::ucred,
+    region: Arc<Region>,
+    watch: i32,
     generation: u64,
-) -> Option<Arc<Session>> {
-    let cred = match handshake::peer_credentials(conn) {
-        Ok(c) => c,
-        Err(e) => {
-            refuse(shared, conn, &format!("cannot read peer credentials: {e}"));
-            return None;
-        }
-    };
-    if !config.allowed_uids.is_empty() && !config.allowed_uids.contains(&cred.uid) {
-        refuse(
+    deadline: Instant,
+}
+
+/// The attached slave.
+struct Attached {
+    conn: OwnedFd,
+    generation: u64,
+    watch: i32,
+}
+
+/// The master's control loop and its state.
+struct Master<'a> {
+    shared: &'a LinkShared,
+    config: &'a Config,
+    claim: MasterClaim,
+    geometry: Geometry,
+    pins: PinWatch,
+    generation: u64,
+    pending: Vec<Pending>,
+    offer: Option<Offer>,
+    attached: Option<Attached>,
+    /// No offer before this instant (back-off after an incomplete one).
+    next_offer: Instant,
+    backoff: Duration,
+    refusals: RateLog,
+}
+
+/// Whose descriptor a `poll` entry is.
+#[derive(Clone, Copy)]
+enum Slot {
+    Listener,
+    Pins,
+    Attached,
+    Offer,
+    Pending(usize),
+}
+
+impl<'a> Master<'a> {
+    fn new(shared: &'a LinkShared, config: &'a Config, claim: MasterClaim, pins: PinWatch) -> Self {
+        // Generations grow by one per offer. A new master continues from
+        // the clock (microseconds), so generations also grow across master
+        // restarts and a slave never sees the same number twice in a row.
+        let generation = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        Master {
             shared,
-            conn,
-            &format!(
-                "uid {} is not allowed to attach (allowed: {:?})",
-                cred.uid, config.allowed_uids
-            ),
-        );
-        return None;
-    }
-    let opts = RegionOptions {
-        hugepages: config.hugepages,
-        numa_node: config.numa_node,
-    };
-    let region = match Region::create(geometry, generation, &opts) {
-        Ok(r) => Arc::new(r),
-        Err(e) => {
-            log::error!("vecring: {}: cannot create link memory: {e}", shared.label);
-            refuse(
-                shared,
-                conn,
-                &format!("master cannot create link memory: {e}"),
-            );
-            return None;
+            config,
+            claim,
+            geometry: config.geometry.unwrap_or_default(),
+            pins,
+            generation,
+            pending: Vec::new(),
+            offer: None,
+            attached: None,
+            next_offer: Instant::now(),
+            backoff: Duration::ZERO,
+            refusals: RateLog::default(),
         }
-    };
-    let hello = Msg::hello(geometry, region.size() as u64, generation);
-    if let Err(e) = handshake::send(conn, &hello, Some(region.fd().as_raw_fd())) {
-        log::warn!(
-            "vecring: {}: slave vanished during handshake: {e}",
-            shared.label
-        );
-        return None;
     }
-    match handshake::recv(conn, config.handshake_timeout) {
-        Ok((m, None)) if m.kind == Kind::Ack && m.generation == generation => {
-            log::info!(
-                "vecring: {}: slave attached: pid {} uid {} gid {}; {} MiB region, {}",
-                shared.label,
-                cred.pid,
-                cred.uid,
-                cred.gid,
-                region.size() >> 20,
-                if region.hugepages() {
-                    "hugepages"
-                } else {
-                    "4 KiB pages"
+
+    fn label(&self) -> &str {
+        &self.shared.label
+    }
+
+    fn run(mut self) {
+        while !stopping(self.shared) {
+            let (slots, fds): (Vec<Slot>, Vec<BorrowedFd<'_>>) = {
+                let mut v = vec![
+                    (Slot::Listener, self.claim.listener.as_fd()),
+                    (Slot::Pins, self.pins.fd()),
+                ];
+                if let Some(a) = &self.attached {
+                    v.push((Slot::Attached, a.conn.as_fd()));
                 }
-            );
-            Some(Arc::new(Session { region, generation }))
-        }
-        Ok((m, _)) if m.kind == Kind::Nack => {
-            shared
+                if let Some(o) = &self.offer {
+                    v.push((Slot::Offer, o.conn.as_fd()));
+                }
+                for (i, p) in self.pending.iter().enumerate() {
+                    v.push((Slot::Pending(i), p.conn.as_fd()));
+                }
+                v.into_iter().unzip()
+            };
+            let timeout = self
+                .next_deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()));
+            let ready = match wait(self.shared, &fds, timeout) {
+                Wake::Ready(r) => r.into_iter().map(|i| slots[i]).collect(),
+                Wake::Poked | Wake::Timeout => Vec::new(),
+            };
+            drop(fds);
+            // Pending connections are handled last and from the highest
+            // index down, so that removing one does not shift the others.
+            let mut pending_ready = Vec::new();
+            for slot in ready {
+                match slot {
+                    Slot::Listener => self.accept_all(),
+                    Slot::Pins => self.pins.poll(),
+                    Slot::Attached => self.slave_left(),
+                    Slot::Offer => self.verdict(),
+                    Slot::Pending(i) => pending_ready.push(i),
+                }
+            }
+            pending_ready.sort_unstable_by(|a, b| b.cmp(a));
+            for i in pending_ready {
+                self.read_request(i);
+            }
+            self.check_corruption();
+            self.expire();
+            self.serve();
+            self.shared
                 .counters
-                .rejected_peers
-                .fetch_add(1, Ordering::Relaxed);
-            log::error!(
-                "vecring: {}: slave refused our region: {}",
-                shared.label,
-                m.text
-            );
-            None
+                .pinned_regions
+                .store(self.pins.pinned() as u64, Ordering::Relaxed);
         }
-        Ok((m, _)) => {
-            refuse(
-                shared,
-                conn,
-                &format!("unexpected {:?} for generation {}", m.kind, m.generation),
-            );
-            None
-        }
-        Err(e) => {
-            shared
-                .counters
-                .rejected_peers
-                .fetch_add(1, Ordering::Relaxed);
-            log::warn!(
-                "vecring: {}: handshake with slave failed: {e}",
-                shared.label
-            );
-            None
+        if self.attached.take().is_some() {
+            self.shared.set_session(None);
         }
     }
+
+    /// The earliest instant at which something is due.
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut due: Option<Instant> = None;
+        let mut at = |t: Instant| due = Some(due.map_or(t, |d| d.min(t)));
+        if let Some(o) = &self.offer {
+            at(o.deadline);
+        }
+        for p in &self.pending {
+            at(p.deadline);
+            if p.requested {
+                at(self.next_offer);
+            }
+        }
+        if self.pins.pinned() > 0 {
+            // inotify reports releases; look at the count again now and
+            // then all the same.
+            at(Instant::now() + Duration::from_millis(500));
+        }
+        if self.attached.is_some() {
+            // Corruption reports poke the eventfd; this is a fallback.
+            at(Instant::now() + Duration::from_secs(1));
+        }
+        due
+    }
+
+    fn refuse(&mut self, conn: &OwnedFd, cred: Option<&libc::ucred>, kind: Kind, reason: &str) {
+        if kind == Kind::Reject {
+            self.shared
+                .counters
+                .rejected_peers
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        let who = cred.map_or_else(|| "unknown peer".into(), describe);
+        let label = self.shared.label.clone();
+        let verb = if kind == Kind::Busy {
+            "deferring"
+        } else {
+            "refusing"
+        };
+        self.refusals
+            .warn(&label, || format!("{verb} slave ({who}): {reason}"));
+        let _ = handshake::send(conn, &Msg::refusal(kind, 0, reason), None);
+    }
+
+    /// Accepts every queued connection; checks each one's credentials
+    /// before anything else, and reads its request if it is already there.
+    fn accept_all(&mut self) {
+        loop {
+            let conn = match handshake::accept(&self.claim.listener) {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // EMFILE and the like: leave the rest queued for now.
+                    let label = self.shared.label.clone();
+                    self.refusals
+                        .warn(&label, || format!("cannot accept a connection: {e}"));
+                    return;
+                }
+            };
+            let cred = match handshake::peer_credentials(&conn) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.refuse(
+                        &conn,
+                        None,
+                        Kind::Reject,
+                        &format!("cannot read peer credentials: {e}"),
+                    );
+                    continue;
+                }
+            };
+            if !self.config.allowed_uids.is_empty() && !self.config.allowed_uids.contains(&cred.uid)
+            {
+                let reason = format!(
+                    "uid {} is not allowed to attach (allowed: {:?})",
+                    cred.uid, self.config.allowed_uids
+                );
+                self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
+                continue;
+            }
+            if self.pending.len() >= MAX_PENDING {
+                // Close the oldest that has not asked yet (or the oldest).
+                let victim = self.pending.iter().position(|p| !p.requested).unwrap_or(0);
+                let old = self.pending.remove(victim);
+                log::debug!(
+                    "vecring: {}: closing idle connection ({}) to make room",
+                    self.label(),
+                    describe(&old.cred)
+                );
+            }
+            let deadline = Instant::now()
+                .checked_add(self.config.handshake_timeout)
+                .unwrap_or_else(far_future);
+            self.pending.push(Pending {
+                conn,
+                cred,
+                deadline,
+                requested: false,
+            });
+            let last = self.pending.len() - 1;
+            if handshake::wait_readable(&self.pending[last].conn, Duration::ZERO).unwrap_or(false) {
+                self.read_request(last);
+            }
+        }
+    }
+
+    /// Reads what pending connection `i` sent: its request, or its
+    /// departure.
+    fn read_request(&mut self, i: usize) {
+        if i >= self.pending.len() {
+            return;
+        }
+        match handshake::recv(&self.pending[i].conn, Duration::ZERO) {
+            Ok((m, None)) if m.kind == Kind::Request && !self.pending[i].requested => {
+                if m.version_major != abi::VERSION_MAJOR {
+                    let p = self.pending.remove(i);
+                    let reason = format!(
+                        "ABI major version mismatch: ours {}, theirs {}",
+                        abi::VERSION_MAJOR,
+                        m.version_major
+                    );
+                    self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+                    return;
+                }
+                self.pending[i].requested = true;
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
+            }
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                self.pending.remove(i);
+            }
+            other => {
+                let p = self.pending.remove(i);
+                let reason = match other {
+                    Ok((m, _)) => format!("unexpected {:?} before any region was offered", m.kind),
+                    Err(e) => format!("handshake: {e}"),
+                };
+                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+            }
+        }
+    }
+
+    /// Drops what is overdue: silent connections, unanswered offers, and
+    /// requests that waited their whole time for a turn.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        if self.offer.as_ref().is_some_and(|o| now >= o.deadline) {
+            let o = self.offer.take();
+            if let Some(o) = o {
+                let reason = "no answer to the offered region in time";
+                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, reason);
+                self.offer_failed(o);
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            if now < self.pending[i].deadline {
+                i += 1;
+                continue;
+            }
+            let p = self.pending.remove(i);
+            if p.requested {
+                let reason = self.busy_reason();
+                self.refuse(&p.conn, Some(&p.cred), Kind::Busy, &reason);
+            } else {
+                log::debug!(
+                    "vecring: {}: closing connection ({}) that sent no request",
+                    self.label(),
+                    describe(&p.cred)
+                );
+            }
+        }
+    }
+
+    fn busy_reason(&self) -> String {
+        let pinned = self.pins.pinned();
+        if pinned + usize::from(self.offer.is_some()) >= MAX_REGIONS {
+            format!(
+                "{pinned} regions of this link are still held by peers that left (the limit is {MAX_REGIONS}); try again once they are released"
+            )
+        } else {
+            "another slave is being served; try again".into()
+        }
+    }
+
+    /// Makes an offer to the oldest request if the link has room for one;
+    /// refuses requests while a slave is attached.
+    fn serve(&mut self) {
+        if self.attached.is_some() {
+            while let Some(i) = self.pending.iter().position(|p| p.requested) {
+                let p = self.pending.remove(i);
+                self.refuse(
+                    &p.conn,
+                    Some(&p.cred),
+                    Kind::Reject,
+                    "the link already has a slave",
+                );
+            }
+            return;
+        }
+        if self.offer.is_some()
+            || Instant::now() < self.next_offer
+            || self.pins.pinned() >= MAX_REGIONS
+        {
+            return;
+        }
+        let Some(i) = self.pending.iter().position(|p| p.requested) else {
+            return;
+        };
+        let p = self.pending.remove(i);
+        self.generation += 1;
+        let opts = RegionOptions {
+            hugepages: self.config.hugepages,
+            numa_node: self.config.numa_node,
+        };
+        let region = match Region::create(self.geometry, self.generation, &opts) {
+            Ok(r) => Arc::new(r),
+            Err(e) => {
+                log::error!("vecring: {}: cannot create link memory: {e}", self.label());
+                let reason = format!("master cannot create link memory: {e}");
+                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+                return;
+            }
+        };
+        let watch = match self.pins.watch(region.fd()) {
+            Ok(w) => w,
+            Err(e) => {
+                let reason = format!("master cannot watch link memory: {e}");
+                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+                return;
+            }
+        };
+        let hello = Msg::hello(self.geometry, region.size() as u64, self.generation);
+        let sent = handshake::send(&p.conn, &hello, Some(region.fd().as_raw_fd()));
+        let deadline = Instant::now()
+            .checked_add(self.config.handshake_timeout)
+            .unwrap_or_else(far_future);
+        let offer = Offer {
+            conn: p.conn,
+            cred: p.cred,
+            region,
+            watch,
+            generation: self.generation,
+            deadline,
+        };
+        match sent {
+            Ok(()) => self.offer = Some(offer),
+            Err(e) => {
+                log::warn!(
+                    "vecring: {}: slave vanished during handshake: {e}",
+                    self.label()
+                );
+                self.offer_failed(offer);
+            }
+        }
+    }
+
+    /// An offer that did not end in an attached slave: drop the region
+    /// (its pages stay pinned while the peer holds them) and wait longer
+    /// before the next offer.
+    fn offer_failed(&mut self, o: Offer) {
+        drop(o.region);
+        self.pins.dropped(o.watch);
+        self.backoff = (self.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX);
+        self.next_offer = Instant::now() + self.backoff;
+    }
+
+    /// The offered slave answered (or left).
+    fn verdict(&mut self) {
+        let Some(o) = self.offer.take() else {
+            return;
+        };
+        match handshake::recv(&o.conn, Duration::ZERO) {
+            Ok((m, None)) if m.kind == Kind::Ack && m.generation == o.generation => {
+                // The slave has mapped the region: seal it against new
+                // writable mappings and hole punching, and check that our
+                // own pages are all there.
+                if let Err(e) = o.region.seal_shared() {
+                    let reason = format!("cannot seal the region: {e}");
+                    log::warn!("vecring: {}: {reason}", self.label());
+                    self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
+                    self.offer_failed(o);
+                    return;
+                }
+                if let Err(e) = handshake::send(&o.conn, &Msg::new(Kind::Ready, o.generation), None)
+                {
+                    log::warn!(
+                        "vecring: {}: slave vanished during handshake: {e}",
+                        self.label()
+                    );
+                    self.offer_failed(o);
+                    return;
+                }
+                log::info!(
+                    "vecring: {}: slave attached: {}; {} MiB region, {}",
+                    self.label(),
+                    describe(&o.cred),
+                    o.region.size() >> 20,
+                    if o.region.hugepages() {
+                        "hugepages"
+                    } else {
+                        "4 KiB pages"
+                    }
+                );
+                self.backoff = Duration::ZERO;
+                self.shared.set_session(Some(Arc::new(Session {
+                    region: o.region,
+                    generation: o.generation,
+                })));
+                self.attached = Some(Attached {
+                    conn: o.conn,
+                    generation: o.generation,
+                    watch: o.watch,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.offer = Some(o),
+            Ok((m, _)) if m.kind == Kind::Nack => {
+                self.shared
+                    .counters
+                    .rejected_peers
+                    .fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "vecring: {}: slave refused our region: {}",
+                    self.label(),
+                    m.text
+                );
+                self.offer_failed(o);
+            }
+            Ok((m, _)) => {
+                let reason = format!("unexpected {:?} for generation {}", m.kind, m.generation);
+                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
+                self.offer_failed(o);
+            }
+            Err(e) => {
+                self.shared
+                    .counters
+                    .rejected_peers
+                    .fetch_add(1, Ordering::Relaxed);
+                let label = self.shared.label.clone();
+                let who = describe(&o.cred);
+                self.refusals.warn(&label, || {
+                    format!("slave ({who}) left during the handshake: {e}")
+                });
+                self.offer_failed(o);
+            }
+        }
+    }
+
+    /// The attached slave closed (EOF) or broke protocol: either way it is
+    /// gone for this generation.
+    fn slave_left(&mut self) {
+        let Some(a) = self.attached.take() else {
+            return;
+        };
+        let farewell = handshake::recv(&a.conn, Duration::ZERO);
+        // Closed before the link reports down, so that down means the
+        // connection is gone too.
+        drop(a.conn);
+        let g = a.generation;
+        match farewell {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                log::info!("vecring: {}: slave of generation {g} left", self.label())
+            }
+            Err(e) => log::warn!("vecring: {}: slave of generation {g}: {e}", self.label()),
+            Ok((m, _)) => log::warn!(
+                "vecring: {}: unexpected {:?} from slave; disconnecting",
+                self.label(),
+                m.kind
+            ),
+        }
+        self.end_session(a.watch);
+    }
+
+    fn end_session(&mut self, watch: i32) {
+        self.shared.set_session(None);
+        self.pins.dropped(watch);
+    }
+
+    fn check_corruption(&mut self) {
+        if self
+            .attached
+            .as_ref()
+            .is_some_and(|a| corrupt(self.shared, a.generation))
+        {
+            self.shared
+                .counters
+                .peer_corruptions
+                .fetch_add(1, Ordering::Relaxed);
+            if let Some(a) = self.attached.take() {
+                drop(a.conn);
+                self.end_session(a.watch);
+            }
+        }
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// Why one attempt of the slave did not attach.
+enum Attempt {
+    /// Worth retrying soon (no master yet, master busy, master restarted).
+    Retry(String),
+    /// The master or its region was refused, or refused us: reported to
+    /// `wait_up`, retried after a longer pause.
+    Failed(String, Failure),
+    /// The link is closing.
+    Stop,
 }
 
 /// The slave's loop: connect (retrying while no master listens), attach,
@@ -406,46 +733,14 @@ fn offer(
 fn slave_loop(shared: &LinkShared, config: &Config) {
     // Repeated failures are logged once until something changes.
     let mut last_complaint = String::new();
-    let complain = |last: &mut String, msg: String, failure: Option<Failure>| {
-        if msg != *last {
-            log::warn!("vecring: {}: {msg}", shared.label);
-            *last = msg;
-        }
-        if let Some(f) = failure {
-            shared.set_failure(f);
-        }
-    };
     while !stopping(shared) {
-        let conn = match handshake::connect(&config.socket) {
-            Ok(c) => c,
-            Err(e) => {
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
-                ) {
-                    log::debug!(
-                        "vecring: {}: waiting for master at {}",
-                        shared.label,
-                        config.socket.display()
-                    );
-                } else {
-                    complain(
-                        &mut last_complaint,
-                        format!("cannot connect to {}: {e}", config.socket.display()),
-                        None,
-                    );
-                }
-                wait(shared, &[], Some(config.retry_interval));
-                continue;
-            }
-        };
-        match attach(config, &conn) {
-            Ok(session) => {
+        match attach(shared, config) {
+            Ok((conn, session)) => {
                 last_complaint.clear();
                 let generation = session.generation;
                 shared.set_session(Some(session));
                 loop {
-                    match wait(shared, &[&conn], None) {
+                    match wait(shared, &[conn.as_fd()], None) {
                         Wake::Ready(_) => {
                             log::info!(
                                 "vecring: {}: master closed generation {generation}",
@@ -467,46 +762,140 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
                 drop(conn);
                 shared.set_session(None);
             }
-            Err((msg, None)) => {
+            Err(Attempt::Stop) => return,
+            Err(Attempt::Retry(msg)) => {
                 log::debug!("vecring: {}: {msg}; retrying", shared.label);
-                wait(shared, &[], Some(config.retry_interval));
+                pause(shared, config.retry_interval);
             }
-            Err((msg, failure)) => {
+            Err(Attempt::Failed(msg, failure)) => {
                 shared
                     .counters
                     .rejected_peers
                     .fetch_add(1, Ordering::Relaxed);
-                complain(&mut last_complaint, msg, failure);
+                if msg != last_complaint {
+                    log::warn!("vecring: {}: {msg}", shared.label);
+                    last_complaint = msg;
+                }
+                shared.set_failure(failure);
                 // Back off longer after a refusal: retrying at once would
                 // only be refused again.
-                wait(shared, &[], Some(config.retry_interval * 20));
+                pause(shared, config.retry_interval.saturating_mul(20));
             }
         }
     }
 }
 
-/// Runs the slave's half of the handshake on a fresh connection.
-fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Option<Failure>)> {
-    let (msg, fd) = handshake::recv(conn, config.handshake_timeout).map_err(|e| {
-        let m = format!("handshake failed: {e}");
-        // A master that dies or is replaced mid-handshake is not a reason
-        // to give up: only a malformed message is the master's fault.
-        let failure =
-            (e.kind() == io::ErrorKind::InvalidData).then(|| Failure::Protocol(m.clone()));
-        (m, failure)
-    })?;
-    let nack = |generation: u64, reason: String, failure: Failure| {
-        let _ = handshake::send(conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
-        (
-            format!("refusing the master's region: {reason}"),
-            Some(failure),
-        )
+/// Receives one message within `timeout`, giving up at shutdown.
+fn recv(
+    shared: &LinkShared,
+    conn: &OwnedFd,
+    timeout: Duration,
+) -> Result<(Msg, Option<OwnedFd>), Attempt> {
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(far_future);
+    loop {
+        if stopping(shared) {
+            return Err(Attempt::Stop);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match wait(shared, &[conn.as_fd()], Some(left)) {
+            Wake::Ready(_) => {
+                return handshake::recv(conn, Duration::ZERO).map_err(|e| {
+                    let m = format!("handshake failed: {e}");
+                    if e.kind() == io::ErrorKind::InvalidData {
+                        Attempt::Failed(m.clone(), Failure::Protocol(m))
+                    } else {
+                        // A master that dies or is replaced mid-handshake
+                        // is not a reason to give up.
+                        Attempt::Retry(m)
+                    }
+                });
+            }
+            Wake::Timeout if left.is_zero() => {
+                let m = "the master did not answer the handshake in time".to_string();
+                return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
+            }
+            Wake::Poked | Wake::Timeout => {}
+        }
+    }
+}
+
+/// One attempt of the slave: check the directories, connect, check who the
+/// master is, ask, check and map the region, wait for the seal.
+fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>), Attempt> {
+    let socket = config
+        .run_dir
+        .join(&config.domain)
+        .join(format!("{}.sock", config.link));
+    let dirs = match SlaveDirs::open(&config.run_dir, &config.domain) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return Err(Attempt::Retry(format!(
+                "waiting for master at {}",
+                socket.display()
+            )))
+        }
+        Err(DirError::Unsafe(u)) => return Err(Attempt::Failed(u.to_string(), Failure::Unsafe(u))),
+        Err(DirError::Io { what, path, source }) => {
+            return Err(Attempt::Retry(format!(
+                "{what} {}: {source}",
+                path.display()
+            )))
+        }
     };
-    match (msg.kind, fd) {
-        (Kind::Reject, _) => Err((
-            format!("master refused us: {}", msg.text),
-            Some(Failure::Refused(msg.text)),
-        )),
+    let conn = match handshake::connect(&dirs.socket(&config.link)) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(Attempt::Retry(
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
+                ) {
+                    format!("waiting for master at {}", socket.display())
+                } else {
+                    format!("cannot connect to {}: {e}", socket.display())
+                },
+            ))
+        }
+    };
+    let cred = handshake::peer_credentials(&conn)
+        .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
+    let trusted: Vec<u32> = if config.master_uids.is_empty() {
+        dirs.master_uids().to_vec()
+    } else {
+        config.master_uids.clone()
+    };
+    if !trusted.contains(&cred.uid) {
+        let f = Failure::UntrustedMaster {
+            uid: cred.uid,
+            pid: cred.pid,
+            trusted,
+        };
+        return Err(Attempt::Failed(
+            format!(
+                "refusing the master at {}: {}",
+                socket.display(),
+                LinkError::from(f.clone())
+            ),
+            f,
+        ));
+    }
+    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
+        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
+    let (msg, fd) = recv(shared, &conn, config.handshake_timeout)?;
+    let nack = |generation: u64, reason: String, failure: Failure| {
+        let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
+        Attempt::Failed(format!("refusing the master's region: {reason}"), failure)
+    };
+    let region = match (msg.kind, fd) {
+        (Kind::Reject, _) => {
+            return Err(Attempt::Failed(
+                format!("master refused us: {}", msg.text),
+                Failure::Refused(msg.text),
+            ))
+        }
+        (Kind::Busy, _) => return Err(Attempt::Retry(format!("master busy: {}", msg.text))),
         (Kind::Hello, Some(fd)) => {
             if msg.version_major != abi::VERSION_MAJOR {
                 let e = crate::memory::AttachError::Mismatch {
@@ -521,24 +910,37 @@ fn attach(config: &Config, conn: &OwnedFd) -> Result<Arc<Session>, (String, Opti
                 generation: Some(msg.generation),
             };
             match Region::attach(fd, &expect) {
-                Ok(region) => {
-                    if let Err(e) =
-                        handshake::send(conn, &Msg::new(Kind::Ack, msg.generation), None)
-                    {
-                        let m = format!("master vanished during handshake: {e}");
-                        return Err((m, None));
-                    }
-                    Ok(Arc::new(Session {
-                        region: Arc::new(region),
-                        generation: msg.generation,
-                    }))
-                }
-                Err(e) => Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
+                Ok(region) => region,
+                Err(e) => return Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
             }
         }
         (kind, _) => {
             let m = format!("unexpected {kind:?} message from master");
-            Err(nack(msg.generation, m.clone(), Failure::Protocol(m)))
+            return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
         }
+    };
+    let generation = msg.generation;
+    handshake::send(&conn, &Msg::new(Kind::Ack, generation), None)
+        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
+    let (ready, fd) = recv(shared, &conn, config.handshake_timeout)?;
+    if ready.kind != Kind::Ready || ready.generation != generation || fd.is_some() {
+        let m = format!(
+            "expected Ready for generation {generation}, got {:?} for {}",
+            ready.kind, ready.generation
+        );
+        return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
     }
+    if let Err(e) = region.check_shared_seal() {
+        return Err(Attempt::Failed(
+            format!("refusing the master's region: {e}"),
+            Failure::Attach(e),
+        ));
+    }
+    Ok((
+        conn,
+        Arc::new(Session {
+            region: Arc::new(region),
+            generation,
+        }),
+    ))
 }

@@ -3,14 +3,25 @@
 //!
 //! ```text
 //!  slave                                   master
-//!    | connect ----------------------------> | accept, SO_PEERCRED check,
-//!    |                                       | one-slave check, new region
-//!    | <------------- HELLO + memfd (SCM_RIGHTS) or REJECT(reason)
+//!    | connect ----------------------------> | accept, SO_PEERCRED check
+//!    | SO_PEERCRED check of the master       | (REJECT if not allowed)
+//!    | REQUEST ----------------------------> | one-slave check, bound on
+//!    |                                       | regions, back-off; new region
+//!    | <------------- HELLO + memfd (SCM_RIGHTS), or REJECT / BUSY(reason)
 //!    | check message, seals, size, header    |
 //!    | ACK(generation) or NACK(reason) ----> |
+//!    |                                       | seal F_SEAL_FUTURE_WRITE,
+//!    | <-------------------- READY(generation) populate its mapping
+//!    | check the seal, populate its mapping  |
 //!    |          ... link up ...              |
 //!    | EOF either way = link down            |
 //! ```
+//!
+//! The slave speaks first, so that a process that merely connects gets
+//! nothing, and no memory exists for it, until its credentials passed and
+//! it asked. The master seals the region only after the slave has mapped
+//! it (a sealed memfd can no longer be mapped writable), and the link is
+//! up only once both have checked the seal.
 //!
 //! Every message is one [`MSG_LEN`]-byte datagram of little-endian fields;
 //! a message of another size, magic or kind is a protocol error. The socket
@@ -43,6 +54,13 @@ pub enum Kind {
     Ack = 3,
     /// Slave → master: region refused, with a reason.
     Nack = 4,
+    /// Slave → master, first message: asks for a region.
+    Request = 5,
+    /// Master → slave: the region is sealed; the link is up.
+    Ready = 6,
+    /// Master → slave: not now (too many regions still held by departed
+    /// peers, or another slave is being served); try again later.
+    Busy = 7,
 }
 
 /// A decoded handshake message.
@@ -156,6 +174,9 @@ impl Msg {
             2 => Kind::Reject,
             3 => Kind::Ack,
             4 => Kind::Nack,
+            5 => Kind::Request,
+            6 => Kind::Ready,
+            7 => Kind::Busy,
             k => return Err(format!("unknown handshake message kind {k}")),
         };
         let text = &b[TEXT_AT..];
@@ -231,18 +252,33 @@ pub fn listen(path: &Path) -> io::Result<OwnedFd> {
             len,
         )
     })?;
+    // A backlog deep enough that a burst of connections does not turn a
+    // legitimate slave away; the master drains it at each wake-up.
     // SAFETY: listen on our bound socket.
-    cvt(unsafe { libc::listen(fd.as_raw_fd(), 4) })?;
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), 64) })?;
+    // Accepting never blocks: the master's loop accepts until EAGAIN.
+    set_nonblocking(&fd)?;
     Ok(fd)
 }
 
-/// Connects to `path`.
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: fcntl on our own descriptor.
+    let flags = cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// Connects to `path` without ever blocking: a listener whose backlog is
+/// full gives `EAGAIN` at once instead of holding the caller.
 ///
 /// # Errors
-/// The system error (`ENOENT`/`ECONNREFUSED` when no master listens).
+/// The system error (`ENOENT`/`ECONNREFUSED` when no master listens,
+/// `EAGAIN` when its backlog is full).
 pub fn connect(path: &Path) -> io::Result<OwnedFd> {
     let (addr, len) = sockaddr(path)?;
     let fd = seqpacket()?;
+    set_nonblocking(&fd)?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     cvt(unsafe {
         libc::connect(
@@ -254,10 +290,11 @@ pub fn connect(path: &Path) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Accepts one connection.
+/// Accepts one connection, non-blocking like the listener: sending to a
+/// peer that never reads cannot hold the caller.
 ///
 /// # Errors
-/// The system error.
+/// The system error (`WouldBlock` when none is queued).
 pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
     // SAFETY: accept4 with null address arguments; the result is checked.
     let fd = cvt(unsafe {
@@ -265,7 +302,7 @@ pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
             listener.as_raw_fd(),
             core::ptr::null_mut(),
             core::ptr::null_mut(),
-            libc::SOCK_CLOEXEC,
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
         )
     })?;
     // SAFETY: `fd` is a fresh descriptor we own.

@@ -55,6 +55,8 @@
 pub mod abi;
 #[cfg(not(loom))]
 mod control;
+#[cfg(not(loom))]
+pub mod dirs;
 pub mod geometry;
 #[cfg(not(loom))]
 pub mod handshake;
@@ -66,6 +68,8 @@ pub mod name;
 #[cfg(not(loom))]
 pub mod numa;
 pub mod pattern;
+#[cfg(not(loom))]
+mod pinned;
 pub mod ring;
 mod sync;
 

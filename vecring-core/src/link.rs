@@ -12,10 +12,12 @@
 
 use crate::abi;
 use crate::control;
+use crate::dirs::Unsafe;
 use crate::geometry::{Geometry, GeometryError};
 use crate::memory::{AttachError, HugepagePolicy, Region, RegionError, RegionRing};
 use crate::name::{self, NameError};
 use crate::numa::{self, NumaError};
+use crate::pinned::PinWatch;
 use crate::ring::{
     Consumer, Corruption, EndpointStats, HoldBack, Producer, ReadChunk, RecvError, SendError,
     WriteChunk,
@@ -118,6 +120,21 @@ pub enum LinkError {
     /// The endpoint was already taken.
     #[error("the link's {0} was already taken")]
     AlreadyTaken(&'static str),
+    /// A directory or file of the link is not safe to use (a symlink,
+    /// another owner, writable by others).
+    #[error(transparent)]
+    Unsafe(#[from] Unsafe),
+    /// The process listening at the link's socket is not a master this
+    /// slave trusts.
+    #[error("the master (pid {pid}, uid {uid}) is not trusted: a master must run as one of uids {trusted:?} (see LinkBuilder::master_uid)")]
+    UntrustedMaster {
+        /// The listener's uid, as seen by this process.
+        uid: u32,
+        /// The listener's pid, as seen by this process.
+        pid: i32,
+        /// The uids accepted.
+        trusted: Vec<u32>,
+    },
 }
 
 /// A failure of the slave's last attempt, kept for [`Link::wait_up`].
@@ -126,6 +143,12 @@ pub(crate) enum Failure {
     Attach(AttachError),
     Refused(String),
     Protocol(String),
+    Unsafe(Unsafe),
+    UntrustedMaster {
+        uid: u32,
+        pid: i32,
+        trusted: Vec<u32>,
+    },
 }
 
 impl From<Failure> for LinkError {
@@ -134,6 +157,10 @@ impl From<Failure> for LinkError {
             Failure::Attach(e) => LinkError::Attach(e),
             Failure::Refused(reason) => LinkError::Refused { reason },
             Failure::Protocol(e) => LinkError::Protocol(e),
+            Failure::Unsafe(u) => LinkError::Unsafe(u),
+            Failure::UntrustedMaster { uid, pid, trusted } => {
+                LinkError::UntrustedMaster { uid, pid, trusted }
+            }
         }
     }
 }
@@ -151,6 +178,10 @@ pub struct LinkCounters {
     pub peer_corruptions: u64,
     /// Peers refused (bad credentials, second slave, bad handshake).
     pub rejected_peers: u64,
+    /// Regions of this link that peers which left still hold (master):
+    /// their memory stays allocated until they let go. The master makes
+    /// no new region while [`control::MAX_REGIONS`] are held.
+    pub pinned_regions: u64,
     /// Frames sent.
     pub tx_frames: u64,
     /// Bytes sent.
@@ -194,6 +225,7 @@ pub(crate) struct ControlCounters {
     pub(crate) link_downs: AtomicU64,
     pub(crate) peer_corruptions: AtomicU64,
     pub(crate) rejected_peers: AtomicU64,
+    pub(crate) pinned_regions: AtomicU64,
 }
 
 /// State shared by the [`Link`], its endpoints and the control thread.
@@ -314,6 +346,7 @@ pub struct LinkBuilder {
     owner: Option<(u32, u32)>,
     socket_mode: u32,
     allowed_uids: Vec<u32>,
+    master_uids: Vec<u32>,
     retry_interval: Duration,
     handshake_timeout: Duration,
     on_change: Option<Box<dyn Fn(LinkState) + Send + Sync>>,
@@ -321,13 +354,14 @@ pub struct LinkBuilder {
 
 /// Everything the control thread needs to know, fixed at open.
 pub(crate) struct Config {
-    pub(crate) dir: PathBuf,
-    pub(crate) socket: PathBuf,
-    pub(crate) lock: PathBuf,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) domain: String,
+    pub(crate) link: String,
     pub(crate) geometry: Option<Geometry>,
     pub(crate) numa_node: Option<u32>,
     pub(crate) hugepages: HugepagePolicy,
     pub(crate) allowed_uids: Vec<u32>,
+    pub(crate) master_uids: Vec<u32>,
     pub(crate) retry_interval: Duration,
     pub(crate) handshake_timeout: Duration,
 }
@@ -370,15 +404,18 @@ impl LinkBuilder {
         self
     }
 
-    /// Gives the domain directory and the socket to `uid:gid` (master), e.g.
-    /// an unprivileged container's mapped root.
+    /// Gives the socket to `uid:gid` (master), e.g. an unprivileged
+    /// container's mapped root, and lets that uid (only it, unless
+    /// [`allow_uid`](Self::allow_uid) says otherwise) attach. The domain
+    /// directory stays the master's; `uid` gets search permission there.
     pub fn owner(mut self, uid: u32, gid: u32) -> Self {
         self.owner = Some((uid, gid));
         self
     }
 
-    /// Mode of the socket (default `0o660`; the directory gets the same
-    /// bits plus search permission).
+    /// Mode of the socket (default `0o660`). The domain directory is the
+    /// master's alone (`0o700`) plus search permission for the classes the
+    /// socket mode lets connect.
     pub fn socket_mode(mut self, mode: u32) -> Self {
         self.socket_mode = mode & 0o777;
         self
@@ -389,6 +426,17 @@ impl LinkBuilder {
     /// socket.
     pub fn allow_uid(mut self, uid: u32) -> Self {
         self.allowed_uids.push(uid);
+        self
+    }
+
+    /// The uid a master must run as, as seen by this slave; may be given
+    /// several times. Default: root, or the owner of the run directory or
+    /// of the domain directory (who alone can create the socket there, as
+    /// the slave refuses directories writable by others). In an
+    /// unprivileged container, host uids appear as the overflow uid
+    /// (usually 65534).
+    pub fn master_uid(mut self, uid: u32) -> Self {
+        self.master_uids.push(uid);
         self
     }
 
@@ -417,25 +465,35 @@ impl LinkBuilder {
         if let Some(node) = self.numa_node {
             numa::check_node(node)?;
         }
-        let dir = self.run_dir.join(&self.domain);
-        let config = Config {
-            socket: dir.join(format!("{}.sock", self.link)),
-            lock: dir.join(format!("{}.lock", self.link)),
-            dir,
-            geometry: self.geometry,
-            numa_node: self.numa_node,
-            hugepages: self.hugepages,
-            allowed_uids: self.allowed_uids,
-            retry_interval: self.retry_interval,
-            handshake_timeout: self.handshake_timeout,
-        };
-        if config.socket.as_os_str().len() >= 108 {
+        let socket = self
+            .run_dir
+            .join(&self.domain)
+            .join(format!("{}.sock", self.link));
+        if socket.as_os_str().len() >= 108 {
             return Err(LinkError::Io {
                 what: "socket path too long for a Unix socket (108 bytes)",
-                path: config.socket,
+                path: socket,
                 source: io::Error::from(io::ErrorKind::InvalidInput),
             });
         }
+        // Giving the socket to an owner admits that uid alone, unless the
+        // allowed uids are listed.
+        let allowed_uids = match (self.owner, self.allowed_uids.is_empty()) {
+            (Some((uid, _)), true) => vec![uid],
+            _ => self.allowed_uids,
+        };
+        let config = Config {
+            run_dir: self.run_dir,
+            domain: self.domain,
+            link: self.link,
+            geometry: self.geometry,
+            numa_node: self.numa_node,
+            hugepages: self.hugepages,
+            allowed_uids,
+            master_uids: self.master_uids,
+            retry_interval: self.retry_interval,
+            handshake_timeout: self.handshake_timeout,
+        };
         // SAFETY: plain eventfd creation; checked below.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if wake < 0 {
@@ -446,7 +504,7 @@ impl LinkBuilder {
             });
         }
         let shared = Arc::new(LinkShared {
-            label: format!("{}/{} ({})", self.domain, self.link, self.role),
+            label: format!("{}/{} ({})", config.domain, config.link, self.role),
             role: self.role,
             epoch: CachePadded::new(AtomicU64::new(0)),
             inner: Mutex::new(Inner {
@@ -466,13 +524,17 @@ impl LinkBuilder {
             sender_taken: AtomicBool::new(false),
             receiver_taken: AtomicBool::new(false),
         });
-        let (thread, files) = match self.role {
+        let (thread, socket) = match self.role {
             Role::Master => {
+                let pins = PinWatch::new().map_err(|source| LinkError::Io {
+                    what: "inotify (watching link memory)",
+                    path: PathBuf::new(),
+                    source,
+                })?;
                 let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
-                let files = claim.files.clone();
                 (
-                    control::spawn_master(Arc::clone(&shared), config, claim),
-                    Some(files),
+                    control::spawn_master(Arc::clone(&shared), config, claim, pins),
+                    Some(socket),
                 )
             }
             Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), None),
@@ -486,13 +548,14 @@ impl LinkBuilder {
         Ok(Link {
             shared,
             thread: Some(thread),
-            files,
+            socket,
         })
     }
 }
 
 /// An open link. Dropping it stops the control thread, disconnects the
-/// peer, and (master) removes the socket and lock files.
+/// peer, and (master) removes the socket and lock files, within a moment
+/// whatever the peer does.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -507,7 +570,9 @@ impl LinkBuilder {
 pub struct Link {
     shared: Arc<LinkShared>,
     thread: Option<std::thread::JoinHandle<()>>,
-    files: Option<control::MasterFiles>,
+    /// The master's socket path (the control thread owns the files and
+    /// removes them when it ends).
+    socket: Option<PathBuf>,
 }
 
 impl Link {
@@ -524,6 +589,7 @@ impl Link {
             owner: None,
             socket_mode: 0o660,
             allowed_uids: Vec::new(),
+            master_uids: Vec::new(),
             retry_interval: Duration::from_millis(50),
             handshake_timeout: Duration::from_secs(2),
             on_change: None,
@@ -636,6 +702,7 @@ impl Link {
             link_downs: r(&s.counters.link_downs),
             peer_corruptions: r(&s.counters.peer_corruptions),
             rejected_peers: r(&s.counters.rejected_peers),
+            pinned_regions: r(&s.counters.pinned_regions),
             tx_frames: r(&s.tx.frames),
             tx_bytes: r(&s.tx.bytes),
             tx_lost_on_link_down: r(&s.tx.lost),
@@ -646,7 +713,7 @@ impl Link {
 
     /// The socket path of this link.
     pub fn socket_path(&self) -> Option<&Path> {
-        self.files.as_ref().map(|f| f.socket.as_path())
+        self.socket.as_deref()
     }
 
     /// Closes the link (as dropping it does).
@@ -668,9 +735,6 @@ impl Drop for Link {
         self.shared.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-        }
-        if let Some(files) = self.files.take() {
-            files.remove();
         }
         log::info!("vecring: {}: closed", self.shared.label);
     }

@@ -71,9 +71,9 @@ pub enum RegionError {
 /// and the peer's value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AttachError {
-    /// The fd is not sealed against shrinking: the peer could truncate it
-    /// under us.
-    #[error("region fd is not sealed against shrinking (seals {seals:#x})")]
+    /// The fd lacks a seal it must have: against resizing when received,
+    /// and also against new writable mappings once the link is up.
+    #[error("region fd is not sealed as required (seals {seals:#x})")]
     NotSealed {
         /// The seals found.
         seals: u32,
@@ -232,7 +232,10 @@ impl Region {
             // SAFETY: `off < size`, inside our fresh private mapping.
             unsafe { map.as_mut_ptr().add(off).write_volatile(0) };
         }
-        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // Sealed against resizing now; against new writable mappings and
+        // hole punching once both sides have mapped it (`seal_shared`), so
+        // F_SEAL_SEAL must wait until then.
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
         // SAFETY: fcntl on an fd we own.
         if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
             return Err(os_err("sealing the memfd"));
@@ -279,7 +282,9 @@ impl Region {
                 errno: io::Error::last_os_error().raw_os_error().unwrap_or(0),
             });
         }
-        if seals & libc::F_SEAL_SHRINK == 0 {
+        if seals & (libc::F_SEAL_SHRINK | libc::F_SEAL_GROW)
+            != libc::F_SEAL_SHRINK | libc::F_SEAL_GROW
+        {
             return Err(AttachError::NotSealed {
                 seals: seals as u32,
             });
@@ -324,6 +329,76 @@ impl Region {
             geometry,
             hugepages,
         })
+    }
+
+    /// Seals the region now that both sides have mapped it: no new
+    /// writable mapping, no hole punching (`fallocate(PUNCH_HOLE)`,
+    /// `MADV_REMOVE`), no further seals. The mappings already made stay
+    /// writable. Then makes sure every page of our own mapping is present,
+    /// so that holes punched before the seal fail here, with an error,
+    /// instead of as a SIGBUS on a later access when the hugepage pool is
+    /// empty.
+    ///
+    /// # Errors
+    /// The failing step (the peer may have added seals of its own, or
+    /// punched holes that cannot be filled).
+    pub fn seal_shared(&self) -> Result<(), RegionError> {
+        let seals = libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on an fd we own.
+        if unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+            return Err(os_err("sealing the memfd against new writable mappings"));
+        }
+        self.populate()
+    }
+
+    /// Checks that the peer sealed the region as [`seal_shared`]
+    /// (Self::seal_shared) does, then makes sure every page of our mapping
+    /// is present.
+    ///
+    /// # Errors
+    /// [`AttachError::NotSealed`] when the seals are missing, or the
+    /// failing step.
+    pub fn check_shared_seal(&self) -> Result<(), AttachError> {
+        let raw = self.fd.as_raw_fd();
+        // SAFETY: fcntl on an fd we own.
+        let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+        if seals < 0 {
+            return Err(AttachError::Os {
+                what: "F_GET_SEALS",
+                errno: io::Error::last_os_error().raw_os_error().unwrap_or(0),
+            });
+        }
+        let need = libc::F_SEAL_FUTURE_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+        if seals & need != need {
+            return Err(AttachError::NotSealed {
+                seals: seals as u32,
+            });
+        }
+        self.populate().map_err(|e| AttachError::Os {
+            what: "populating the region",
+            errno: match e {
+                RegionError::Os { source, .. } => source.raw_os_error().unwrap_or(0),
+                _ => 0,
+            },
+        })
+    }
+
+    /// Faults in every page of our mapping for writing, reporting a page
+    /// that cannot be had as an error rather than a signal.
+    fn populate(&self) -> Result<(), RegionError> {
+        // SAFETY: madvise over exactly our mapping; MADV_POPULATE_WRITE
+        // changes no contents, it only makes pages present.
+        let rc = unsafe {
+            libc::madvise(
+                self.map.as_mut_ptr().cast(),
+                self.map.len(),
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc != 0 {
+            return Err(os_err("populating the region (MADV_POPULATE_WRITE)"));
+        }
+        Ok(())
     }
 
     /// The memfd, to hand to the peer.

@@ -214,7 +214,12 @@ pub(crate) fn link_error(e: LinkError) -> Error {
                 VECRING_E_IO
             }
         }
-        LinkError::Attach(_) | LinkError::Refused { .. } => VECRING_E_REFUSED,
+        LinkError::Attach(_) | LinkError::Refused { .. } | LinkError::UntrustedMaster { .. } => {
+            VECRING_E_REFUSED
+        }
+        // A symlink, a foreign owner or a mode others can write: the
+        // message names the path and the problem.
+        LinkError::Unsafe(_) => VECRING_E_IO,
         LinkError::MasterExists { .. } => VECRING_E_EXISTS,
         LinkError::Io { .. } => VECRING_E_IO,
         LinkError::Protocol(_) => VECRING_E_PROTO,

@@ -1,7 +1,10 @@
 //! A hostile peer scribbles random and crafted values over every field it
 //! can write (indices, descriptors, slot data) while the honest side keeps
-//! calling the API. The region is mapped between inaccessible guard areas,
-//! so any access outside it would crash this test.
+//! calling the API, on each ring of the region, in a small geometry and in
+//! the default one. The region is mapped between inaccessible guard areas,
+//! so any access outside it would crash this test, and every byte of the
+//! region outside the attacked ring is checked unchanged afterwards, so an
+//! access into the header or the other ring is caught too.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -25,7 +28,9 @@ struct GuardedMap {
     reservation: *mut u8,
     total: usize,
     region: *mut u8,
+    len: usize,
     geometry: Geometry,
+    ring: usize,
     _owner: Region,
 }
 
@@ -43,7 +48,8 @@ impl Drop for GuardedMap {
 }
 
 impl GuardedRing {
-    fn new(geometry: Geometry) -> Self {
+    /// Ring `ring` of a fresh region of `geometry`.
+    fn new(geometry: Geometry, ring: usize) -> Self {
         let opts = RegionOptions {
             hugepages: HugepagePolicy::Never,
             numa_node: None,
@@ -79,19 +85,38 @@ impl GuardedRing {
             reservation: reservation.cast(),
             total,
             region: region_ptr.cast(),
+            len,
             geometry,
+            ring,
             _owner: region,
         }))
     }
 
-    fn area(&self) -> *mut u8 {
+    /// The attacked ring's bytes, as a range of offsets in the region.
+    fn span(&self) -> std::ops::Range<usize> {
         let g = self.0.geometry;
-        // SAFETY: ring 0 lies inside the mapped region.
-        unsafe {
-            self.0
-                .region
-                .add(abi::ring_offset(0, g.slot_count(), g.slot_size()) as usize)
-        }
+        let at = abi::ring_offset(self.0.ring, g.slot_count(), g.slot_size()) as usize;
+        at..at + abi::ring_area_size(g.slot_count(), g.slot_size()) as usize
+    }
+
+    fn area(&self) -> *mut u8 {
+        // SAFETY: the ring's area lies inside the mapped region.
+        unsafe { self.0.region.add(self.span().start) }
+    }
+
+    /// A checksum (FNV-1a) of every byte of the region outside the attacked
+    /// ring: the header, the other ring, the padding.
+    fn outside_sum(&self) -> u64 {
+        // SAFETY: the whole region is mapped for `len` bytes and only the
+        // attacked ring's span changes while the test runs.
+        let all = unsafe { core::slice::from_raw_parts(self.0.region, self.0.len) };
+        let span = self.span();
+        all[..span.start]
+            .iter()
+            .chain(&all[span.end..])
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            })
     }
 }
 
@@ -293,15 +318,29 @@ fn read_some<S: RingStorage>(
     }
 }
 
-#[test]
-fn honest_consumer_survives_a_hostile_producer() {
-    let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(120));
-    let geometry = Geometry::new(128, 256).unwrap();
-    let ring = GuardedRing::new(geometry);
+/// The geometries and rings attacked: a small ring that wraps often, and
+/// the default geometry a link gets; each ring of the region.
+fn targets() -> Vec<(Geometry, usize)> {
+    let small = Geometry::new(128, 256).unwrap();
+    let mut t = Vec::new();
+    for g in [small, Geometry::default()] {
+        for ring in [abi::RING_MASTER_TO_SLAVE, abi::RING_SLAVE_TO_MASTER] {
+            t.push((g, ring));
+        }
+    }
+    t
+}
+
+/// One honest consumer against a hostile producer on `ring` of a region of
+/// `geometry`; returns the corruptions the consumer detected while reading
+/// (not attach refusals).
+fn hostile_producer(geometry: Geometry, ring_index: usize) -> u64 {
+    let ring = GuardedRing::new(geometry, ring_index);
+    let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
     // The hostile side writes the producer's index and also our own tail.
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), true, true);
-    let (mut corruptions, mut frames, mut reattached) = (0u64, 0u64, 0u64);
+    let (mut corruptions, mut frames, mut reattached, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut buf = vec![0u8; 9216];
     let mut bufs = vec![vec![0u8; 9216]; 8];
     let start = Instant::now();
@@ -310,7 +349,7 @@ fn honest_consumer_survives_a_hostile_producer() {
         reset(&ring);
         // SAFETY: the only consumer in this process.
         let Ok(mut rx) = (unsafe { Consumer::attach(ring.clone()) }) else {
-            corruptions += 1;
+            refused += 1;
             continue;
         };
         reattached += 1;
@@ -335,12 +374,26 @@ fn honest_consumer_survives_a_hostile_producer() {
     stop.store(true, Ordering::Relaxed);
     let scribbles = scribbler.join().unwrap();
     eprintln!(
-        "{scribbles} scribbles, {reattached} attaches, {frames} frames, {corruptions} corruptions"
+        "{geometry:?} ring {ring_index}: {scribbles} scribbles, {reattached} attaches \
+         ({refused} refused), {frames} frames, {corruptions} corruptions while reading"
     );
-    assert!(
-        corruptions > 0,
-        "the scribbler never caused a detected corruption"
+    assert_eq!(
+        ring.outside_sum(),
+        outside,
+        "the consumer wrote outside its ring"
     );
+    corruptions
+}
+
+#[test]
+fn honest_consumer_survives_a_hostile_producer() {
+    let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(240));
+    for (geometry, ring) in targets() {
+        assert!(
+            hostile_producer(geometry, ring) > 0,
+            "{geometry:?} ring {ring}: the scribbler never caused a corruption detected while reading"
+        );
+    }
 }
 
 /// Writes `frame` with the producer call picked by `i` (every write path
@@ -348,6 +401,7 @@ fn honest_consumer_survives_a_hostile_producer() {
 fn write_some<S: RingStorage>(
     tx: &mut Producer<S>,
     frame: &[u8],
+    slot: usize,
     i: usize,
 ) -> Result<u64, SendError> {
     let len = frame.len();
@@ -355,14 +409,14 @@ fn write_some<S: RingStorage>(
         0 => tx.send(frame).map(|()| 1),
         1 => tx.send_batch([frame, frame, frame]).map(|n| n as u64),
         2 => {
-            let mut chunk = tx.write_chunk(len.div_ceil(256) * 2)?;
+            let mut chunk = tx.write_chunk(len.div_ceil(slot) * 2)?;
             chunk.push_with(len, |w| {
                 assert_eq!(w.append(frame), len);
             })?;
             Ok(chunk.commit() as u64)
         }
         _ => {
-            let mut chunk = tx.write_chunk(len.div_ceil(256) * 3)?;
+            let mut chunk = tx.write_chunk(len.div_ceil(slot) * 3)?;
             chunk.push_run(len, 3, |_, w| {
                 assert_eq!(w.append(frame), len);
             })?;
@@ -371,28 +425,29 @@ fn write_some<S: RingStorage>(
     }
 }
 
-#[test]
-fn honest_producer_survives_a_hostile_consumer() {
-    let _watchdog = Watchdog::new("hostile consumer", Duration::from_secs(120));
-    let geometry = Geometry::new(128, 256).unwrap();
-    let ring = GuardedRing::new(geometry);
+/// One honest producer against a hostile consumer on `ring` of a region
+/// of `geometry`; returns the corruptions detected while sending.
+fn hostile_consumer(geometry: Geometry, ring_index: usize) -> u64 {
+    let ring = GuardedRing::new(geometry, ring_index);
+    let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
     // The hostile side writes the consumer's index, descriptors and data.
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), false, true);
-    let (mut corruptions, mut sent) = (0u64, 0u64);
+    let (mut corruptions, mut sent, mut refused) = (0u64, 0u64, 0u64);
     let frame = vec![0xabu8; 9216];
     let start = Instant::now();
     let mut rng = SmallRng::seed_from_u64(7);
+    let slot = geometry.slot_size() as usize;
     while start.elapsed() < RUN {
         reset(&ring);
         // SAFETY: the only producer in this process.
         let Ok(mut tx) = (unsafe { Producer::attach(ring.clone()) }) else {
-            corruptions += 1;
+            refused += 1;
             continue;
         };
         for i in 0..1000 {
             let len = rng.gen_range(1..=9216);
-            match write_some(&mut tx, &frame[..len], i) {
+            match write_some(&mut tx, &frame[..len], slot, i) {
                 Ok(n) => sent += n,
                 Err(SendError::Push(PushError::Full)) => {}
                 Err(SendError::Push(e)) => panic!("{e}"),
@@ -407,9 +462,25 @@ fn honest_producer_survives_a_hostile_consumer() {
     }
     stop.store(true, Ordering::Relaxed);
     scribbler.join().unwrap();
-    eprintln!("{sent} frames sent, {corruptions} corruptions");
-    assert!(
-        corruptions > 0,
-        "the scribbler never caused a detected corruption"
+    eprintln!(
+        "{geometry:?} ring {ring_index}: {sent} frames sent, {refused} attaches refused, \
+         {corruptions} corruptions while sending"
     );
+    assert_eq!(
+        ring.outside_sum(),
+        outside,
+        "the producer wrote outside its ring"
+    );
+    corruptions
+}
+
+#[test]
+fn honest_producer_survives_a_hostile_consumer() {
+    let _watchdog = Watchdog::new("hostile consumer", Duration::from_secs(240));
+    for (geometry, ring) in targets() {
+        assert!(
+            hostile_consumer(geometry, ring) > 0,
+            "{geometry:?} ring {ring}: the scribbler never caused a corruption detected while sending"
+        );
+    }
 }

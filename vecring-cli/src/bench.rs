@@ -73,18 +73,21 @@ impl Slave {
         }
     }
 
-    /// Counters once they stop moving (the ring drained).
-    fn settled(&mut self) -> Result<(u64, u64), String> {
+    /// Counters once the slave has taken every frame `tx` sent (the ring
+    /// drained) and its count stopped moving. A slave descheduled for a
+    /// while on a busy machine only makes this wait longer; after 10 s the
+    /// count is taken as it is.
+    fn settled(&mut self, tx: &mut vecring_core::Sender) -> Result<(u64, u64), String> {
+        let give_up = Instant::now() + Duration::from_secs(10);
         let mut last = self.counts()?;
-        for _ in 0..200 {
+        loop {
             std::thread::sleep(Duration::from_millis(10));
             let now = self.counts()?;
-            if now == last {
+            if (now == last && tx.unread() == 0) || Instant::now() > give_up {
                 return Ok(now);
             }
             last = now;
         }
-        Ok(last)
     }
 }
 
@@ -229,7 +232,7 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
             Instant::now() + Duration::from_millis(200),
             &never,
         )?;
-        let (rx0, _) = slave.settled()?;
+        let (rx0, _) = slave.settled(&mut tx)?;
         let start = Instant::now();
         let (sent, _) = crate::traffic::send_for(
             &mut tx,
@@ -238,7 +241,7 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
             &never,
         )?;
         let secs = start.elapsed().as_secs_f64();
-        let (rx1, _) = slave.settled()?;
+        let (rx1, _) = slave.settled(&mut tx)?;
         let received = rx1 - rx0;
         let (tx_pps, rx_pps) = (sent as f64 / secs, received as f64 / secs);
         let (zero_loss, low_loss) = if args.trial_seconds > 0.0 {
@@ -290,9 +293,9 @@ fn loss_at(
     rate: f64,
     trial: Duration,
 ) -> Result<f64, String> {
-    let (rx0, _) = slave.settled()?;
+    let (rx0, _) = slave.settled(tx)?;
     let paced = crate::traffic::send_paced(tx, size, rate, trial)?;
-    let (rx1, _) = slave.settled()?;
+    let (rx1, _) = slave.settled(tx)?;
     if !paced.kept_rate || paced.offered == 0 {
         return Ok(f64::INFINITY);
     }

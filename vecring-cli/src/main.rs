@@ -80,12 +80,17 @@ pub struct LinkArgs {
     /// prefer, require or never.
     #[arg(long, default_value = "prefer")]
     hugepages: HugepagePolicy,
-    /// Give the domain directory and socket to UID:GID (master).
+    /// Give the socket to UID:GID and admit only that uid (master); the
+    /// domain directory stays the master's, searchable by UID.
     #[arg(long, value_parser = parse_owner)]
     owner: Option<(u32, u32)>,
     /// Only this uid may attach (master; repeatable).
     #[arg(long)]
     allow_uid: Vec<u32>,
+    /// The master must run as this uid, as seen here (slave; repeatable).
+    /// Default: root, or the owner of the run or domain directory.
+    #[arg(long)]
+    master_uid: Vec<u32>,
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 30.0)]
     up_timeout: f64,
@@ -140,6 +145,9 @@ impl LinkArgs {
         }
         for &uid in &self.allow_uid {
             b = b.allow_uid(uid);
+        }
+        for &uid in &self.master_uid {
+            b = b.master_uid(uid);
         }
         Ok(b)
     }

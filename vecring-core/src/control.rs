@@ -721,6 +721,9 @@ fn far_future() -> Instant {
 enum Attempt {
     /// Worth retrying soon (no master yet, master busy, master restarted).
     Retry(String),
+    /// Retried soon too, but something the user should hear about
+    /// (permission denied, say): logged once until it changes.
+    Complain(String),
     /// The master or its region was refused, or refused us: reported to
     /// `wait_up`, retried after a longer pause.
     Failed(String, Failure),
@@ -765,6 +768,13 @@ fn slave_loop(shared: &LinkShared, config: &Config) {
             Err(Attempt::Stop) => return,
             Err(Attempt::Retry(msg)) => {
                 log::debug!("vecring: {}: {msg}; retrying", shared.label);
+                pause(shared, config.retry_interval);
+            }
+            Err(Attempt::Complain(msg)) => {
+                if msg != last_complaint {
+                    log::warn!("vecring: {}: {msg}; retrying", shared.label);
+                    last_complaint = msg;
+                }
                 pause(shared, config.retry_interval);
             }
             Err(Attempt::Failed(msg, failure)) => {
@@ -838,7 +848,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
         }
         Err(DirError::Unsafe(u)) => return Err(Attempt::Failed(u.to_string(), Failure::Unsafe(u))),
         Err(DirError::Io { what, path, source }) => {
-            return Err(Attempt::Retry(format!(
+            return Err(Attempt::Complain(format!(
                 "{what} {}: {source}",
                 path.display()
             )))
@@ -847,16 +857,16 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
     let conn = match handshake::connect(&dirs.socket(&config.link)) {
         Ok(c) => c,
         Err(e) => {
-            return Err(Attempt::Retry(
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ENOENT) | Some(libc::ECONNREFUSED)
-                ) {
-                    format!("waiting for master at {}", socket.display())
-                } else {
-                    format!("cannot connect to {}: {e}", socket.display())
-                },
-            ))
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => {
+                    Attempt::Retry(format!("waiting for master at {}", socket.display()))
+                }
+                Some(libc::EAGAIN) => Attempt::Retry(format!(
+                    "the master's backlog at {} is full",
+                    socket.display()
+                )),
+                _ => Attempt::Complain(format!("cannot connect to {}: {e}", socket.display())),
+            })
         }
     };
     let cred = handshake::peer_credentials(&conn)

@@ -147,6 +147,15 @@ fn dir_problem(st: &libc::stat, owner_ok: impl Fn(u32) -> bool) -> Option<String
     None
 }
 
+/// How a directory is opened: to read and change it (the master, its
+/// owner), or only to reach and inspect it (`O_PATH`: the slave, which may
+/// have nothing but search permission there).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Owner,
+    Search,
+}
+
 /// Opens the directory `name` under `at` (or the path itself with
 /// `AT_FDCWD`) without following a symlink in its last component; `create`
 /// makes it first with that mode when missing. `Ok(None)` when it does not
@@ -156,6 +165,7 @@ fn open_dir(
     name: &CStr,
     path: &Path,
     create: Option<u32>,
+    access: Access,
 ) -> Result<Option<(OwnedFd, bool)>, DirError> {
     let mut made = false;
     if let Some(mode) = create {
@@ -166,8 +176,11 @@ fn open_dir(
             Err(e) => return Err(io_at("creating", path)(e)),
         }
     }
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-    match open_at(at, name, flags, 0) {
+    let open = match access {
+        Access::Owner => libc::O_RDONLY,
+        Access::Search => libc::O_PATH,
+    };
+    match open_at(at, name, open | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
         Ok(fd) => Ok(Some((fd, made))),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
         Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
@@ -208,11 +221,11 @@ fn euid() -> u32 {
 /// `0755`) when missing.
 fn open_run_dir(run_dir: &Path, me: u32) -> Result<OwnedFd, DirError> {
     let c = cstring(run_dir.as_os_str().as_bytes()).map_err(io_at("opening", run_dir))?;
-    let fd = match open_dir(libc::AT_FDCWD, &c, run_dir, None)? {
+    let fd = match open_dir(libc::AT_FDCWD, &c, run_dir, None, Access::Owner)? {
         Some((fd, _)) => fd,
         None => {
             std::fs::create_dir_all(run_dir).map_err(io_at("creating", run_dir))?;
-            open_dir(libc::AT_FDCWD, &c, run_dir, None)?
+            open_dir(libc::AT_FDCWD, &c, run_dir, None, Access::Owner)?
                 .ok_or_else(|| io_at("opening", run_dir)(io::ErrorKind::NotFound.into()))?
                 .0
         }
@@ -305,8 +318,14 @@ pub(crate) fn claim_master(
     let dir_path = files.run_dir.join(files.domain);
     let domain = cstring(files.domain.as_bytes()).map_err(io_at("opening", &dir_path))?;
     let mode = domain_mode(files.socket_mode, files.owner);
-    let (dir, _made) = open_dir(run.as_raw_fd(), &domain, &dir_path, Some(mode))?
-        .ok_or_else(|| io_at("opening", &dir_path)(io::ErrorKind::NotFound.into()))?;
+    let (dir, _made) = open_dir(
+        run.as_raw_fd(),
+        &domain,
+        &dir_path,
+        Some(mode),
+        Access::Owner,
+    )?
+    .ok_or_else(|| io_at("opening", &dir_path)(io::ErrorKind::NotFound.into()))?;
     let st = stat_fd(fd_ref(&dir)).map_err(io_at("inspecting", &dir_path))?;
     if let Some(problem) = dir_problem(&st, |uid| uid == me) {
         return Err(unsafe_at(&dir_path, problem).into());
@@ -459,7 +478,7 @@ impl SlaveDirs {
     /// either does not exist yet (no master has made it).
     pub(crate) fn open(run_dir: &Path, domain: &str) -> Result<Option<SlaveDirs>, DirError> {
         let c = cstring(run_dir.as_os_str().as_bytes()).map_err(io_at("opening", run_dir))?;
-        let Some((run, _)) = open_dir(libc::AT_FDCWD, &c, run_dir, None)? else {
+        let Some((run, _)) = open_dir(libc::AT_FDCWD, &c, run_dir, None, Access::Search)? else {
             return Ok(None);
         };
         let run_st = stat_fd(fd_ref(&run)).map_err(io_at("inspecting", run_dir))?;
@@ -476,7 +495,8 @@ impl SlaveDirs {
         }
         let dir_path = run_dir.join(domain);
         let name = cstring(domain.as_bytes()).map_err(io_at("opening", &dir_path))?;
-        let Some((dir, _)) = open_dir(run.as_raw_fd(), &name, &dir_path, None)? else {
+        let Some((dir, _)) = open_dir(run.as_raw_fd(), &name, &dir_path, None, Access::Search)?
+        else {
             return Ok(None);
         };
         let st = stat_fd(fd_ref(&dir)).map_err(io_at("inspecting", &dir_path))?;

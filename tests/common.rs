@@ -1,6 +1,8 @@
 //! Shared helpers for vecring's integration tests: a watchdog, the
 //! self-checking frame pattern, and the location of the built tools.
 
+pub mod testpmd;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};

@@ -7,8 +7,11 @@
 # bytes), drops counted, and reconnection after the master or the slave is
 # killed. The slave also runs inside an LXC container (lxc-execute) that sees
 # the link only through its bind-mounted domain directory, with txonly ->
-# rxonly and io-forwarding traffic; and testpmd interoperates with a Rust
-# program using vecring-core (tests/dpdk_interop.rs, every byte checked).
+# rxonly and io-forwarding traffic; testpmd interoperates with a Rust
+# program using vecring-core (tests/dpdk_interop.rs, every byte checked);
+# a hostile Rust peer cannot get frames past the MAC filter, and an
+# application may close its port from the link-state callback
+# (tests/dpdk_hostile.rs).
 #
 # Usage: tests/dpdk/run.sh [test-name...]      (run as root; needs hugepages
 #        or VECRING_TEST_NO_HUGE=1)
@@ -864,44 +867,58 @@ test_lxc_master_restart() {
 	quit_pmd lxmr_s
 }
 
-# --- Rust interop (tests/dpdk_interop.rs) -----------------------------------
+# --- Rust tests against testpmd and C DPDK programs --------------------------
 
-# testpmd on one end, a Rust program using vecring-core on the other, both
-# roles and both directions, every byte checked by the Rust side. Each
-# Rust test counts as one check here.
-test_rust_interop() {
-	local target=${CARGO_TARGET_DIR:-$ROOT/target} out=$WORK/interop.log line n=0
-	log "building tests/dpdk_interop.rs"
+# rust_tests LABEL TEST MIN: runs the ignored tests of tests/TEST.rs (each
+# counts as one check here); fewer than MIN tests run is a failure.
+rust_tests() {
+	local label=$1 test=$2 min=$3
+	local target=${CARGO_TARGET_DIR:-$ROOT/target} out=$WORK/$test.log line n=0
+	log "building tests/$test.rs"
 	if ! (cd "$ROOT" && CARGO_TARGET_DIR=$target cargo test --release -p vecring-tests \
-		--test dpdk_interop --no-run) >"$out" 2>&1; then
-		fail "rust interop: cargo test --no-run failed"
+		--test "$test" --no-run) >"$out" 2>&1; then
+		fail "$label: cargo test --no-run failed"
 		tail -n 20 "$out" | sed 's/^/    /'
 		return
 	fi
 	(cd "$ROOT" && VECRING_PMD_SO=$SO TESTPMD=$TESTPMD CARGO_TARGET_DIR=$target \
-		timeout --kill-after=10 300 cargo test --release -p vecring-tests --test dpdk_interop \
+		timeout --kill-after=10 300 cargo test --release -p vecring-tests --test "$test" \
 		-- --ignored --test-threads=1 --show-output) >"$out" 2>&1
 	while IFS= read -r line; do
 		case $line in
 		"test "*" ... ok")
-			pass "rust interop: ${line#test }"
+			pass "$label: ${line#test }"
 			n=$((n + 1))
 			;;
 		"test "*" ... FAILED")
-			fail "rust interop: ${line#test }"
+			fail "$label: ${line#test }"
 			n=$((n + 1))
 			;;
 		esac
 	done <"$out"
-	grep -E "^(tx|io|iozc)-[a-z0-9]+: " "$out" | sed 's/^/    /'
+	grep -E "^(tx|io|iozc|iohb|flip|lsc)-[a-z0-9]+: " "$out" | sed 's/^/    /'
 	if grep -q "^failures:" "$out"; then
 		sed -n '/^failures:/,$p' "$out" | head -n 60 | sed 's/^/    /'
 	fi
-	[ "$n" -ge 8 ] || fail "rust interop: only $n tests ran, see $out"
+	[ "$n" -ge "$min" ] || fail "$label: only $n tests ran, see $out"
+}
+
+# testpmd on one end, a Rust program using vecring-core on the other, both
+# roles and both directions, every byte checked by the Rust side
+# (tests/dpdk_interop.rs).
+test_rust_interop() {
+	rust_tests "rust interop" dpdk_interop 8
+}
+
+# A hostile Rust peer flips destination MACs in the ring under testpmd's
+# MAC filter; a C DPDK program closes its port from its link-state callback
+# when the peer leaves (tests/dpdk_hostile.rs, tests/c/lsc_close.c).
+test_rust_hostile() {
+	rust_tests "rust hostile" dpdk_hostile 5
 }
 
 ALL=(bad_devargs second_master small_frames small_frames_no_fast_free jumbo_scatter jumbo_no_scatter jumbo_9000 mac_filter
-	reconnect slave_restart lxc_txonly lxc_io lxc_master_restart rust_interop)
+	reconnect slave_restart lxc_txonly lxc_io lxc_master_restart rust_interop rust_hostile)
 TESTS=("$@")
 [ ${#TESTS[@]} -eq 0 ] && TESTS=("${ALL[@]}")
 for t in "${TESTS[@]}"; do

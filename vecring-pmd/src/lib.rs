@@ -14,7 +14,8 @@
 //! | `glue.c` | `RTE_PMD_REGISTER_*`, the log type, wrappers of DPDK `static inline` helpers |
 //! | [`ffi`] | bindgen bindings and mirrored constants |
 //! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
-//! | [`port`] | probe/remove, per-port state, link-state events |
+//! | [`port`] | probe/remove, per-port state, close |
+//! | [`lsc`] | link-state events, from the driver's own thread |
 //! | [`ops`] | the `eth_dev_ops` table |
 //! | [`rxtx`] | queues and burst functions |
 //! | [`stats`] | counters, filter, xstats |
@@ -26,6 +27,7 @@
 pub mod devargs;
 pub mod ffi;
 pub mod log;
+pub mod lsc;
 pub mod ops;
 pub mod port;
 pub mod rxtx;

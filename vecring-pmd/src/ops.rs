@@ -200,7 +200,7 @@ unsafe extern "C" fn dev_configure(dev: *mut rte_eth_dev) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
     dev.with_port("dev_configure", |p| {
-        p.lsc.enabled.store(dev.lsc_requested(), Ordering::Relaxed);
+        p.lsc.set_enabled(dev.lsc_requested());
         0
     })
 }

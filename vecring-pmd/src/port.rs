@@ -7,21 +7,25 @@
 //! port owns the [`Link`]; each queue owns the link's sending or receiving
 //! end while it exists and gives it back when released. `dev_close` (also
 //! reached from `remove`, i.e. `rte_vdev_uninit`) releases the queues, stops
-//! link-state events, drops the link and frees the port.
+//! link-state events, drops the link and frees the port; it may be called
+//! from the application's link-state callback (see [`crate::lsc`]), and it
+//! waits for nothing the peer controls.
 //!
 //! Control operations of one port are never concurrent (a DPDK rule for
 //! applications), so they may take `&mut Port`. The data path touches only
 //! its queue and the [`Shared`] counters; vecring's control thread touches
-//! only the [`Lsc`] notifier.
+//! only the [`Lsc`] notifier, whose event thread touches only the link status
+//! and the application's callbacks.
 
 use crate::devargs::{format_mac, Devargs, Hugepages};
 use crate::ffi::{self, rte_eth_dev, rte_vdev_device};
+use crate::lsc::Lsc;
 use crate::stats::{self, Shared, Snapshot};
 use crate::vlog;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use vecring_core::{Geometry, HugepagePolicy, Link, LinkState, Receiver, Role, Sender};
 
 /// What `rte_eth_dev_data::dev_private` holds.
@@ -47,8 +51,8 @@ pub struct Port {
     pub receiver: Option<Receiver>,
     /// Counters and filter shared with the data path.
     pub shared: Arc<Shared>,
-    /// Link-state-change notifier shared with vecring's control thread.
-    pub lsc: Arc<Lsc>,
+    /// Link-state-change events (with their own thread).
+    pub lsc: Lsc,
     /// The geometry this end asked for, or the default.
     pub geometry: Geometry,
     /// Baseline of `stats_reset`.
@@ -80,63 +84,6 @@ impl Port {
         s.rejected_peers = c.rejected_peers;
         s.tx_lost_on_link_down = c.tx_lost_on_link_down;
         s
-    }
-}
-
-/// `*mut rte_eth_dev` that may move to vecring's control thread.
-struct DevPtr(*mut rte_eth_dev);
-// SAFETY: an `rte_eth_dev` lives in ethdev's static `rte_eth_devices` array;
-// the pointer is only dereferenced under `Lsc::dev`'s lock, which
-// `dev_close` takes to clear it before the port is released.
-unsafe impl Send for DevPtr {}
-
-/// Turns vecring link-state changes into ethdev link status and
-/// `RTE_ETH_EVENT_INTR_LSC` events.
-pub struct Lsc {
-    name: String,
-    /// The port, once probed and until closed.
-    dev: Mutex<Option<DevPtr>>,
-    /// `dev_conf.intr_conf.lsc` as of the last `dev_configure`.
-    pub enabled: AtomicBool,
-}
-
-impl Lsc {
-    fn new(name: &str) -> Self {
-        Lsc {
-            name: name.to_owned(),
-            dev: Mutex::new(None),
-            enabled: AtomicBool::new(false),
-        }
-    }
-
-    fn set_dev(&self, dev: Option<*mut rte_eth_dev>) {
-        *self.dev.lock().unwrap_or_else(|e| e.into_inner()) = dev.map(DevPtr);
-    }
-
-    /// Called by vecring's control thread on every link-state change.
-    fn on_state(&self, state: LinkState) {
-        match state {
-            LinkState::Up { generation } => {
-                vlog!(NOTICE, "{}: link up (generation {generation})", self.name)
-            }
-            LinkState::Down => vlog!(NOTICE, "{}: link down", self.name),
-        }
-        let guard = self.dev.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(dev) = guard.as_ref() {
-            // SAFETY: the pointer is valid while it is stored (see `DevPtr`).
-            let changed = unsafe { set_link_status(dev.0, state.is_up()) };
-            if changed && self.enabled.load(Ordering::Relaxed) {
-                // SAFETY: a valid port; a NULL parameter is what LSC events
-                // carry. The application's callbacks run on this thread.
-                unsafe {
-                    ffi::rte_eth_dev_callback_process(
-                        dev.0,
-                        ffi::rte_eth_event_type::RTE_ETH_EVENT_INTR_LSC,
-                        std::ptr::null_mut(),
-                    );
-                }
-            }
-        }
     }
 }
 
@@ -253,8 +200,14 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             return -libc::EINVAL;
         }
     };
-    let lsc = Arc::new(Lsc::new(&name));
-    let link = match open_link(&args, geometry, Arc::clone(&lsc)) {
+    let lsc = match Lsc::start(&name) {
+        Ok(l) => l,
+        Err(e) => {
+            vlog!(ERR, "{name}: cannot start the link-state event thread: {e}");
+            return -libc::ENOMEM;
+        }
+    };
+    let link = match open_link(&args, geometry, lsc.notifier()) {
         Ok(l) => l,
         Err(msg) => {
             vlog!(ERR, "{name}: {msg}");
@@ -304,7 +257,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         sender: Some(sender),
         receiver: Some(receiver),
         shared,
-        lsc: Arc::clone(&lsc),
+        lsc,
         geometry: geometry.unwrap_or_default(),
         stats_base: Snapshot::default(),
         xstats_base: Snapshot::default(),
@@ -329,12 +282,16 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         (*eth).rx_pkt_burst = crate::rxtx::rx_burst_fn(false, false);
         (*eth).tx_pkt_burst = crate::rxtx::tx_burst_fn(false);
     }
-    // Link-state changes reach the port from now on; read the state after
-    // arming so that a change in between is not lost.
-    lsc.set_dev(Some(eth));
     // SAFETY: `priv_->port` was set above and nothing else uses it until
     // probing finishes.
-    let up = unsafe { port_of(eth) }.is_some_and(|p| p.link.state().is_up());
+    let up = unsafe { port_of(eth) }.is_some_and(|p| {
+        // Link-state changes reach the port from now on; read the state
+        // after arming so that a change in between is not lost.
+        // SAFETY: `eth` is allocated; `dev_close` stops the events before
+        // the port is released.
+        unsafe { p.lsc.attach(eth) };
+        p.link.state().is_up()
+    });
     // SAFETY: `eth` is allocated and set up.
     unsafe { set_link_status(eth, up) };
     // SAFETY: the port is fully set up.
@@ -364,7 +321,11 @@ fn requested_geometry(args: &Devargs) -> Result<Option<Geometry>, String> {
     .map_err(|e| format!("invalid ring geometry (keys 'slots', 'slot_size'): {e}"))
 }
 
-fn open_link(args: &Devargs, geometry: Option<Geometry>, lsc: Arc<Lsc>) -> Result<Link, String> {
+fn open_link(
+    args: &Devargs,
+    geometry: Option<Geometry>,
+    on_state: impl Fn(LinkState) + Send + Sync + 'static,
+) -> Result<Link, String> {
     let role = if args.master {
         Role::Master
     } else {
@@ -394,7 +355,7 @@ fn open_link(args: &Devargs, geometry: Option<Geometry>, lsc: Arc<Lsc>) -> Resul
         Hugepages::Require => HugepagePolicy::Require,
         Hugepages::Never => HugepagePolicy::Never,
     });
-    b = b.on_state_change(move |state| lsc.on_state(state));
+    b = b.on_state_change(on_state);
     b.open().map_err(|e| {
         format!(
             "cannot open link '{}/{}' as {}: {e}",
@@ -430,10 +391,11 @@ pub unsafe fn close(dev: *mut rte_eth_dev) {
     }
     // SAFETY: `port` came from `Box::into_raw` at probe and is cleared here,
     // so it is freed once.
-    let port =
+    let mut port =
         unsafe { Box::from_raw(std::mem::replace(&mut (*priv_).port, std::ptr::null_mut())) };
-    // No more link-state events into this port from now on.
-    port.lsc.set_dev(None);
+    // No more link-state events into this port from now on (from a
+    // link-state callback: once it returns).
+    port.lsc.stop();
     let name = port.name.clone();
     drop(port);
     // SAFETY: `mac_addrs` points into `dev_private`; ethdev would `rte_free`

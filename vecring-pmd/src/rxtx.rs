@@ -11,6 +11,11 @@
 //! scatter decision is a const generic, never a per-packet branch. The filter
 //! mode (promiscuous or not) is read once per burst.
 //!
+//! The peer can write a frame's bytes while they are read, so the MAC filter
+//! decides on one read of them: a copied frame on its copy in the mbuf, a
+//! zero-copy frame on one read of its destination MAC (see
+//! [`stats::accept_shared`]).
+//!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
 //! counted as `tx_ring_full` or `tx_link_down`.
@@ -368,14 +373,18 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
                 z.mark_done(index, slots);
             }
         };
-        let head = frame.first_segment();
-        if !stats::accept(mode, mac, head) {
-            filtered += 1;
-            done(zc);
-            continue;
-        }
+        // Every filter decision is made on one read of the frame's bytes:
+        // a copied frame is filtered on its copy (the bytes the application
+        // gets), an attached one on one read of its destination MAC. A peer
+        // changing the bytes meanwhile cannot get a frame past the filter
+        // with an address the filter did not see.
         let m = mbufs[filled];
         if let (true, Some(z)) = (len >= ZC_MIN_LEN && frame.contiguous().is_some(), zc) {
+            if !stats::accept_shared(mode, mac, frame.first_segment()) {
+                filtered += 1;
+                done(zc);
+                continue;
+            }
             // SAFETY: `m` is a fresh mbuf of ours; the frame is contiguous,
             // in the ring `z` was made for.
             unsafe { z.attach(m, &frame) };
@@ -385,20 +394,32 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             let room = unsafe { seg_room(m, len) };
             // One copy (two when the frame wraps around the ring's end).
             frame.copy_to(room);
+            done(zc);
+            if !stats::accept(mode, mac, room) {
+                // `m` stays unfilled, for the next frame.
+                filtered += 1;
+                continue;
+            }
             // SAFETY: `m` is ours.
             unsafe {
                 (*m).data_len = len as u16;
                 (*m).pkt_len = len as u32;
             }
-            done(zc);
         } else if SCATTER {
             // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.
-            if !unsafe { scatter_into(m, pool, buf_space, frame.segments(), len) } {
-                scatter_nombuf += 1;
-                done(zc);
-                continue;
-            }
+            let got = unsafe { scatter_into(m, pool, buf_space, frame.segments(), len, mode, mac) };
             done(zc);
+            match got {
+                Scatter::Filled => {}
+                Scatter::NoMbufs => {
+                    scatter_nombuf += 1;
+                    continue;
+                }
+                Scatter::Filtered => {
+                    filtered += 1;
+                    continue;
+                }
+            }
         } else {
             too_large += 1;
             done(zc);
@@ -428,10 +449,22 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     filled as u16
 }
 
+/// What [`scatter_into`] did with a frame.
+enum Scatter {
+    /// The frame is in the chain starting at the head mbuf.
+    Filled,
+    /// The pool had too few mbufs; the head mbuf is unchanged.
+    NoMbufs,
+    /// The copy did not pass the filter; the head mbuf is reusable,
+    /// unchained.
+    Filtered,
+}
+
 /// Copies a frame of `len > buf_space` bytes given as `segments` into the
-/// chain starting at `head`, allocating the extra segments from `pool`.
-/// Returns false (and leaves `head` reusable, unchained) when the pool is
-/// empty.
+/// chain starting at `head`, allocating the extra segments from `pool`,
+/// then filters the copy (mode `mode`, port MAC `mac`, see
+/// [`stats::accept`]). Unless the frame is [`Scatter::Filled`] in, `head`
+/// is left reusable and unchained.
 ///
 /// # Safety
 /// `head` must be a freshly allocated mbuf of `pool` owned by the caller,
@@ -443,19 +476,21 @@ unsafe fn scatter_into<'a>(
     buf_space: usize,
     segments: impl Iterator<Item = &'a [u8]>,
     len: usize,
-) -> bool {
+    mode: u8,
+    mac: u64,
+) -> Scatter {
     // Frames are at most 9216 bytes; a chain of more than 256 segments would
     // need mbufs of fewer than 36 bytes.
     const MAX_SEGS: usize = 256;
     let nsegs = len.div_ceil(buf_space);
     if nsegs > MAX_SEGS {
-        return false;
+        return Scatter::NoMbufs;
     }
     let mut extra = [ptr::null_mut::<rte_mbuf>(); MAX_SEGS];
     // SAFETY: `extra` has room for `nsegs - 1 < MAX_SEGS` pointers.
     if unsafe { ffi::vecring_pktmbuf_alloc_bulk(pool, extra.as_mut_ptr(), (nsegs - 1) as u32) } != 0
     {
-        return false;
+        return Scatter::NoMbufs;
     }
     // The chain: head, extra[0], ..., extra[nsegs - 2].
     let seg = |i: usize| if i == 0 { head } else { extra[i - 1] };
@@ -479,6 +514,26 @@ unsafe fn scatter_into<'a>(
             }
         }
     }
+    // The destination MAC as copied (segments hold `buf_space` bytes each,
+    // the last the rest, so it may span several when they are tiny).
+    let mut dst = [0u8; 6];
+    let mut got = 0;
+    for i in 0..nsegs {
+        if got == dst.len() {
+            break;
+        }
+        let n = (dst.len() - got).min(buf_space).min(len - i * buf_space);
+        // SAFETY: `seg(i)` is ours and holds at least `n` copied bytes.
+        let room = unsafe { seg_room(seg(i), n) };
+        dst[got..got + n].copy_from_slice(room);
+        got += n;
+    }
+    if !stats::accept(mode, mac, &dst[..got]) {
+        // SAFETY: the extra mbufs are ours, unlinked; `head` was never
+        // chained.
+        unsafe { free_bulk(extra.as_mut_ptr(), nsegs - 1) };
+        return Scatter::Filtered;
+    }
     // SAFETY: every mbuf of the chain is ours; linking them makes `head` own
     // the chain, which the application frees as one packet.
     unsafe {
@@ -489,5 +544,5 @@ unsafe fn scatter_into<'a>(
         (*head).nb_segs = nsegs as u16;
         (*head).pkt_len = len as u32;
     }
-    true
+    Scatter::Filled
 }

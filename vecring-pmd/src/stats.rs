@@ -135,6 +135,10 @@ pub fn mac_to_u64(mac: &[u8; 6]) -> u64 {
 
 /// Whether a frame whose first bytes are `head` passes filter `mode` for a
 /// port whose packed MAC is `mac`. Frames too short for a header are refused.
+///
+/// `head` must be memory the peer cannot write (the frame's copy in an
+/// mbuf): the filter may read it more than once. For bytes in the ring,
+/// use [`accept_shared`].
 #[inline]
 pub fn accept(mode: u8, mac: u64, head: &[u8]) -> bool {
     if mode == filter::PROMISCUOUS {
@@ -143,9 +147,35 @@ pub fn accept(mode: u8, mac: u64, head: &[u8]) -> bool {
     let Some(dst) = head.get(..6) else {
         return false;
     };
-    let mut b = [0u8; 8];
-    b[..6].copy_from_slice(dst);
-    let dst = u64::from_le_bytes(b);
+    let mut b = [0u8; 6];
+    b.copy_from_slice(dst);
+    accept_dst(mode, mac, b)
+}
+
+/// [`accept`] for a frame still in shared memory, whose bytes the peer may
+/// change at any time: the destination MAC is read exactly once, into a
+/// local, and every comparison is made on that copy, so one decision never
+/// sees two different addresses.
+#[inline]
+pub fn accept_shared(mode: u8, mac: u64, head: &[u8]) -> bool {
+    if mode == filter::PROMISCUOUS {
+        return true;
+    }
+    if head.len() < 6 {
+        return false;
+    }
+    // Volatile: the compiler may neither re-read the bytes for a later
+    // comparison nor merge this read with another one.
+    // SAFETY: `head` has at least 6 readable bytes (checked above), and
+    // `[u8; 6]` needs no alignment.
+    let dst = unsafe { std::ptr::read_volatile(head.as_ptr().cast::<[u8; 6]>()) };
+    accept_dst(mode, mac, dst)
+}
+
+/// The filter decision for destination MAC `dst` (a local copy).
+#[inline]
+fn accept_dst(mode: u8, mac: u64, dst: [u8; 6]) -> bool {
+    let dst = mac_to_u64(&dst);
     if dst == mac || dst == 0xffff_ffff_ffff {
         return true;
     }
@@ -302,9 +332,13 @@ mod tests {
         ] {
             let got = [&ours, &other, &bcast, &mcast].map(|f| accept(mode, mac, f));
             assert_eq!(got, want, "mode {mode}");
+            let shared = [&ours, &other, &bcast, &mcast].map(|f| accept_shared(mode, mac, f));
+            assert_eq!(shared, want, "mode {mode}, shared");
         }
         assert!(!accept(UNICAST, mac, &[0x02, 0x11]));
+        assert!(!accept_shared(UNICAST, mac, &MAC[..5]));
         assert!(accept(PROMISCUOUS, mac, &[0x02]));
+        assert!(accept_shared(PROMISCUOUS, mac, &[]));
     }
 
     #[test]

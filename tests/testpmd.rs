@@ -1,0 +1,315 @@
+//! A `dpdk-testpmd` (with the built `librte_net_vecring.so`) driven from a
+//! test: where the PMD, testpmd and the memory options come from
+//! ([`Env`]), and an interactive testpmd session fed commands on stdin
+//! ([`Testpmd`]). Used by the DPDK tests (`dpdk_interop`, `dpdk_hostile`);
+//! they need root, so they are `#[ignore]`d and run by `tests/dpdk/run.sh`.
+//!
+//! Env: `VECRING_PMD_SO` (default `target/release/librte_net_vecring.so`
+//! beside the test executable; it must not lie under a world-writable
+//! directory, or EAL refuses it), `TESTPMD` (default `dpdk-testpmd`),
+//! `VECRING_TEST_NO_HUGE=1` (testpmd runs with `--no-huge -m 512
+//! --no-shconf`; so it does when fewer than 512 hugepages are free).
+
+use crate::built_binary;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use vecring_core::{Link, LinkError, Role};
+
+/// testpmd's port MAC (devarg `mac`), the source of its txonly frames.
+pub const PMD_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x01];
+/// Seconds one testpmd may live (the `timeout` watchdog around it).
+pub const PMD_WATCHDOG: &str = "90";
+/// Longest any wait for progress lasts.
+pub const STALL: Duration = Duration::from_secs(20);
+
+/// `m` as `xx:xx:xx:xx:xx:xx`.
+pub fn mac_str(m: &[u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Where things are, from the environment.
+pub struct Env {
+    /// The PMD, canonical path.
+    pub so: PathBuf,
+    /// The testpmd binary.
+    pub testpmd: String,
+    /// EAL memory options (hugepages or not).
+    pub mem_args: Vec<String>,
+    /// This test's directory: logs, built programs.
+    pub work: PathBuf,
+    /// The vecring run directory of this test's links.
+    pub run: PathBuf,
+}
+
+impl Env {
+    /// The environment of test `test` (a fresh work directory). Needs root.
+    pub fn new(test: &str) -> Env {
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(
+            euid, 0,
+            "DPDK tests need root (run tests/dpdk/run.sh as root)"
+        );
+        let so = match std::env::var_os("VECRING_PMD_SO") {
+            Some(p) => PathBuf::from(p),
+            None => built_binary("librte_net_vecring.so"),
+        };
+        let so = std::fs::canonicalize(&so)
+            .unwrap_or_else(|e| panic!("PMD {}: {e} (build vecring-pmd)", so.display()));
+        let free_huge = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("HugePages_Free:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        let no_huge = std::env::var("VECRING_TEST_NO_HUGE").is_ok_and(|v| v == "1");
+        // No files, in hugepages; without hugepages EAL refuses --in-memory
+        // (--no-huge implies legacy memory), so --no-shconf instead.
+        let mem_args: &[&str] = if no_huge || free_huge < 512 {
+            &["--no-huge", "-m", "512", "--no-shconf"]
+        } else {
+            &["--in-memory"]
+        };
+        let mem_args = mem_args.iter().map(|a| a.to_string()).collect();
+        let work =
+            std::env::temp_dir().join(format!("vecring-interop-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).unwrap();
+        let run = work.join("run");
+        Env {
+            so,
+            testpmd: std::env::var("TESTPMD").unwrap_or_else(|_| "dpdk-testpmd".into()),
+            mem_args,
+            work,
+            run,
+        }
+    }
+
+    /// The devargs of a port on link `interop/<link>` in this test's run dir.
+    pub fn vdev(&self, link: &str, master: bool) -> String {
+        format!(
+            "domain=interop,link={link},run_dir={},master={master},mac={}",
+            self.run.display(),
+            mac_str(&PMD_MAC)
+        )
+    }
+
+    /// The Rust end of link `interop/<link>`.
+    pub fn open(&self, link: &str, role: Role) -> Link {
+        Link::builder("interop", link)
+            .role(role)
+            .run_dir(&self.run)
+            .open()
+            .unwrap_or_else(|e| panic!("open interop/{link} as {role}: {e}"))
+    }
+}
+
+/// An interactive `dpdk-testpmd` under a `timeout` watchdog, fed commands on
+/// stdin, its output in `<work>/<name>.log`.
+pub struct Testpmd {
+    /// Names the log file and failure messages.
+    pub name: String,
+    /// The `timeout` process; testpmd is its child.
+    pub child: Child,
+    /// testpmd's command input, until `quit`.
+    pub stdin: Option<ChildStdin>,
+    /// Where testpmd's output goes.
+    pub log: PathBuf,
+}
+
+impl Testpmd {
+    /// Starts testpmd (interactive) on `cpu` with port `eth_vecring0,<vdev>`
+    /// and the application arguments `app_args`.
+    pub fn start(env: &Env, name: &str, cpu: usize, vdev: &str, app_args: &[&str]) -> Testpmd {
+        let log = env.work.join(format!("{name}.log"));
+        let out = File::create(&log).unwrap();
+        let child = Command::new("timeout")
+            .args(["--kill-after=5", PMD_WATCHDOG, "stdbuf", "-oL", "-eL"])
+            .arg(&env.testpmd)
+            .arg("-d")
+            .arg(&env.so)
+            .arg("--no-pci")
+            .arg(format!(
+                "--file-prefix=vrinterop_{name}_{}",
+                std::process::id()
+            ))
+            .arg(format!("--lcores=(0,1)@{cpu}"))
+            .args(&env.mem_args)
+            .arg(format!("--vdev=eth_vecring0,{vdev}"))
+            .args(["--", "-i", "--total-num-mbufs=8192"])
+            .args(app_args)
+            .stdin(Stdio::piped())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", env.testpmd));
+        let mut t = Testpmd {
+            name: name.into(),
+            stdin: None,
+            child,
+            log,
+        };
+        t.stdin = t.child.stdin.take();
+        t
+    }
+
+    /// Everything testpmd printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The end of the log, for failure messages.
+    pub fn tail(&self) -> String {
+        let out = self.output();
+        let lines: Vec<&str> = out.lines().collect();
+        let from = lines.len().saturating_sub(40);
+        format!(
+            "--- {} ({}), last lines:\n{}",
+            self.name,
+            self.log.display(),
+            lines[from..].join("\n")
+        )
+    }
+
+    /// Lines of the output that satisfy `pred`.
+    pub fn count(&self, pred: impl Fn(&str) -> bool) -> usize {
+        self.output().lines().filter(|l| pred(l)).count()
+    }
+
+    /// Waits until `count` lines satisfy `pred`.
+    pub fn wait_for(&self, what: &str, count: usize, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + STALL;
+        while self.count(&pred) < count {
+            assert!(
+                Instant::now() < deadline,
+                "timeout waiting for {what} x{count}\n{}",
+                self.tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for testpmd's first prompt.
+    pub fn wait_prompt(&self) {
+        self.wait_for("testpmd prompt", 1, |l| l.contains("testpmd> "));
+    }
+
+    /// Sends one command line.
+    pub fn cmd(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("testpmd stdin open");
+        if let Err(e) = writeln!(stdin, "{line}").and_then(|()| stdin.flush()) {
+            panic!("{}: command '{line}': {e}\n{}", self.name, self.tail());
+        }
+    }
+
+    /// `stop`s forwarding; returns the port's (RX-dropped, TX-dropped) of
+    /// the forwarding run.
+    pub fn stop(&mut self) -> (u64, u64) {
+        let done = |l: &str| l.trim_end() == "Done.";
+        let before = self.count(done);
+        self.cmd("stop");
+        self.wait_for("Done.", before + 1, done);
+        let out = self.output();
+        let block = out
+            .rsplit("Forward statistics for port 0")
+            .next()
+            .unwrap_or("");
+        let field = |key: &str| -> u64 {
+            block
+                .split(key)
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                .unwrap_or_else(|| panic!("no '{key}' in forward statistics\n{}", self.tail()))
+        };
+        (field("RX-dropped:"), field("TX-dropped:"))
+    }
+
+    /// The port's current extended statistics.
+    pub fn xstats(&mut self) -> HashMap<String, u64> {
+        let last = |l: &str| l.starts_with("rejected_peers: ");
+        let before = self.count(last);
+        self.cmd("show port xstats 0");
+        self.wait_for("xstats", before + 1, last);
+        let out = self.output();
+        let block = out
+            .rsplit("NIC extended statistics for port 0")
+            .next()
+            .unwrap_or("");
+        block
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(": ")?;
+                Some((k.trim().to_string(), v.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Waits until `link` (the Rust end) is up; fails at once if testpmd
+    /// exits first.
+    pub fn wait_link_up(&mut self, link: &Link) {
+        let deadline = Instant::now() + STALL;
+        loop {
+            match link.wait_up(Duration::from_millis(100)) {
+                Ok(_) => return,
+                Err(LinkError::Timeout(_)) => {}
+                Err(e) => panic!("link: {e}\n{}", self.tail()),
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "testpmd exited ({st}) before the link came up\n{}",
+                    self.tail()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "link not up after {STALL:?}\n{}",
+                self.tail()
+            );
+        }
+    }
+
+    /// Quits testpmd; returns its exit status.
+    pub fn quit(mut self) -> ExitStatus {
+        self.cmd("quit");
+        self.stdin = None;
+        let deadline = Instant::now() + STALL;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "testpmd did not quit\n{}",
+                self.tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Testpmd {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // `timeout` passes SIGTERM on to testpmd and SIGKILLs it 5 s later
+            // if it is still there.
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Extended statistic `key` of [`Testpmd::xstats`]; panics if missing.
+pub fn stat(x: &HashMap<String, u64>, key: &str) -> u64 {
+    *x.get(key)
+        .unwrap_or_else(|| panic!("xstat '{key}' missing in {x:?}"))
+}

@@ -1,0 +1,220 @@
+//! Link-state-change events: vecring's control thread reports every change
+//! of the link to the port's [`Lsc`]; the driver's own event thread
+//! (`vecring-lsc`, one per port) stores the new link status in
+//! `dev->data->dev_link` and runs the application's
+//! `RTE_ETH_EVENT_INTR_LSC` callbacks.
+//!
+//! Why a thread of its own: an application may stop and close the port from
+//! its callback. Closing drops the link, which joins vecring's control
+//! thread, so the callbacks cannot run on that thread. And no lock is held
+//! while a callback runs, so closing takes nothing its caller already holds.
+//!
+//! Protocol, under `Inner`'s mutex (never held across a callback):
+//! - the control thread appends the new state to `pending` and signals;
+//! - the event thread takes the oldest state and, with the lock released,
+//!   updates the port and runs the callbacks, then takes the lock again and
+//!   looks at `stopped` before anything else;
+//! - [`Lsc::stop`] (port close) sets `stopped` and forgets the port. Called
+//!   from any other thread it joins the event thread, which waits for a
+//!   callback in progress (the application's own code; the peer cannot make
+//!   it wait). Called from a callback, on the event thread itself, it
+//!   returns at once: the thread ends when the callback returns, without
+//!   touching the port again.
+
+use crate::ffi::{self, rte_eth_dev};
+use crate::port::set_link_status;
+use crate::vlog;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use vecring_core::LinkState;
+
+/// Changes kept for the event thread while it is busy; older ones are
+/// dropped first (a flapping peer cannot grow the queue; the newest state,
+/// the one that counts, is always kept).
+const MAX_PENDING: usize = 64;
+
+/// `*mut rte_eth_dev` that may move to the event thread.
+struct DevPtr(*mut rte_eth_dev);
+// SAFETY: an `rte_eth_dev` lives in ethdev's static `rte_eth_devices` array;
+// the event thread dereferences the pointer only while the port is open:
+// `Lsc::stop`, which `dev_close` calls before the port is released, joins
+// the thread or runs inside its delivery (see the module doc).
+unsafe impl Send for DevPtr {}
+
+/// What the control thread, the event thread and close share.
+struct Inner {
+    /// The port, once probed and until closed.
+    dev: Option<DevPtr>,
+    /// Changes not yet delivered, oldest first.
+    pending: VecDeque<LinkState>,
+    /// Set by [`Lsc::stop`]: the event thread ends.
+    stopped: bool,
+}
+
+/// The state behind an [`Lsc`], shared with its event thread and with the
+/// link's state-change callback.
+struct Shared {
+    name: String,
+    /// `dev_conf.intr_conf.lsc` as of the last `dev_configure`.
+    enabled: AtomicBool,
+    inner: Mutex<Inner>,
+    /// Signalled when `pending` grows or `stopped` is set.
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // Nothing panics while holding the lock; should it, the state is
+        // still consistent (plain assignments).
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Called by vecring's control thread on every link-state change.
+    fn on_state(&self, state: LinkState) {
+        match state {
+            LinkState::Up { generation } => {
+                vlog!(NOTICE, "{}: link up (generation {generation})", self.name)
+            }
+            LinkState::Down => vlog!(NOTICE, "{}: link down", self.name),
+        }
+        let mut g = self.lock();
+        if g.stopped {
+            return;
+        }
+        if g.pending.len() >= MAX_PENDING {
+            g.pending.pop_front();
+        }
+        g.pending.push_back(state);
+        self.wake.notify_all();
+    }
+
+    /// The event thread: delivers pending changes until stopped.
+    fn run(&self) {
+        let mut g = self.lock();
+        loop {
+            if g.stopped {
+                return;
+            }
+            let Some(state) = g.pending.pop_front() else {
+                g = self.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            };
+            let Some(dev) = g.dev.as_ref().map(|d| d.0) else {
+                // Not probed yet: probe reads the state itself once armed.
+                continue;
+            };
+            drop(g);
+            // SAFETY: the port is open: `stopped` was not set when `dev` was
+            // read, and `stop` waits for this delivery to end (joins this
+            // thread) unless it runs inside it, from a callback below.
+            let changed = unsafe { set_link_status(dev, state.is_up()) };
+            if changed && self.enabled.load(Ordering::Relaxed) {
+                // SAFETY: as above; a NULL parameter is what LSC events
+                // carry. The callbacks may close the port (see `stop`).
+                unsafe {
+                    ffi::rte_eth_dev_callback_process(
+                        dev,
+                        ffi::rte_eth_event_type::RTE_ETH_EVENT_INTR_LSC,
+                        std::ptr::null_mut(),
+                    );
+                }
+            }
+            g = self.lock();
+        }
+    }
+}
+
+/// Turns vecring link-state changes into ethdev link status and
+/// `RTE_ETH_EVENT_INTR_LSC` events, from an event thread of its own.
+pub struct Lsc {
+    shared: Arc<Shared>,
+    /// The event thread, until stopped.
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Lsc {
+    /// Starts the event thread of port `name`; it delivers nothing until
+    /// [`Lsc::attach`].
+    ///
+    /// # Errors
+    /// The thread could not be created.
+    pub fn start(name: &str) -> std::io::Result<Lsc> {
+        let shared = Arc::new(Shared {
+            name: name.to_owned(),
+            enabled: AtomicBool::new(false),
+            inner: Mutex::new(Inner {
+                dev: None,
+                pending: VecDeque::new(),
+                stopped: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("vecring-lsc".into())
+            .spawn(move || s.run())?;
+        Ok(Lsc {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// The link's state-change callback: queues the change for the event
+    /// thread and returns at once.
+    pub fn notifier(&self) -> impl Fn(LinkState) + Send + Sync + 'static {
+        let s = Arc::clone(&self.shared);
+        move |state| s.on_state(state)
+    }
+
+    /// Delivers changes into port `dev` from now on.
+    ///
+    /// # Safety
+    /// `dev` must be an allocated port of this driver that stays valid
+    /// until [`Lsc::stop`] (its `dev_close` calls it).
+    pub unsafe fn attach(&self, dev: *mut rte_eth_dev) {
+        self.shared.lock().dev = Some(DevPtr(dev));
+    }
+
+    /// Sets whether changes raise `RTE_ETH_EVENT_INTR_LSC`
+    /// (`dev_conf.intr_conf.lsc`).
+    pub fn set_enabled(&self, on: bool) {
+        self.shared.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Stops delivering: once this returns, the event thread no longer
+    /// touches the port (from a callback: once the callback returns).
+    /// Waits only for a callback in progress on the event thread, never
+    /// for the peer. Idempotent.
+    pub fn stop(&mut self) {
+        let Some(thread) = self.thread.take() else {
+            return;
+        };
+        {
+            let mut g = self.shared.lock();
+            g.stopped = true;
+            g.dev = None;
+            g.pending.clear();
+            self.shared.wake.notify_all();
+        }
+        if thread.thread().id() == std::thread::current().id() {
+            // Inside a callback: the thread cannot join itself. It finds
+            // `stopped` when the callback returns and ends (detached).
+            return;
+        }
+        if thread.join().is_err() {
+            vlog!(
+                ERR,
+                "{}: link-state event thread panicked",
+                self.shared.name
+            );
+        }
+    }
+}
+
+impl Drop for Lsc {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

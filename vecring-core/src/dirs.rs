@@ -318,7 +318,7 @@ pub(crate) fn claim_master(
     let dir_path = files.run_dir.join(files.domain);
     let domain = cstring(files.domain.as_bytes()).map_err(io_at("opening", &dir_path))?;
     let mode = domain_mode(files.socket_mode, files.owner);
-    let (dir, _made) = open_dir(
+    let (dir, made) = open_dir(
         run.as_raw_fd(),
         &domain,
         &dir_path,
@@ -330,11 +330,14 @@ pub(crate) fn claim_master(
     if let Some(problem) = dir_problem(&st, |uid| uid == me) {
         return Err(unsafe_at(&dir_path, problem).into());
     }
-    // Ours and writable by nobody else: set the mode we want (umask may
-    // have narrowed it at creation).
-    // SAFETY: fchmod on our own directory descriptor.
-    cvt(unsafe { libc::fchmod(dir.as_raw_fd(), mode) })
-        .map_err(io_at("setting the mode of", &dir_path))?;
+    if made {
+        // Ours and new: set the mode we want (umask may have narrowed it).
+        // A directory that was there is left as found: its mode is its
+        // owner's choice.
+        // SAFETY: fchmod on our own directory descriptor.
+        cvt(unsafe { libc::fchmod(dir.as_raw_fd(), mode) })
+            .map_err(io_at("setting the mode of", &dir_path))?;
+    }
 
     let lock_path = dir_path.join(format!("{}.lock", files.link));
     let lock_name =

@@ -34,7 +34,9 @@
  *   thread, e.g. "master's region refused: region slot count mismatch: ours
  *   512, theirs 1024". No function aborts the process or unwinds into C: null
  *   pointers, zero or oversized lengths, too-small buffers and invalid
- *   handles are reported as errors, and an internal error of the library is
+ *   or closed handles are reported as errors (VECRING_E_INVAL,
+ *   VECRING_E_CLOSED; every function taking a link may return the latter),
+ *   and an internal error of the library is
  *   reported as VECRING_E_PANIC.
  *
  * Threads
@@ -48,8 +50,12 @@
  *   same link returns VECRING_E_BUSY and does nothing: misuse is reported, not
  *   undefined. The link-level functions (vecring_state, vecring_wait_up,
  *   vecring_wait_down, vecring_geometry, vecring_counters) may be called from
- *   any thread at any time. vecring_close must be the last call on a link: no
- *   other thread may be using the link during or after it.
+ *   any thread at any time. vecring_close may be called from any thread,
+ *   also while other threads are inside calls on the link: those calls
+ *   return (a wait ends with VECRING_E_CLOSED), every call made on the
+ *   handle afterwards returns VECRING_E_CLOSED, and the link is freed when
+ *   the last call using it has returned. A handle value is a checked token,
+ *   not an address: a closed or made-up handle is an error, never a crash.
  *
  * Ownership
  *
@@ -89,7 +95,7 @@ typedef enum vecring_error {
 	/** Success. */
 	VECRING_OK = 0,
 	/** An argument is invalid: a null pointer, a zero or out-of-range length
-	 *  or value, an invalid or closed handle, a bad option, or a call out of
+	 *  or value, a handle vecring_open never returned, a bad option, or a call out of
 	 *  sequence (e.g. vecring_tx_alloc without vecring_tx_reserve). */
 	VECRING_E_INVAL = -1,
 	/** The link has no peer. Frames cannot be sent or received now; wait with
@@ -133,7 +139,10 @@ typedef enum vecring_error {
 	 *  safe reaction. */
 	VECRING_E_PANIC = -15,
 	/** The peer broke the handshake protocol. */
-	VECRING_E_PROTO = -16
+	VECRING_E_PROTO = -16,
+	/** The link handle was closed by vecring_close, before or during this
+	 *  call (on any thread). Nothing was done. */
+	VECRING_E_CLOSED = -17
 } vecring_error_t;
 
 /**
@@ -180,8 +189,9 @@ enum vecring_hugepages {
  * State-change callback: called from the link's own control thread (not a
  * thread of yours) each time the link comes up (up = 1, generation >= 1) or
  * goes down (up = 0, generation = 0). It must return quickly, be safe to run
- * concurrently with your threads, and must not call vecring_close on this
- * link (that waits for the control thread: deadlock). It may call the
+ * concurrently with your threads, and should not call vecring_close on this
+ * link (the close then takes up to a second and completes after the
+ * callback returns). It may call the
  * link-level functions such as vecring_counters.
  */
 typedef void (*vecring_state_cb_t)(void *user_data, int up, uint64_t generation);
@@ -267,12 +277,16 @@ int vecring_open(const vecring_options_t *opts, vecring_link_t **link);
 /**
  * Closes a link: stops its control thread, disconnects the peer, discards an
  * open TX chunk, releases peeked frames, and (master) removes the socket.
- * NULL is accepted (VECRING_OK). The handle is invalid afterwards.
+ * NULL is accepted (VECRING_OK). Any thread, at any time: calls in flight on
+ * other threads return (vecring_wait_up and vecring_wait_down with
+ * VECRING_E_CLOSED within about 10 ms) and every later call on the handle
+ * returns VECRING_E_CLOSED. Pointers into the rings (vecring_tx_alloc,
+ * vecring_rx_peek) are invalid once it returns.
  *
- * Must not race with any other call on the link; if another thread is inside
- * a TX or RX call right now the link is left open and VECRING_E_BUSY is
- * returned. VECRING_E_INVAL for a handle that is not a live link (a closed
- * handle is detected on a best-effort basis only: do not use it).
+ * Returns within one second whatever the peer does: if calls on other
+ * threads or the link's teardown take longer, the last of them finishes
+ * freeing the link in the background. Errors: VECRING_E_CLOSED (closed
+ * already), VECRING_E_INVAL (a value vecring_open never returned).
  */
 int vecring_close(vecring_link_t *link);
 
@@ -280,7 +294,8 @@ int vecring_close(vecring_link_t *link);
 
 /**
  * Whether the link is up: returns 1 (up; its generation in *generation if
- * not NULL) or 0 (down; *generation = 0), or VECRING_E_INVAL.
+ * not NULL) or 0 (down; *generation = 0), or VECRING_E_INVAL or
+ * VECRING_E_CLOSED.
  */
 int vecring_state(const vecring_link_t *link, uint64_t *generation);
 
@@ -289,13 +304,15 @@ int vecring_state(const vecring_link_t *link, uint64_t *generation);
  * generation goes to *generation (if not NULL). Returns at once if it is up.
  * Errors: VECRING_E_TIMEDOUT; slave: VECRING_E_REFUSED or VECRING_E_PROTO as
  * soon as the master refuses us or we refuse its memory (the link keeps
- * retrying); VECRING_E_INVAL.
+ * retrying); VECRING_E_CLOSED (closed by another thread, also during the
+ * wait); VECRING_E_INVAL.
  */
 int vecring_wait_up(const vecring_link_t *link, uint32_t timeout_ms, uint64_t *generation);
 
 /**
  * Waits up to timeout_ms milliseconds for the link to be down (the peer
- * left). VECRING_OK, VECRING_E_TIMEDOUT or VECRING_E_INVAL.
+ * left). VECRING_OK, VECRING_E_TIMEDOUT, VECRING_E_CLOSED (closed by another
+ * thread, also during the wait) or VECRING_E_INVAL.
  */
 int vecring_wait_down(const vecring_link_t *link, uint32_t timeout_ms);
 

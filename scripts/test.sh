@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole vecring test suite on a fresh Debian 12 machine (as root):
 # installs what the tests need, then unit, integration, loom, DPDK and
-# container tests, then the lint gates.
+# container tests, the fuzz targets (about a minute each), then the lint
+# gates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,9 +29,14 @@ step "loom model of the ring's index protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom
 
+step "fuzzing: the handshake parser and the ring endpoints over hostile memory (cargo fuzz, 50 s per target)"
+bash scripts/fuzz.sh 50
+
 step "lint gates"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo +nightly fmt --manifest-path fuzz/Cargo.toml -- --check
+cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
 echo

@@ -91,7 +91,7 @@ static void test_strerror(void)
 			      VECRING_E_TOOBIG,  VECRING_E_NOBUFS,  VECRING_E_CORRUPT,   VECRING_E_TIMEDOUT,
 			      VECRING_E_REFUSED, VECRING_E_EXISTS,  VECRING_E_NAME,      VECRING_E_NUMA,
 			      VECRING_E_NOMEM,   VECRING_E_IO,      VECRING_E_BUSY,      VECRING_E_PANIC,
-			      VECRING_E_PROTO };
+			      VECRING_E_PROTO,   VECRING_E_CLOSED };
 	const size_t n = sizeof codes / sizeof codes[0];
 	const char *unknown = vecring_strerror(12345);
 	CHECK(unknown && strstr(unknown, "unknown"), "%s", unknown ? unknown : "(null)");
@@ -187,7 +187,7 @@ static void test_invalid_handles(void)
 	vecring_frame_t f[1];
 	EXPECT(vecring_send(NULL, b, sizeof b), VECRING_E_INVAL);
 	EXPECT(vecring_send(bogus, b, sizeof b), VECRING_E_INVAL);
-	CHECK(last_error_contains("invalid or closed link handle"), "says so");
+	CHECK(last_error_contains("invalid link handle"), "says so");
 	EXPECT(vecring_recv(bogus, b, sizeof b, &len), VECRING_E_INVAL);
 	EXPECT(vecring_rx_peek(bogus, f, 1), VECRING_E_INVAL);
 	EXPECT(vecring_tx_reserve(NULL, 1, NULL), VECRING_E_INVAL);
@@ -482,6 +482,17 @@ static void test_counters_and_close(void)
 	EXPECT(vecring_rx_peek(s, f, 1), 1);
 	EXPECT(vecring_tx_reserve(s, 4, &slots), VECRING_OK);
 	EXPECT(vecring_close(s), VECRING_OK);
+	/* A closed handle is refused as closed by every call, close included. */
+	uint8_t b[8] = { 0 };
+	size_t len = 0;
+	EXPECT(vecring_close(s), VECRING_E_CLOSED);
+	CHECK(last_error_contains("closed"), "says so");
+	EXPECT(vecring_send(s, b, sizeof b), VECRING_E_CLOSED);
+	EXPECT(vecring_recv(s, b, sizeof b, &len), VECRING_E_CLOSED);
+	EXPECT(vecring_rx_release(s), VECRING_E_CLOSED);
+	EXPECT(vecring_tx_commit(s), VECRING_E_CLOSED);
+	EXPECT(vecring_state(s, NULL), VECRING_E_CLOSED);
+	EXPECT(vecring_wait_up(s, 0, NULL), VECRING_E_CLOSED);
 	EXPECT(vecring_wait_down(m, 10000), VECRING_OK);
 	EXPECT(vecring_state(m, NULL), 0);
 	EXPECT(vecring_send(m, "x", 1), VECRING_E_LINK_DOWN);

@@ -28,7 +28,8 @@ pub(crate) use cstr;
 /// Success.
 pub const VECRING_OK: c_int = 0;
 /// An argument is invalid: a null pointer, a zero or out-of-range length,
-/// an invalid handle, a bad option, or a call out of sequence.
+/// a value that is not a link handle, a bad option, or a call out of
+/// sequence.
 pub const VECRING_E_INVAL: c_int = -1;
 /// The link has no peer.
 pub const VECRING_E_LINK_DOWN: c_int = -2;
@@ -62,6 +63,9 @@ pub const VECRING_E_BUSY: c_int = -14;
 pub const VECRING_E_PANIC: c_int = -15;
 /// The peer broke the handshake protocol.
 pub const VECRING_E_PROTO: c_int = -16;
+/// The link handle was closed by `vecring_close` (before or during the
+/// call).
+pub const VECRING_E_CLOSED: c_int = -17;
 
 /// Every code with the text [`vecring_strerror`] returns for it.
 pub const ERROR_CODES: &[(c_int, &CStr)] = &[
@@ -97,6 +101,7 @@ pub const ERROR_CODES: &[(c_int, &CStr)] = &[
     ),
     (VECRING_E_PANIC, cstr!("internal error in vecring")),
     (VECRING_E_PROTO, cstr!("peer broke the handshake protocol")),
+    (VECRING_E_CLOSED, cstr!("link handle is closed")),
 ];
 
 const UNKNOWN: &CStr = cstr!("unknown vecring error code");

@@ -19,24 +19,19 @@
 //!    one thread at a time.
 
 use crate::error::{cstr, Error, VECRING_E_BUSY, VECRING_E_INVAL};
+use crate::table::{self, Lane, Ref};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use vecring_core::memory::RegionRing;
 use vecring_core::{Link, ReadChunk, Receiver, Sender, WriteChunk};
 
-/// `magic` of a live handle ("vecring\0" in ASCII).
-const MAGIC_LIVE: u64 = u64::from_be_bytes(*b"vecring\0");
-/// `magic` of a handle being closed.
-const MAGIC_DEAD: u64 = u64::from_be_bytes(*b"vecDEAD\0");
-
 /// A link opened through the C API (`vecring_link_t`).
+///
+/// C never sees its address: `vecring_link_t *` is a token of the handle
+/// table (`table`), through which every call reaches the handle.
 pub struct vecring_link {
-    /// [`MAGIC_LIVE`] while the handle is usable; checked by every call to
-    /// catch stale or foreign pointers (best effort: a freed handle is
-    /// undefined behaviour in C terms).
-    magic: AtomicU64,
     // Endpoints before the link: fields drop in this order.
     tx: TryLock<TxState>,
     rx: TryLock<RxState>,
@@ -49,40 +44,24 @@ const RX_BUSY: &CStr =
     cstr!("the link's receiver is in use by another thread (one consumer thread per link)");
 
 impl vecring_link {
-    /// A handle owning `link`, with both endpoints taken.
-    pub(crate) fn new(link: Link) -> Result<Box<Self>, Error> {
+    /// A handle owning `link`, with both endpoints taken, entered in the
+    /// handle table; returns its token.
+    pub(crate) fn open(link: Link) -> Result<*mut vecring_link, Error> {
         let sender = link.sender().map_err(crate::error::link_error)?;
         let receiver = link.receiver().map_err(crate::error::link_error)?;
-        Ok(Box::new(vecring_link {
-            magic: AtomicU64::new(MAGIC_LIVE),
+        table::insert(Box::new(vecring_link {
             tx: TryLock::new(TxState::new(sender)),
             rx: TryLock::new(RxState::new(receiver)),
             link,
         }))
     }
 
-    /// The handle behind a C pointer, checked for null and for its magic.
+    /// The handle a C pointer names, held for one call of kind `lane`.
     ///
-    /// # Safety
-    /// `p` must be null or a pointer returned by `vecring_open` and not yet
-    /// passed to `vecring_close` (a closed handle is usually, not always,
-    /// detected).
-    pub(crate) unsafe fn from_ptr<'a>(p: *const vecring_link) -> Result<&'a vecring_link, Error> {
-        if p.is_null() {
-            return Err(Error::inval("link handle is NULL"));
-        }
-        if p as usize % std::mem::align_of::<vecring_link>() != 0 {
-            return Err(Error::inval("invalid link handle (misaligned)"));
-        }
-        // SAFETY: non-null and aligned; the caller guarantees it came from
-        // `vecring_open`, which boxed a `vecring_link`.
-        let h = unsafe { &*p };
-        // Relaxed: a plain validity check; the handle's contents were
-        // published to this thread by whatever handed it the pointer.
-        if h.magic.load(Ordering::Relaxed) != MAGIC_LIVE {
-            return Err(Error::inval("invalid or closed link handle"));
-        }
-        Ok(h)
+    /// # Errors
+    /// `VECRING_E_INVAL` (NULL or not a handle), `VECRING_E_CLOSED`.
+    pub(crate) fn get(p: *const vecring_link, lane: Lane) -> Result<Ref, Error> {
+        Ref::new(p, lane)
     }
 
     /// The link.
@@ -102,34 +81,6 @@ impl vecring_link {
         self.rx
             .try_lock()
             .ok_or(Error::fixed(VECRING_E_BUSY, RX_BUSY))
-    }
-
-    /// Frees a handle from `vecring_open`, unless another thread is inside a
-    /// TX or RX call on it.
-    ///
-    /// # Safety
-    /// As [`from_ptr`](Self::from_ptr); on success the pointer is dangling.
-    pub(crate) unsafe fn close(p: *mut vecring_link) -> Result<(), Error> {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { Self::from_ptr(p)? };
-        {
-            // Both locks held while the handle is marked dead: no TX or RX
-            // call is running now, and any later one sees the dead magic.
-            let _tx = h.tx()?;
-            let _rx = h.rx()?;
-            // Acquire/Release: claims the handle once, against a racing
-            // second close.
-            if h.magic
-                .compare_exchange(MAGIC_LIVE, MAGIC_DEAD, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-            {
-                return Err(Error::inval("invalid or closed link handle"));
-            }
-        }
-        // SAFETY: `p` came from `Box::into_raw` in `vecring_open` and this
-        // call won the claim above, so it is freed exactly once.
-        drop(unsafe { Box::from_raw(p) });
-        Ok(())
     }
 }
 

@@ -15,6 +15,9 @@
 //! - `handle`: the `vecring_link_t` behind the pointer: the link, its
 //!   sender and receiver each behind a try-lock (`VECRING_E_BUSY` instead of
 //!   a data race), and the zero-copy chunk C holds open between calls;
+//! - `table`: the handle table that `vecring_link_t *` values index, with
+//!   the reference counts that let `vecring_close` race calls on other
+//!   threads safely;
 //! - [`link`], [`tx`], [`rx`]: the exported functions.
 //!
 //! `tests/ffi.rs` checks the header against this crate (struct sizes and
@@ -28,6 +31,7 @@ mod handle;
 pub mod link;
 pub mod options;
 pub mod rx;
+mod table;
 pub mod tx;
 
 pub use error::*;

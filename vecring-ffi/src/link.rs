@@ -2,12 +2,14 @@
 //! All but `vecring_close` may be called from any thread at any time.
 
 use crate::error::{
-    guard, link_error, Error, LINK_DOWN, VECRING_E_LINK_DOWN, VECRING_E_TIMEDOUT, VECRING_OK,
+    cstr, guard, link_error, Error, LINK_DOWN, VECRING_E_CLOSED, VECRING_E_LINK_DOWN,
+    VECRING_E_TIMEDOUT, VECRING_OK,
 };
 use crate::handle::vecring_link;
 use crate::options::{builder, vecring_options_t};
-use std::ffi::{c_char, c_int};
-use std::time::Duration;
+use crate::table::{self, Lane, Ref, POLL};
+use std::ffi::{c_char, c_int, CStr};
+use std::time::{Duration, Instant};
 use vecring_core::{LinkError, LinkState};
 
 /// A snapshot of a link's counters (`vecring_counters_t`); see
@@ -60,42 +62,69 @@ pub unsafe extern "C" fn vecring_open(
         }
         // SAFETY: non-null; the caller guarantees the options' validity.
         let b = unsafe { builder(opts)? };
-        let handle = vecring_link::new(b.open().map_err(link_error)?)?;
+        let handle = vecring_link::open(b.open().map_err(link_error)?)?;
         // SAFETY: as above.
-        unsafe { link.write(Box::into_raw(handle)) };
+        unsafe { link.write(handle) };
         Ok(VECRING_OK)
     })
 }
 
 /// Closes a link: stops its control thread, disconnects the peer and (master)
-/// removes its socket. `NULL` is accepted and does nothing.
+/// removes its socket. `NULL` is accepted and does nothing. Calls on other
+/// threads that are using the handle return (waits with
+/// `VECRING_E_CLOSED`), and every later call on it gets `VECRING_E_CLOSED`;
+/// the handle is freed when the last of those calls returns. Returns within
+/// a second whatever the peer does.
 ///
 /// # Safety
-/// `link` must be null or a handle from `vecring_open` that is not closed,
-/// and no other thread may use it during or after this call.
+/// None: `link` may be any value (a handle is a token of the handle table,
+/// checked, never dereferenced); `unsafe` for symmetry with the other calls.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_close(link: *mut vecring_link) -> c_int {
     guard(|| {
         if link.is_null() {
             return Ok(VECRING_OK);
         }
-        // SAFETY: forwarded caller guarantee.
-        unsafe { vecring_link::close(link)? };
+        table::close(link)?;
         Ok(VECRING_OK)
     })
 }
+
+/// Runs `wait` (which waits up to the time it is given) in slices of
+/// [`POLL`] until it returns `Some` or `timeout` passes, or until the
+/// handle is closed.
+fn wait_sliced<T>(
+    h: &Ref,
+    timeout: Duration,
+    mut wait: impl FnMut(Duration) -> Option<T>,
+) -> Result<Option<T>, Error> {
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        let left = deadline.map_or(POLL, |d| d.saturating_duration_since(Instant::now()));
+        if let Some(done) = wait(left.min(POLL)) {
+            return Ok(Some(done));
+        }
+        if h.closing() {
+            return Err(Error::fixed(VECRING_E_CLOSED, CLOSED_WHILE_WAITING));
+        }
+        if left <= POLL {
+            return Ok(None);
+        }
+    }
+}
+
+const CLOSED_WHILE_WAITING: &CStr = cstr!("the link was closed (by vecring_close) while waiting");
 
 /// 1 if the link is up (and its generation in `*generation` if not null),
 /// 0 if down.
 ///
 /// # Safety
-/// `link` as for [`vecring_close`] but usable from any thread; `generation`
-/// null or writable.
+/// `link` any value (checked; see [`vecring_close`]), from any thread;
+/// `generation` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_state(link: *const vecring_link, generation: *mut u64) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Link)?;
         let (up, g) = match h.link().state() {
             LinkState::Up { generation } => (1, generation),
             LinkState::Down => (0, 0),
@@ -119,18 +148,23 @@ pub unsafe extern "C" fn vecring_wait_up(
     generation: *mut u64,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
-        let g = h
-            .link()
-            .wait_up(Duration::from_millis(timeout_ms.into()))
-            .map_err(|e| match e {
-                LinkError::Timeout(_) => Error::new(
+        let h = vecring_link::get(link, Lane::Link)?;
+        let up = wait_sliced(
+            &h,
+            Duration::from_millis(timeout_ms.into()),
+            |slice| match h.link().wait_up(slice) {
+                Err(LinkError::Timeout(_)) => None,
+                done => Some(done),
+            },
+        )?;
+        let g = up
+            .ok_or_else(|| {
+                Error::new(
                     VECRING_E_TIMEDOUT,
                     format!("link did not come up within {timeout_ms} ms"),
-                ),
-                e => link_error(e),
-            })?;
+                )
+            })?
+            .map_err(link_error)?;
         if !generation.is_null() {
             // SAFETY: non-null and writable (caller).
             unsafe { generation.write(g) };
@@ -146,9 +180,11 @@ pub unsafe extern "C" fn vecring_wait_up(
 #[no_mangle]
 pub unsafe extern "C" fn vecring_wait_down(link: *const vecring_link, timeout_ms: u32) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
-        if h.link().wait_down(Duration::from_millis(timeout_ms.into())) {
+        let h = vecring_link::get(link, Lane::Link)?;
+        let down = wait_sliced(&h, Duration::from_millis(timeout_ms.into()), |slice| {
+            h.link().wait_down(slice).then_some(())
+        })?;
+        if down.is_some() {
             Ok(VECRING_OK)
         } else {
             Err(Error::new(
@@ -171,8 +207,7 @@ pub unsafe extern "C" fn vecring_geometry(
     max_frame_len: *mut u32,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Link)?;
         let region = h
             .link()
             .region()
@@ -203,8 +238,7 @@ pub unsafe extern "C" fn vecring_counters(
     size: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Link)?;
         if out.is_null() {
             return Err(Error::inval("out is NULL"));
         }

@@ -5,6 +5,7 @@
 
 use crate::error::{corruption, guard, recv_error, Error, VECRING_OK};
 use crate::handle::vecring_link;
+use crate::table::Lane;
 use crate::tx::c_count;
 use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
 use std::ffi::{c_int, c_void};
@@ -14,7 +15,7 @@ use vecring_core::RecvError;
 /// `*len`, or the length it needs if it does not fit.
 ///
 /// # Safety
-/// `link` a live handle; `buf` null or writable for `cap` bytes; `len` null
+/// `link` any value (checked); `buf` null or writable for `cap` bytes; `len` null
 /// or writable.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_recv(
@@ -24,8 +25,7 @@ pub unsafe extern "C" fn vecring_recv(
     len: *mut usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Rx)?;
         if len.is_null() {
             return Err(Error::inval("len is NULL"));
         }
@@ -77,7 +77,7 @@ impl AsMut<[u8]> for CheckedBuf {
 /// `bufs[i].len`), releasing them with one index update; returns how many.
 ///
 /// # Safety
-/// `link` a live handle; `bufs` null or valid for `count` entries, each
+/// `link` any value (checked); `bufs` null or valid for `count` entries, each
 /// `data` writable for its `cap` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_recv_batch(
@@ -86,8 +86,7 @@ pub unsafe extern "C" fn vecring_recv_batch(
     count: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Rx)?;
         if count == 0 {
             return Ok(0);
         }
@@ -135,7 +134,7 @@ pub unsafe extern "C" fn vecring_recv_batch(
 /// [`vecring_rx_release`].
 ///
 /// # Safety
-/// `link` a live handle; `frames` null or writable for `max` entries.
+/// `link` any value (checked); `frames` null or writable for `max` entries.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_rx_peek(
     link: *mut vecring_link,
@@ -143,8 +142,7 @@ pub unsafe extern "C" fn vecring_rx_peek(
     max: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Rx)?;
         if max == 0 {
             return Err(Error::inval("max is 0"));
         }
@@ -218,12 +216,11 @@ pub unsafe extern "C" fn vecring_rx_peek(
 /// none are held).
 ///
 /// # Safety
-/// `link` a live handle.
+/// None for `link` (any value is checked; see [`vecring_close`](crate::vecring_close)).
 #[no_mangle]
 pub unsafe extern "C" fn vecring_rx_release(link: *mut vecring_link) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Rx)?;
         let mut rx = h.rx()?;
         if rx.chunk.take().is_some() {
             rx.receiver()?.flush_counters();

@@ -1,10 +1,45 @@
 //! The Rust-side checks of what C cannot provoke on purpose: a second
-//! thread inside a TX or RX call (`VECRING_E_BUSY`), and two threads racing
-//! on one sender. The C-side contract is checked by `tests/c/api.c`.
+//! thread inside a TX or RX call (`VECRING_E_BUSY`), two threads racing on
+//! one sender, and `vecring_close` racing calls on other threads. The C-side
+//! contract is checked by `tests/c/api.c` and `tests/c/close_race.c`.
 
+use crate::table::{self, Lane, Ref};
 use crate::*;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Aborts the test binary if the test holding it runs longer than `limit`,
+/// so that a hang fails CI instead of stalling it.
+struct Watchdog(Arc<AtomicBool>);
+
+impl Watchdog {
+    fn new(name: &'static str, limit: Duration) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                if start.elapsed() > limit {
+                    eprintln!("watchdog: test '{name}' still running after {limit:?}; aborting");
+                    std::process::abort();
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Generous: every test here takes well under a second alone.
+const LIMIT: Duration = Duration::from_secs(60);
 
 /// A master and a slave of one link in a fresh run directory, up.
 struct Pair {
@@ -13,27 +48,42 @@ struct Pair {
     dir: std::path::PathBuf,
 }
 
+fn options(
+    role: std::ffi::c_int,
+    domain: &CString,
+    link: &CString,
+    run_dir: &CString,
+) -> vecring_options_t {
+    let mut o = vecring_options_t::DEFAULT;
+    o.role = role;
+    o.domain = domain.as_ptr();
+    o.link = link.as_ptr();
+    o.run_dir = run_dir.as_ptr();
+    o.hugepages = VECRING_HUGEPAGES_NEVER;
+    o
+}
+
+fn open(o: &vecring_options_t) -> *mut vecring_link {
+    let mut h = std::ptr::null_mut();
+    // SAFETY: valid options with live strings (copied by open) and a
+    // writable out pointer.
+    assert_eq!(unsafe { vecring_open(o, &mut h) }, VECRING_OK);
+    h
+}
+
+fn scratch_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("vecring-ffi-unit-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 impl Pair {
     fn new(test: &str) -> Pair {
-        let dir =
-            std::env::temp_dir().join(format!("vecring-ffi-unit-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch_dir(test);
         let run_dir = CString::new(dir.to_str().unwrap()).unwrap();
         let (domain, link) = (CString::new("unit").unwrap(), CString::new(test).unwrap());
-        let open = |role| {
-            let mut o = vecring_options_t::DEFAULT;
-            o.role = role;
-            o.domain = domain.as_ptr();
-            o.link = link.as_ptr();
-            o.run_dir = run_dir.as_ptr();
-            o.hugepages = VECRING_HUGEPAGES_NEVER;
-            let mut h = std::ptr::null_mut();
-            // SAFETY: valid options with live strings (copied by open) and a
-            // writable out pointer.
-            assert_eq!(unsafe { vecring_open(&o, &mut h) }, VECRING_OK);
-            h
-        };
-        let (master, slave) = (open(VECRING_ROLE_MASTER), open(VECRING_ROLE_SLAVE));
+        let master = open(&options(VECRING_ROLE_MASTER, &domain, &link, &run_dir));
+        let slave = open(&options(VECRING_ROLE_SLAVE, &domain, &link, &run_dir));
         for h in [master, slave] {
             // SAFETY: live handles; a null generation pointer is allowed.
             let rc = unsafe { vecring_wait_up(h, 10_000, std::ptr::null_mut()) };
@@ -42,15 +92,15 @@ impl Pair {
         Pair { master, slave, dir }
     }
 
-    fn handle(&self, h: *mut vecring_link) -> &vecring_link {
-        // SAFETY: a live handle of this pair.
-        unsafe { vecring_link::from_ptr(h) }.unwrap()
+    /// A reference to one of the pair's handles, as a call in flight holds.
+    fn handle(&self, h: *mut vecring_link, lane: Lane) -> Ref {
+        vecring_link::get(h, lane).unwrap()
     }
 }
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        // SAFETY: live handles, no other user left.
+        // SAFETY: closing any value is allowed.
         unsafe {
             assert_eq!(vecring_close(self.slave), VECRING_OK);
             assert_eq!(vecring_close(self.master), VECRING_OK);
@@ -61,12 +111,14 @@ impl Drop for Pair {
 
 #[test]
 fn a_second_thread_in_a_tx_or_rx_call_gets_busy() {
+    let _w = Watchdog::new("busy", LIMIT);
     let p = Pair::new("busy");
     let mut buf = [0u8; 64];
     let mut len = 0usize;
     {
         // Another thread is inside a TX call: hold its lock as it would.
-        let _tx = p.handle(p.master).tx().unwrap();
+        let h = p.handle(p.master, Lane::Tx);
+        let _tx = h.tx().unwrap();
         // SAFETY: live handle and buffers.
         unsafe {
             assert_eq!(
@@ -84,12 +136,11 @@ fn a_second_thread_in_a_tx_or_rx_call_gets_busy() {
                 VECRING_E_AGAIN
             );
             assert_eq!(vecring_state(p.master, std::ptr::null_mut()), 1);
-            // Closing now would pull the link from under that thread.
-            assert_eq!(vecring_close(p.master), VECRING_E_BUSY);
         }
     }
     {
-        let _rx = p.handle(p.slave).rx().unwrap();
+        let h = p.handle(p.slave, Lane::Rx);
+        let _rx = h.rx().unwrap();
         // SAFETY: live handles and buffers.
         unsafe {
             assert_eq!(vecring_send(p.master, buf.as_ptr().cast(), 8), VECRING_OK);
@@ -103,7 +154,6 @@ fn a_second_thread_in_a_tx_or_rx_call_gets_busy() {
                 flags: 0,
             }];
             assert_eq!(vecring_rx_peek(p.slave, f.as_mut_ptr(), 1), VECRING_E_BUSY);
-            assert_eq!(vecring_close(p.slave), VECRING_E_BUSY);
         }
     }
     // Released: both work again, and the frame is still there.
@@ -119,6 +169,7 @@ fn a_second_thread_in_a_tx_or_rx_call_gets_busy() {
 
 #[test]
 fn threads_racing_on_one_sender_are_refused_not_corrupted() {
+    let _w = Watchdog::new("race", LIMIT);
     let p = Pair::new("race");
     let master = p.master as usize;
     let slave = p.slave;
@@ -178,4 +229,116 @@ fn threads_racing_on_one_sender_are_refused_not_corrupted() {
         "every accepted send arrived, once"
     );
     assert!(got > 0);
+}
+
+#[test]
+fn a_call_in_flight_keeps_a_closed_handle_alive_and_the_last_user_frees_it() {
+    let _w = Watchdog::new("last_user", LIMIT);
+    let mut p = Pair::new("last_user");
+    let master = p.master;
+    // Another thread is inside a TX call: it holds a reference.
+    let held = p.handle(master, Lane::Tx);
+    let tx = held.tx().unwrap();
+    // Close does not wait for it forever: it marks the handle and returns.
+    // SAFETY: closing any value is allowed.
+    assert_eq!(unsafe { vecring_close(master) }, VECRING_OK);
+    // New calls on every lane are refused as closed...
+    let mut buf = [0u8; 8];
+    let mut len = 0;
+    // SAFETY: live buffers; the handle is checked.
+    unsafe {
+        assert_eq!(
+            vecring_send(master, buf.as_ptr().cast(), 8),
+            VECRING_E_CLOSED
+        );
+        assert_eq!(
+            vecring_recv(master, buf.as_mut_ptr().cast(), 8, &mut len),
+            VECRING_E_CLOSED
+        );
+        assert_eq!(
+            vecring_state(master, std::ptr::null_mut()),
+            VECRING_E_CLOSED
+        );
+        assert_eq!(vecring_close(master), VECRING_E_CLOSED);
+    }
+    // ...while the call in flight still has its handle, intact.
+    assert!(held.closing());
+    assert!(held.link().state().is_up());
+    assert!(!table::is_freed(master));
+    drop(tx);
+    drop(held);
+    // The last user freed it.
+    assert!(table::is_freed(master));
+    // SAFETY: as above.
+    assert_eq!(unsafe { vecring_close(master) }, VECRING_E_CLOSED);
+    p.master = std::ptr::null_mut();
+}
+
+#[test]
+fn close_ends_a_wait_on_another_thread_many_times() {
+    let _w = Watchdog::new("close_wait", LIMIT);
+    let dir = scratch_dir("close_wait");
+    let run_dir = CString::new(dir.to_str().unwrap()).unwrap();
+    let (domain, link) = (
+        CString::new("unit").unwrap(),
+        CString::new("close_wait").unwrap(),
+    );
+    // A slave without a master never comes up: its waits block.
+    let o = options(VECRING_ROLE_SLAVE, &domain, &link, &run_dir);
+    for round in 0..50u64 {
+        let h = open(&o) as usize;
+        let waiters: Vec<_> = (0..2)
+            .map(|k| {
+                std::thread::spawn(move || {
+                    let h = h as *mut vecring_link;
+                    let rc = if k == 0 {
+                        // SAFETY: the handle is checked; a null generation
+                        // is allowed.
+                        unsafe { vecring_wait_up(h, 30_000, std::ptr::null_mut()) }
+                    } else {
+                        let mut buf = [0u8; 64];
+                        let mut len = 0;
+                        loop {
+                            // SAFETY: as above, with a live buffer.
+                            let rc = unsafe {
+                                vecring_recv(h, buf.as_mut_ptr().cast(), buf.len(), &mut len)
+                            };
+                            if rc != VECRING_E_LINK_DOWN {
+                                break rc;
+                            }
+                        }
+                    };
+                    assert_eq!(rc, VECRING_E_CLOSED, "waiter {k}");
+                })
+            })
+            .collect();
+        // Close at varying points: before, while and after the waiters start.
+        std::thread::sleep(Duration::from_micros(round * 97 % 3000));
+        // SAFETY: closing any value is allowed.
+        assert_eq!(unsafe { vecring_close(h as *mut vecring_link) }, VECRING_OK);
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert!(table::is_freed(h as *mut vecring_link));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn values_that_are_no_handle_are_refused() {
+    let _w = Watchdog::new("no_handle", LIMIT);
+    let local = 0u64;
+    for p in [
+        &local as *const u64 as *mut vecring_link,
+        1usize as *mut vecring_link,
+        usize::MAX as *mut vecring_link,
+        // Well-formed, in a slot that was never used.
+        0x0001_0000_fff0_7672usize as *mut vecring_link,
+    ] {
+        // SAFETY: any value is checked, never dereferenced.
+        unsafe {
+            assert_eq!(vecring_state(p, std::ptr::null_mut()), VECRING_E_INVAL);
+            assert_eq!(vecring_close(p), VECRING_E_INVAL);
+        }
+    }
 }

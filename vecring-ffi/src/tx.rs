@@ -7,6 +7,7 @@ use crate::error::{
     guard, push_error, send_error, Error, FULL, VECRING_E_AGAIN, VECRING_E_TOOBIG, VECRING_OK,
 };
 use crate::handle::{vecring_link, Staged};
+use crate::table::Lane;
 use crate::vecring_frame_t;
 use std::ffi::{c_int, c_void};
 
@@ -45,7 +46,7 @@ pub(crate) fn c_count(n: usize) -> c_int {
 /// Copies one frame into the link.
 ///
 /// # Safety
-/// `link` a live handle; `frame` null or readable for `len` bytes.
+/// `link` any value (checked); `frame` null or readable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_send(
     link: *mut vecring_link,
@@ -53,8 +54,9 @@ pub unsafe extern "C" fn vecring_send(
     len: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantees.
-        let (h, bytes) = unsafe { (vecring_link::from_ptr(link)?, bytes(frame, len, "frame")?) };
+        let h = vecring_link::get(link, Lane::Tx)?;
+        // SAFETY: forwarded caller guarantee.
+        let bytes = unsafe { bytes(frame, len, "frame")? };
         let mut tx = h.tx()?;
         tx.sender()?.send(bytes).map_err(send_error)?;
         Ok(VECRING_OK)
@@ -65,7 +67,7 @@ pub unsafe extern "C" fn vecring_send(
 /// update; returns how many (0 when not even the first fits).
 ///
 /// # Safety
-/// `link` a live handle; `frames` null or readable for `count` entries,
+/// `link` any value (checked); `frames` null or readable for `count` entries,
 /// each `data` readable for its `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_send_batch(
@@ -74,8 +76,7 @@ pub unsafe extern "C" fn vecring_send_batch(
     count: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         if count == 0 {
             return Ok(0);
         }
@@ -104,7 +105,7 @@ pub unsafe extern "C" fn vecring_send_batch(
 /// the number reserved goes to `*slots` (if not null).
 ///
 /// # Safety
-/// `link` a live handle; `slots` null or writable.
+/// `link` any value (checked); `slots` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_reserve(
     link: *mut vecring_link,
@@ -112,8 +113,7 @@ pub unsafe extern "C" fn vecring_tx_reserve(
     slots: *mut u32,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         if max_slots == 0 {
             return Err(Error::inval("max_slots is 0"));
         }
@@ -146,7 +146,7 @@ fn contiguous(segments: &[(*mut u8, usize)]) -> bool {
 /// to write it (valid until commit or abort).
 ///
 /// # Safety
-/// `link` a live handle; `data` null or writable.
+/// `link` any value (checked); `data` null or writable.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_alloc(
     link: *mut vecring_link,
@@ -154,8 +154,7 @@ pub unsafe extern "C" fn vecring_tx_alloc(
     data: *mut *mut u8,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         if data.is_null() {
             return Err(Error::inval(
                 "data (the frame pointer's out pointer) is NULL",
@@ -200,7 +199,7 @@ pub unsafe extern "C" fn vecring_tx_alloc(
 /// Copies a frame into the open chunk.
 ///
 /// # Safety
-/// `link` a live handle; `frame` null or readable for `len` bytes.
+/// `link` any value (checked); `frame` null or readable for `len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_push(
     link: *mut vecring_link,
@@ -208,8 +207,9 @@ pub unsafe extern "C" fn vecring_tx_push(
     len: usize,
 ) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantees.
-        let (h, bytes) = unsafe { (vecring_link::from_ptr(link)?, bytes(frame, len, "frame")?) };
+        let h = vecring_link::get(link, Lane::Tx)?;
+        // SAFETY: forwarded caller guarantee.
+        let bytes = unsafe { bytes(frame, len, "frame")? };
         let mut tx = h.tx()?;
         let chunk = tx.chunk.as_mut().ok_or_else(no_chunk)?;
         chunk.push(bytes).map_err(push_error)?;
@@ -221,12 +221,11 @@ pub unsafe extern "C" fn vecring_tx_push(
 /// returns how many frames were published.
 ///
 /// # Safety
-/// `link` a live handle.
+/// None for `link` (any value is checked; see [`vecring_close`](crate::vecring_close)).
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_commit(link: *mut vecring_link) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         let chunk = tx.chunk.take().ok_or_else(no_chunk)?;
         for s in &tx.staged {
@@ -250,12 +249,11 @@ pub unsafe extern "C" fn vecring_tx_commit(link: *mut vecring_link) -> c_int {
 /// Discards the open chunk (if any): none of its frames is sent.
 ///
 /// # Safety
-/// `link` a live handle.
+/// None for `link` (any value is checked; see [`vecring_close`](crate::vecring_close)).
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_abort(link: *mut vecring_link) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         tx.chunk = None;
         tx.recycle_staged();
@@ -267,12 +265,11 @@ pub unsafe extern "C" fn vecring_tx_abort(link: *mut vecring_link) -> c_int {
 /// (0 when the link is down).
 ///
 /// # Safety
-/// `link` a live handle.
+/// None for `link` (any value is checked; see [`vecring_close`](crate::vecring_close)).
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_unread(link: *mut vecring_link) -> c_int {
     guard(|| {
-        // SAFETY: forwarded caller guarantee.
-        let h = unsafe { vecring_link::from_ptr(link)? };
+        let h = vecring_link::get(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         let unread = tx.sender()?.unread();
         Ok(c_count(usize::try_from(unread).unwrap_or(usize::MAX)))

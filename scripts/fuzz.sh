@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every cargo fuzz target (fuzz/fuzz_targets/) for a bounded time,
+# starting from the corpus kept in fuzz/corpus/<target>. That corpus is only
+# read: new inputs go to a scratch directory. Fails on the first crash,
+# panic, per-input timeout or leak; libFuzzer leaves the input that did it
+# in fuzz/artifacts/<target>/ (reproduce with
+# `cargo +nightly fuzz run <target> <file>`).
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 50)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs="${1:-50}"
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+
+cargo +nightly fuzz build
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+for target in $(cargo +nightly fuzz list); do
+  mkdir -p "$scratch/$target"
+  echo "fuzz: $target for ${secs} s"
+  if ! cargo +nightly fuzz run "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
+      -max_total_time="$secs" -timeout=10 -print_final_stats=1 >"$scratch/$target.log" 2>&1; then
+    tail -n 80 "$scratch/$target.log"
+    echo "fuzz: $target FAILED (input kept in fuzz/artifacts/$target/)"
+    exit 1
+  fi
+  grep -E '^stat::(number_of_executed_units|new_units_added)|^Done' "$scratch/$target.log" || true
+done

@@ -309,6 +309,13 @@ impl Proc {
         }
     }
 
+    /// Sends `sig` to the process.
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: signalling our own child by pid; it is not reaped before
+        // `self` is dropped, so the pid is still its.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
+    }
+
     /// Its stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()

@@ -3,6 +3,10 @@
 //! master: punching a hole, `MADV_REMOVE`, and mapping the region writable
 //! anew. If a page goes, the master's next touch of it has no hugepage to
 //! fault in and dies of SIGBUS.
+//!
+//! Reports `armed` once traffic flows and waits for a line on stdin before
+//! attacking, then `attack ...` with each call's outcome and `after
+//! frames=N` with what arrived in the second after.
 
 use crate::sock::{self, outcome};
 use crate::{report, Args};
@@ -33,6 +37,12 @@ pub fn run(args: &Args) -> bool {
         report("error link went down before the attack");
         return false;
     };
+    // The test freezes the master now, so that pages the attack frees
+    // stay free until the eater has them: the master's unlucky scheduling,
+    // made certain.
+    report("armed");
+    let mut go = String::new();
+    let _ = std::io::stdin().read_line(&mut go);
     let fd = region.fd().as_raw_fd();
     let len = region.size();
     let mut eater = match Eater::new() {
@@ -44,6 +54,15 @@ pub fn run(args: &Args) -> bool {
     };
     eater.eat();
 
+    // The mapping probes first: a new shared mapping reserves pages for
+    // the whole file again, which would refill a hole punched before it.
+    let mmap_rw = map_outcome(fd, len, libc::PROT_READ | libc::PROT_WRITE, None);
+    let mprotect = map_outcome(
+        fd,
+        len,
+        libc::PROT_READ,
+        Some(libc::PROT_READ | libc::PROT_WRITE),
+    );
     // SAFETY: fallocate on the region's descriptor, which we hold; it
     // touches no memory of this process.
     let punch = outcome(unsafe {
@@ -54,23 +73,17 @@ pub fn run(args: &Args) -> bool {
             len as libc::off_t,
         )
     });
+    let free_after_punch = hugepages_free();
     // SAFETY: `region.as_ptr()` is our own mapping of `len` bytes, alive
     // while `region` is; if the pages go, this process reads them again
     // only after reporting.
     let madvise = outcome(unsafe {
         libc::madvise(region.as_ptr() as *mut libc::c_void, len, libc::MADV_REMOVE)
     });
-    let mmap_rw = map_outcome(fd, len, libc::PROT_READ | libc::PROT_WRITE, None);
-    let mprotect = map_outcome(
-        fd,
-        len,
-        libc::PROT_READ,
-        Some(libc::PROT_READ | libc::PROT_WRITE),
-    );
     // Whatever the attack returned to the pool is eaten too.
     eater.eat();
     report(&format!(
-        "attack punch={punch} madvise={madvise} mmap_rw={mmap_rw} mprotect={mprotect} eaten={} exhausted={} frames_before={before}",
+        "attack punch={punch} madvise={madvise} mmap_rw={mmap_rw} mprotect={mprotect} eaten={} exhausted={} free_after_punch={free_after_punch} frames_before={before}",
         eater.pages, eater.exhausted
     ));
     let after = receive(&mut rx, Duration::from_secs(1));
@@ -83,6 +96,16 @@ pub fn run(args: &Args) -> bool {
     drop(eater);
     report("done");
     true
+}
+
+/// `HugePages_Free` from /proc/meminfo.
+fn hugepages_free() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Frames received during `dur`.

@@ -77,10 +77,11 @@ pub fn run(args: &Args) -> bool {
             }
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
-            Err(e) => {
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 report(&format!("received bad message: {e}"));
                 true
             }
+            Err(_) => false,
         });
     }
     drop(kept);

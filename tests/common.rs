@@ -77,6 +77,8 @@ impl Drop for Watchdog {
     }
 }
 
+pub mod hostile;
+
 pub use vecring_core::pattern::{check as check_frame, fill as fill_frame, mixed_len as frame_len};
 
 /// `target/<profile>/<name>`, next to the test executable's `deps/`

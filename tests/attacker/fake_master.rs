@@ -1,0 +1,210 @@
+//! A process posing as the master at a link's socket path, serving each
+//! slave that connects one kind of bad answer (`mode=`):
+//!
+//! - `never-accept`: listens, fills its own backlog, never accepts;
+//! - `silent`: accepts and says nothing;
+//! - `garbage`: a 256-byte datagram that is no handshake message;
+//! - `pipe`: a Hello carrying a pipe instead of a memfd;
+//! - `unsealed`: a Hello with a memfd of the right size and header, unsealed;
+//! - `small`: a Hello announcing a full region with a sealed 4 KiB memfd;
+//! - `truncated`: like `unsealed`, truncated to 0 right after sending;
+//! - `valid`: a real region, then `Ready` after the slave's Ack.
+//!
+//! Reports `listening`, then `sent mode=M` per slave served and `acked`
+//! whenever a slave accepts what it was given.
+
+use crate::sock;
+use crate::{report, until_stdin_closes, Args};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use vecring_core::handshake::{self, Kind, Msg};
+use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
+use vecring_core::{abi, Geometry};
+
+/// How long to wait for the slave's opening request before answering.
+const REQUEST_WAIT: Duration = Duration::from_millis(300);
+const GENERATION: u64 = 7_000_000;
+
+pub fn run(args: &Args) -> bool {
+    let path = Path::new(args.get("socket"));
+    let mode = args.get("mode").to_string();
+    if mode == "never-accept" {
+        return never_accept(path);
+    }
+    let listener = match sock::listen(path, 16) {
+        Ok(l) => l,
+        Err(e) => {
+            report(&format!("error listening on {}: {e}", path.display()));
+            return false;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            until_stdin_closes();
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    report("listening");
+    // Everything handed out stays alive until the end.
+    let mut conns: Vec<OwnedFd> = Vec::new();
+    let mut kept: Vec<Kept> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false) {
+            if let Ok(conn) = handshake::accept(&listener) {
+                sock::drain_one(&conn, REQUEST_WAIT);
+                match answer(&conn, &mode) {
+                    Ok(k) => kept.push(k),
+                    Err(e) => report(&format!("error answering: {e}")),
+                }
+                report(&format!("sent mode={mode}"));
+                conns.push(conn);
+            }
+        }
+        conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
+            Ok((m, _)) if m.kind == Kind::Ack => {
+                report("acked");
+                let _ = sock::send_raw(c, &sock::ready(m.generation));
+                true
+            }
+            Ok((m, _)) => {
+                report(&format!("received {:?} {}", m.kind, m.text));
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                report(&format!("received bad message: {e}"));
+                true
+            }
+            Err(_) => false,
+        });
+    }
+    drop(kept);
+    true
+}
+
+/// Listens with a backlog of one and fills it with its own connections,
+/// so that another process's connect finds no room; never accepts.
+fn never_accept(path: &Path) -> bool {
+    let listener = match sock::listen(path, 0) {
+        Ok(l) => l,
+        Err(e) => {
+            report(&format!("error listening on {}: {e}", path.display()));
+            return false;
+        }
+    };
+    let mut fillers = Vec::new();
+    while let Ok(c) = sock::connect_nonblocking(path) {
+        fillers.push(c);
+        if fillers.len() > 64 {
+            break;
+        }
+    }
+    report(&format!("listening filled={}", fillers.len()));
+    until_stdin_closes();
+    drop((listener, fillers));
+    true
+}
+
+/// What an answer handed out, kept open.
+#[allow(dead_code)] // held only to stay open
+enum Kept {
+    Nothing,
+    Fd(OwnedFd),
+    Region(Box<Region>),
+}
+
+fn hello(conn: &OwnedFd, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
+    let msg = Msg::hello(Geometry::DEFAULT, size, GENERATION);
+    handshake::send(conn, &msg, Some(fd.as_raw_fd()))
+}
+
+fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
+    match mode {
+        "silent" => Ok(Kept::Nothing),
+        "garbage" => {
+            let junk: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
+            sock::send_raw(conn, &junk)?;
+            Ok(Kept::Nothing)
+        }
+        "pipe" => {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills two descriptors on success.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: both descriptors are fresh and ours.
+            let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            hello(conn, real_region()?.size() as u64, &r)?;
+            drop(r);
+            Ok(Kept::Fd(w))
+        }
+        "unsealed" | "truncated" => {
+            let region = real_region()?;
+            let fd = copy_of(&region, region.size() as u64, 0)?;
+            hello(conn, region.size() as u64, &fd)?;
+            if mode == "truncated" {
+                // SAFETY: ftruncate on our own memfd.
+                if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(Kept::Fd(fd))
+        }
+        "small" => {
+            let region = real_region()?;
+            let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+            let fd = copy_of(&region, abi::HEADER_AREA, seals)?;
+            hello(conn, region.size() as u64, &fd)?;
+            Ok(Kept::Fd(fd))
+        }
+        "valid" => {
+            let region = real_region()?;
+            hello(conn, region.size() as u64, &region.fd())?;
+            Ok(Kept::Region(Box::new(region)))
+        }
+        other => Err(std::io::Error::other(format!("unknown mode {other}"))),
+    }
+}
+
+fn real_region() -> std::io::Result<Region> {
+    let opts = RegionOptions {
+        hugepages: HugepagePolicy::Never,
+        numa_node: None,
+    };
+    Region::create(Geometry::DEFAULT, GENERATION, &opts).map_err(std::io::Error::other)
+}
+
+/// A new memfd of `size` bytes holding `region`'s header area, with
+/// `seals` added.
+fn copy_of(region: &Region, size: u64, seals: libc::c_int) -> std::io::Result<OwnedFd> {
+    // SAFETY: a literal C string; the result is checked.
+    let raw = unsafe {
+        libc::memfd_create(
+            c"vecring".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let header = abi::HEADER_AREA as usize;
+    // SAFETY: ftruncate on our memfd; pwrite reads `header` bytes from the
+    // start of the region's mapping, which is at least that long.
+    let ok = unsafe {
+        libc::ftruncate(raw, size as libc::off_t) == 0
+            && libc::pwrite(raw, region.as_ptr().cast(), header, 0) == header as isize
+            && (seals == 0 || libc::fcntl(raw, libc::F_ADD_SEALS, seals) == 0)
+    };
+    if !ok {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}

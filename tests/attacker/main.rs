@@ -1,0 +1,94 @@
+//! `vecring-attack`: the hostile processes of the attack tests
+//! (`tests/attacks_*.rs`). Each role talks to a real master or slave over
+//! its socket, reports what happened on stdout, one `word key=value...`
+//! line per event, and holds what it took until its stdin closes.
+//!
+//! ```text
+//! vecring-attack take-fd       socket=P rounds=N stop-above=K
+//! vecring-attack silent        socket=P count=N
+//! vecring-attack flood         socket=P
+//! vecring-attack slave         run-dir=R domain=D link=L timeout-ms=T
+//! vecring-attack slave-drop    run-dir=R domain=D link=L up-ms=T
+//! vecring-attack fake-master   socket=P mode=M
+//! vecring-attack seal-attack   run-dir=R domain=D link=L
+//! ```
+
+mod fake_master;
+mod peer;
+mod seal;
+mod sock;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+
+/// `key=value` arguments of a role.
+pub struct Args(HashMap<String, String>);
+
+impl Args {
+    /// The value of `key`; exits with a usage error when missing.
+    pub fn get(&self, key: &str) -> &str {
+        match self.0.get(key) {
+            Some(v) => v,
+            None => {
+                eprintln!("vecring-attack: missing {key}=...");
+                std::process::exit(2);
+            }
+        }
+    }
+
+    /// The value of `key` as a number.
+    pub fn num(&self, key: &str) -> u64 {
+        let v = self.get(key);
+        v.parse().unwrap_or_else(|_| {
+            eprintln!("vecring-attack: {key}={v} is not a number");
+            std::process::exit(2);
+        })
+    }
+}
+
+/// Prints one report line and flushes it, so that the test sees it even
+/// if this process dies right after.
+pub fn report(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Blocks until stdin closes: the test's way of ending a role.
+pub fn until_stdin_closes() {
+    let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+}
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let Some(role) = argv.next() else {
+        eprintln!("usage: vecring-attack ROLE key=value...");
+        return ExitCode::from(2);
+    };
+    let args = Args(
+        argv.filter_map(|a| {
+            a.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect(),
+    );
+    let ok = match role.as_str() {
+        "take-fd" => peer::take_fd(&args),
+        "silent" => peer::silent(&args),
+        "flood" => peer::flood(&args),
+        "slave" => peer::slave(&args),
+        "slave-drop" => peer::slave_drop(&args),
+        "fake-master" => fake_master::run(&args),
+        "seal-attack" => seal::run(&args),
+        _ => {
+            eprintln!("vecring-attack: unknown role {role}");
+            return ExitCode::from(2);
+        }
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -68,6 +68,13 @@ pub fn run(args: &Args) -> bool {
         conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
             Ok((m, _)) if m.kind == Kind::Ack => {
                 report("acked");
+                // As a real master does: seal the region the slave mapped
+                // before saying Ready.
+                for k in &kept {
+                    if let Kept::Region(r) = k {
+                        let _ = r.seal_shared();
+                    }
+                }
                 let _ = sock::send_raw(c, &sock::ready(m.generation));
                 true
             }

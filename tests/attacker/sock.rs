@@ -8,24 +8,14 @@ use std::path::Path;
 use std::time::Duration;
 use vecring_core::handshake::{Kind, Msg, MSG_LEN};
 
-/// The slave's opening message, `Kind::Request` (5).
-///
-/// `vecring_core::handshake::Kind` has no `Request` yet, so the kind is
-/// written by hand; with it, this is `Msg::new(Kind::Request, 0).encode()`.
+/// The slave's first message, `Kind::Request`.
 pub fn request() -> [u8; MSG_LEN] {
-    with_kind(Msg::new(Kind::Ack, 0), 5)
+    Msg::new(Kind::Request, 0).encode()
 }
 
-/// The master's last message, `Kind::Ready` (6), for `generation`; built
-/// like [`request`] until `Kind::Ready` exists.
+/// The master's last message, `Kind::Ready`, for `generation`.
 pub fn ready(generation: u64) -> [u8; MSG_LEN] {
-    with_kind(Msg::new(Kind::Ack, generation), 6)
-}
-
-fn with_kind(msg: Msg, kind: u32) -> [u8; MSG_LEN] {
-    let mut b = msg.encode();
-    b[4..8].copy_from_slice(&kind.to_le_bytes());
-    b
+    Msg::new(Kind::Ready, generation).encode()
 }
 
 fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {

@@ -339,30 +339,34 @@ pub(crate) fn claim_master(
             .map_err(io_at("setting the mode of", &dir_path))?;
     }
 
+    let sock_file = format!("{}.sock", files.link);
+    let socket = dir_path.join(&sock_file);
+    let sock_name = cstring(sock_file.as_bytes()).map_err(io_at("opening", &socket))?;
+    // Refuse a planted entry before creating anything; checked again
+    // under the lock below.
+    let check_socket = |dir: BorrowedFd<'_>| -> Result<bool, DirError> {
+        match stat_entry(dir, &sock_name).map_err(io_at("inspecting", &socket))? {
+            None => Ok(false),
+            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFSOCK => Ok(true),
+            Some(st) => Err(unsafe_at(
+                &socket,
+                format!("it is {}, not a socket left by a master", kind(st.st_mode)),
+            )),
+        }
+    };
+    check_socket(fd_ref(&dir))?;
+
     let lock_path = dir_path.join(format!("{}.lock", files.link));
     let lock_name =
         cstring(format!("{}.lock", files.link).as_bytes()).map_err(io_at("opening", &lock_path))?;
     let lock = take_lock(fd_ref(&dir), &lock_name, &lock_path, me)?;
 
-    let sock_file = format!("{}.sock", files.link);
-    let socket = dir_path.join(&sock_file);
-    let sock_name = cstring(sock_file.as_bytes()).map_err(io_at("opening", &socket))?;
     // We hold the lock, so a socket of ours left there is stale.
-    match stat_entry(fd_ref(&dir), &sock_name).map_err(io_at("inspecting", &socket))? {
-        None => {}
-        Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFSOCK => {
-            // SAFETY: valid C string, our directory descriptor.
-            cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), sock_name.as_ptr(), 0) })
-                .map_err(io_at("removing stale socket", &socket))?;
-            log::info!("vecring: removed stale socket {}", socket.display());
-        }
-        Some(st) => {
-            return Err(unsafe_at(
-                &socket,
-                format!("it is {}, not a socket left by a master", kind(st.st_mode)),
-            )
-            .into())
-        }
+    if check_socket(fd_ref(&dir))? {
+        // SAFETY: valid C string, our directory descriptor.
+        cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), sock_name.as_ptr(), 0) })
+            .map_err(io_at("removing stale socket", &socket))?;
+        log::info!("vecring: removed stale socket {}", socket.display());
     }
     let listener =
         listen(&via_fd(fd_ref(&dir), &sock_file)).map_err(io_at("listening on", &socket))?;

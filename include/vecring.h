@@ -234,11 +234,13 @@ typedef struct vecring_options {
 	 *  the slave refuses a master with another geometry (VECRING_E_REFUSED);
 	 *  when none is set, it takes the master's. */
 	uint32_t max_frame_len;
-	/** Master: mode bits of the socket (default 0660; the domain directory
-	 *  gets the same plus search permission). 0 = default. */
+	/** Master: mode bits of the socket (default 0660). The domain directory
+	 *  stays the master's, with search permission for whoever the socket
+	 *  mode (or owner_uid) lets connect. 0 = default. */
 	uint32_t socket_mode;
-	/** Master: owner of the domain directory and socket, e.g. an unprivileged
-	 *  container's mapped root. -1 (default) for none; set both or neither. */
+	/** Master: owner of the socket, e.g. an unprivileged container's mapped
+	 *  root; only that uid may attach unless allowed_uids is given. -1
+	 *  (default) for none; set both or neither. */
 	int64_t owner_uid;
 	/** See owner_uid. */
 	int64_t owner_gid;
@@ -255,6 +257,12 @@ typedef struct vecring_options {
 	vecring_state_cb_t on_state_change;
 	/** Passed to on_state_change. */
 	void *user_data;
+	/** Slave: the uids the master may run as (as seen by the slave).
+	 *  NULL/0 (default): root, or the owner of the run or domain directory.
+	 *  Copied by vecring_open. */
+	const uint32_t *master_uids;
+	/** Entries in master_uids. */
+	uint32_t master_uid_count;
 } vecring_options_t;
 
 /** Fills *opts with the defaults (a slave; no names). NULL is ignored. */

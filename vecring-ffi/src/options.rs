@@ -51,7 +51,8 @@ pub struct vecring_options_t {
     pub max_frame_len: u32,
     /// Socket mode bits; 0 for 0660.
     pub socket_mode: u32,
-    /// Owner uid of the domain directory and socket; -1 for none.
+    /// Owner uid of the socket (the only uid admitted unless
+    /// `allowed_uids` says otherwise); -1 for none.
     pub owner_uid: i64,
     /// Owner gid; -1 for none.
     pub owner_gid: i64,
@@ -65,11 +66,16 @@ pub struct vecring_options_t {
     pub on_state_change: vecring_state_cb_t,
     /// Passed to `on_state_change`.
     pub user_data: *mut c_void,
+    /// Uids the master may run as (slave); NULL/0 for the default rule.
+    pub master_uids: *const u32,
+    /// Entries of `master_uids`.
+    pub master_uid_count: u32,
 }
 
-/// Size of the first published layout: callers compiled against it (or a
-/// later one) are accepted.
-pub const OPTIONS_SIZE_V1: u32 = std::mem::size_of::<vecring_options_t>() as u32;
+/// Size of the first published layout (up to `user_data`): callers
+/// compiled against it (or a later one) are accepted, and get the defaults
+/// for the fields added since.
+pub const OPTIONS_SIZE_V1: u32 = std::mem::offset_of!(vecring_options_t, master_uids) as u32;
 
 impl vecring_options_t {
     /// The defaults [`vecring_options_init`] writes.
@@ -92,6 +98,8 @@ impl vecring_options_t {
         retry_interval_ms: 0,
         on_state_change: None,
         user_data: std::ptr::null_mut(),
+        master_uids: std::ptr::null(),
+        master_uid_count: 0,
     };
 }
 
@@ -287,6 +295,20 @@ pub(crate) unsafe fn builder(opts: *const vecring_options_t) -> Result<LinkBuild
             unsafe { std::slice::from_raw_parts(o.allowed_uids, o.allowed_uid_count as usize) };
         for &uid in uids {
             b = b.allow_uid(uid);
+        }
+    }
+    if o.master_uid_count > 0 {
+        if o.master_uids.is_null() {
+            return Err(Error::inval(
+                "options.master_uids is NULL but master_uid_count is not 0",
+            ));
+        }
+        // SAFETY: non-null; the caller guarantees `master_uid_count`
+        // readable entries.
+        let uids =
+            unsafe { std::slice::from_raw_parts(o.master_uids, o.master_uid_count as usize) };
+        for &uid in uids {
+            b = b.master_uid(uid);
         }
     }
     if o.retry_interval_ms != 0 {

@@ -19,8 +19,9 @@
 //! | `hugepages` | `prefer` \| `require` \| `never` | `prefer` |
 //! | `zero_copy` | bool: receive frames of 512+ bytes as mbufs attached to the ring (no copy) | `false` |
 //! | `hold_back` | bool: the receiver's hold-back ([`vecring_core::HoldBack::STREAMING`]) | `false` |
-//! | `owner` | `uid:gid` given the domain directory and socket (master only) | the creating user |
-//! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any |
+//! | `owner` | `uid:gid` given the socket, and the only slave uid admitted unless `allow_uid` is given (master only) | the creating user |
+//! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any (`owner`'s uid when given) |
+//! | `master_uid` | `uid[:uid...]`: the uids the master may run as (slave only) | root, or the run or domain directory's owner |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
 //!
 //! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
@@ -47,6 +48,7 @@ pub const VALID_KEYS: &[&str] = &[
     KEY_HOLD_BACK,
     KEY_OWNER,
     KEY_ALLOW_UID,
+    KEY_MASTER_UID,
     KEY_SOCKET_MODE,
 ];
 /// Domain name (required): the directory under `run_dir`.
@@ -75,6 +77,8 @@ pub const KEY_HOLD_BACK: &str = "hold_back";
 pub const KEY_OWNER: &str = "owner";
 /// Slave uids the master accepts, separated by `:`.
 pub const KEY_ALLOW_UID: &str = "allow_uid";
+/// Uids the master may run as (slave only).
+pub const KEY_MASTER_UID: &str = "master_uid";
 /// Permission bits (octal) of the master's socket.
 pub const KEY_SOCKET_MODE: &str = "socket_mode";
 
@@ -127,6 +131,8 @@ pub struct Devargs {
     pub owner: Option<(u32, u32)>,
     /// `allow_uid=uid:uid...` (master only; empty: any uid).
     pub allow_uids: Vec<u32>,
+    /// `master_uid=uid:uid...` (slave only; empty: the default rule).
+    pub master_uids: Vec<u32>,
     /// `socket_mode=` (master only).
     pub socket_mode: Option<u32>,
 }
@@ -159,6 +165,11 @@ pub enum DevargsError {
         /// The key.
         key: &'static str,
     },
+    /// A key only a slave may set, given to the master.
+    SlaveOnly {
+        /// The key.
+        key: &'static str,
+    },
     /// A value that does not parse or is out of range.
     InvalidValue {
         /// The key.
@@ -179,6 +190,7 @@ impl DevargsError {
             Self::Duplicate { key }
             | Self::Missing { key }
             | Self::MasterOnly { key }
+            | Self::SlaveOnly { key }
             | Self::InvalidValue { key, .. } => Some(key),
         }
     }
@@ -197,6 +209,10 @@ impl fmt::Display for DevargsError {
             ),
             Self::Duplicate { key } => write!(f, "key '{key}' given more than once"),
             Self::Missing { key } => write!(f, "missing required key '{key}'"),
+            Self::SlaveOnly { key } => write!(
+                f,
+                "key '{key}' applies to a slave only (drop it or master=true)"
+            ),
             Self::MasterOnly { key } => {
                 write!(
                     f,
@@ -232,6 +248,7 @@ impl Devargs {
         let mut hold_back = None;
         let mut owner = None;
         let mut allow_uids = None;
+        let mut master_uids = None;
         let mut socket_mode = None;
 
         for arg in args.split(',').filter(|a| !a.is_empty()) {
@@ -255,6 +272,7 @@ impl Devargs {
                 KEY_HOLD_BACK => set_once(&mut hold_back, key, parse_bool(key, value)?)?,
                 KEY_OWNER => set_once(&mut owner, key, parse_owner(key, value)?)?,
                 KEY_ALLOW_UID => set_once(&mut allow_uids, key, parse_uids(key, value)?)?,
+                KEY_MASTER_UID => set_once(&mut master_uids, key, parse_uids(key, value)?)?,
                 KEY_SOCKET_MODE => set_once(&mut socket_mode, key, parse_mode(key, value)?)?,
                 _ => unreachable!("canonical_key returns only VALID_KEYS"),
             }
@@ -273,6 +291,11 @@ impl Devargs {
                     return Err(DevargsError::MasterOnly { key });
                 }
             }
+        } else if master_uids.is_some() {
+            // Whom a slave trusts as its master means nothing to a master.
+            return Err(DevargsError::SlaveOnly {
+                key: KEY_MASTER_UID,
+            });
         }
         Ok(Self {
             domain: domain.ok_or(DevargsError::Missing { key: KEY_DOMAIN })?,
@@ -288,6 +311,7 @@ impl Devargs {
             hold_back: hold_back.unwrap_or(false),
             owner,
             allow_uids: allow_uids.unwrap_or_default(),
+            master_uids: master_uids.unwrap_or_default(),
             socket_mode,
         })
     }
@@ -508,6 +532,30 @@ fn parse_hugepages(key: &'static str, v: &str) -> Result<Hugepages, DevargsError
 
 #[cfg(test)]
 mod tests {
+
+    /// The parameter string DPDK shows users (`RTE_PMD_REGISTER_PARAM_STRING`
+    /// in glue.c, read by `dpdk-pmdinfo`) lists exactly the keys the parser
+    /// accepts.
+    #[test]
+    fn parameter_string_lists_every_key() {
+        let glue = include_str!("glue.c");
+        let start = glue
+            .find("RTE_PMD_REGISTER_PARAM_STRING")
+            .expect("glue.c registers a parameter string");
+        let block = &glue[start..start + glue[start..].find(");").expect("closed")];
+        let listed: Vec<&str> = block
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .flat_map(|piece| piece.split_whitespace())
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+            .collect();
+        assert_eq!(
+            listed, VALID_KEYS,
+            "glue.c's parameter string and VALID_KEYS differ"
+        );
+    }
+
     use super::*;
 
     fn ok(args: &str) -> Devargs {
@@ -782,6 +830,16 @@ mod tests {
             Some(0o660)
         );
         assert!(ok("domain=a,link=b").allow_uids.is_empty());
+        assert_eq!(
+            ok("domain=a,link=b,master_uid=65534:0").master_uids,
+            vec![65534, 0]
+        );
+        assert_eq!(
+            Devargs::parse("domain=a,link=b,master=1,master_uid=0").unwrap_err(),
+            DevargsError::SlaveOnly {
+                key: KEY_MASTER_UID
+            }
+        );
         for (args, key) in [
             ("owner=1", KEY_OWNER),
             ("owner=1:", KEY_OWNER),

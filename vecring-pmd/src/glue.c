@@ -128,6 +128,8 @@ RTE_PMD_REGISTER_PARAM_STRING(net_vecring,
 	"run_dir=<path> "
 	"hugepages=<prefer|require|never> "
 	"zero_copy=<bool> "
+	"hold_back=<bool> "
 	"owner=<uid:gid> "
 	"allow_uid=<uid[:uid...]> "
+	"master_uid=<uid[:uid...]> "
 	"socket_mode=<octal>");

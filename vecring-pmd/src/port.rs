@@ -82,6 +82,7 @@ impl Port {
         s.link_downs = c.link_downs;
         s.peer_corruptions = c.peer_corruptions;
         s.rejected_peers = c.rejected_peers;
+        s.pinned_regions = c.pinned_regions;
         s.tx_lost_on_link_down = c.tx_lost_on_link_down;
         s
     }
@@ -346,6 +347,9 @@ fn open_link(
     }
     for &uid in &args.allow_uids {
         b = b.allow_uid(uid);
+    }
+    for &uid in &args.master_uids {
+        b = b.master_uid(uid);
     }
     if let Some(mode) = args.socket_mode {
         b = b.socket_mode(mode);

@@ -216,6 +216,9 @@ pub struct Snapshot {
     pub peer_corruptions: u64,
     /// Peers the master refused (credentials, second slave, handshake).
     pub rejected_peers: u64,
+    /// Regions of the link that departed peers still hold (a state, never
+    /// reset).
+    pub pinned_regions: u64,
     /// Frames sent but still unread when their generation ended (the peer
     /// left): counted in `opackets` and lost.
     pub tx_lost_on_link_down: u64,
@@ -259,6 +262,7 @@ impl Snapshot {
             link_downs: d(self.link_downs, base.link_downs),
             peer_corruptions: d(self.peer_corruptions, base.peer_corruptions),
             rejected_peers: d(self.rejected_peers, base.rejected_peers),
+            pinned_regions: self.pinned_regions,
             tx_lost_on_link_down: d(self.tx_lost_on_link_down, base.tx_lost_on_link_down),
         }
     }
@@ -294,6 +298,7 @@ pub const XSTATS: &[Xstat] = &[
     ("link_down_count", |s| s.link_downs),
     ("peer_corruptions", |s| s.peer_corruptions),
     ("rejected_peers", |s| s.rejected_peers),
+    ("pinned_regions", |s| s.pinned_regions),
 ];
 
 /// Copies `name` into a DPDK xstat name buffer, truncated and NUL-terminated.

@@ -1,156 +1,20 @@
-//! The control thread of a link: the master's accept loop and the slave's
-//! connect loop, running the [`handshake`] and installing sessions in
-//! [`LinkShared`]. Nothing here is on the data path.
-//!
-//! The master serves every connection from one `poll` loop and never
-//! blocks on a peer: silent, slow or flooding clients cost a legitimate
-//! slave at most their share of one loop turn. Memory is created for a
-//! peer only after its credentials passed and it asked, one offer at a
-//! time, and at most [`MAX_REGIONS`] regions of a link exist at once,
-//! counting those that departed peers still hold (see [`crate::pinned`]).
+//! The master's control loop: accepts connections, checks credentials,
+//! makes one offer at a time within the bound on regions, seals the region
+//! once the slave has mapped it, and watches the attached slave.
 
-use crate::dirs::{self, ClaimError, DirError, MasterClaim, SlaveDirs};
+use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX, LOG_EVERY};
+use super::{MAX_PENDING, MAX_REGIONS};
+use crate::dirs::MasterClaim;
 use crate::handshake::{self, Kind, Msg};
-use crate::link::{Config, Failure, LinkError, LinkShared, Session};
-use crate::memory::{Expectation, Region, RegionOptions};
+use crate::link::{Config, LinkShared, Session};
+use crate::memory::{Region, RegionOptions};
 use crate::pinned::PinWatch;
 use crate::{abi, geometry::Geometry};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Connections the master keeps waiting for their request or their turn;
-/// past this the oldest silent one is closed.
-pub const MAX_PENDING: usize = 16;
-/// Regions of one link that may exist at once: the one offered or attached,
-/// and those still held by peers that left. Past this, requests wait, then
-/// get [`Kind::Busy`].
-pub const MAX_REGIONS: usize = 2;
-/// First wait before the next offer after a peer took a region and left
-/// without completing the handshake; doubles up to [`BACKOFF_MAX`].
-const BACKOFF_FIRST: Duration = Duration::from_millis(50);
-/// Longest such wait: well under the one second a legitimate slave may
-/// be delayed.
-const BACKOFF_MAX: Duration = Duration::from_millis(400);
-/// At most one refusal line per this interval; the rest are counted.
-const LOG_EVERY: Duration = Duration::from_secs(1);
-
-fn claim_error(e: ClaimError) -> LinkError {
-    match e {
-        ClaimError::Held(path) => LinkError::MasterExists { path },
-        ClaimError::Dir(e) => dir_error(e),
-    }
-}
-
-fn dir_error(e: DirError) -> LinkError {
-    match e {
-        DirError::Unsafe(u) => LinkError::Unsafe(u),
-        DirError::Io { what, path, source } => LinkError::Io { what, path, source },
-    }
-}
-
-/// Opens and checks the link's directory, takes its lock and listens.
-pub(crate) fn claim_master(
-    config: &Config,
-    owner: Option<(u32, u32)>,
-    socket_mode: u32,
-) -> Result<MasterClaim, LinkError> {
-    let files = dirs::MasterFiles {
-        run_dir: &config.run_dir,
-        domain: &config.domain,
-        link: &config.link,
-        socket_mode,
-        owner,
-    };
-    dirs::claim_master(&files, handshake::listen).map_err(claim_error)
-}
-
-/// What woke a control-thread wait.
-enum Wake {
-    /// These descriptors (indices into the set) are readable or hung up.
-    Ready(Vec<usize>),
-    /// The link's eventfd: shutdown or a corruption report.
-    Poked,
-    /// The timeout passed.
-    Timeout,
-}
-
-fn wait(shared: &LinkShared, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> Wake {
-    let mut set: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|fd| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .chain(std::iter::once(libc::pollfd {
-            fd: shared.wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }))
-        .collect();
-    // Rounded up, so that a deadline a fraction of a millisecond away is
-    // not polled for again and again with a zero timeout.
-    let ms = timeout.map_or(-1, |t| {
-        t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
-    });
-    // SAFETY: `set` holds `set.len()` valid pollfds.
-    let rc = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
-    if rc <= 0 {
-        // Timeout, or EINTR: both mean "look again".
-        return Wake::Timeout;
-    }
-    let wake = set.len() - 1;
-    if set[wake].revents != 0 {
-        let mut buf = [0u8; 8];
-        // SAFETY: reads 8 bytes into a live buffer; drains the eventfd.
-        unsafe { libc::read(shared.wake.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-        return Wake::Poked;
-    }
-    Wake::Ready(
-        set[..wake]
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.revents != 0)
-            .map(|(i, _)| i)
-            .collect(),
-    )
-}
-
-fn stopping(shared: &LinkShared) -> bool {
-    // Acquire: pairs with the Release store in `Link::drop`.
-    shared.shutdown.load(Ordering::Acquire)
-}
-
-/// Whether the data path reported the current generation corrupt.
-fn corrupt(shared: &LinkShared, generation: u64) -> bool {
-    shared.corrupt_generation.load(Ordering::Relaxed) == generation
-}
-
-/// Sleeps for `d` or until shutdown, whichever comes first.
-fn pause(shared: &LinkShared, d: Duration) {
-    let _ = wait(shared, &[], Some(d));
-}
-
-pub(crate) fn spawn_master(
-    shared: Arc<LinkShared>,
-    config: Config,
-    claim: MasterClaim,
-    pins: PinWatch,
-) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("vecring-master".into())
-        .spawn(move || Master::new(&shared, &config, claim, pins).run())
-}
-
-pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("vecring-slave".into())
-        .spawn(move || slave_loop(&shared, &config))
-}
 
 /// One line per [`LOG_EVERY`] at most; says how many were left out.
 #[derive(Default)]
@@ -206,7 +70,7 @@ struct Attached {
 }
 
 /// The master's control loop and its state.
-struct Master<'a> {
+pub(super) struct Master<'a> {
     shared: &'a LinkShared,
     config: &'a Config,
     claim: MasterClaim,
@@ -233,7 +97,12 @@ enum Slot {
 }
 
 impl<'a> Master<'a> {
-    fn new(shared: &'a LinkShared, config: &'a Config, claim: MasterClaim, pins: PinWatch) -> Self {
+    pub(super) fn new(
+        shared: &'a LinkShared,
+        config: &'a Config,
+        claim: MasterClaim,
+        pins: PinWatch,
+    ) -> Self {
         // Generations grow by one per offer. A new master continues from
         // the clock (microseconds), so generations also grow across master
         // restarts and a slave never sees the same number twice in a row.
@@ -260,7 +129,7 @@ impl<'a> Master<'a> {
         &self.shared.label
     }
 
-    fn run(mut self) {
+    pub(super) fn run(mut self) {
         while !stopping(self.shared) {
             let (slots, fds): (Vec<Slot>, Vec<BorrowedFd<'_>>) = {
                 let mut v = vec![
@@ -711,246 +580,4 @@ impl<'a> Master<'a> {
             }
         }
     }
-}
-
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
-}
-
-/// Why one attempt of the slave did not attach.
-enum Attempt {
-    /// Worth retrying soon (no master yet, master busy, master restarted).
-    Retry(String),
-    /// Retried soon too, but something the user should hear about
-    /// (permission denied, say): logged once until it changes.
-    Complain(String),
-    /// The master or its region was refused, or refused us: reported to
-    /// `wait_up`, retried after a longer pause.
-    Failed(String, Failure),
-    /// The link is closing.
-    Stop,
-}
-
-/// The slave's loop: connect (retrying while no master listens), attach,
-/// watch the connection, and start again when it ends.
-fn slave_loop(shared: &LinkShared, config: &Config) {
-    // Repeated failures are logged once until something changes.
-    let mut last_complaint = String::new();
-    while !stopping(shared) {
-        match attach(shared, config) {
-            Ok((conn, session)) => {
-                last_complaint.clear();
-                let generation = session.generation;
-                shared.set_session(Some(session));
-                loop {
-                    match wait(shared, &[conn.as_fd()], None) {
-                        Wake::Ready(_) => {
-                            log::info!(
-                                "vecring: {}: master closed generation {generation}",
-                                shared.label
-                            );
-                            break;
-                        }
-                        _ if stopping(shared) => break,
-                        _ if corrupt(shared, generation) => {
-                            shared
-                                .counters
-                                .peer_corruptions
-                                .fetch_add(1, Ordering::Relaxed);
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-                drop(conn);
-                shared.set_session(None);
-            }
-            Err(Attempt::Stop) => return,
-            Err(Attempt::Retry(msg)) => {
-                log::debug!("vecring: {}: {msg}; retrying", shared.label);
-                pause(shared, config.retry_interval);
-            }
-            Err(Attempt::Complain(msg)) => {
-                if msg != last_complaint {
-                    log::warn!("vecring: {}: {msg}; retrying", shared.label);
-                    last_complaint = msg;
-                }
-                pause(shared, config.retry_interval);
-            }
-            Err(Attempt::Failed(msg, failure)) => {
-                shared
-                    .counters
-                    .rejected_peers
-                    .fetch_add(1, Ordering::Relaxed);
-                if msg != last_complaint {
-                    log::warn!("vecring: {}: {msg}", shared.label);
-                    last_complaint = msg;
-                }
-                shared.set_failure(failure);
-                // Back off longer after a refusal: retrying at once would
-                // only be refused again.
-                pause(shared, config.retry_interval.saturating_mul(20));
-            }
-        }
-    }
-}
-
-/// Receives one message within `timeout`, giving up at shutdown.
-fn recv(
-    shared: &LinkShared,
-    conn: &OwnedFd,
-    timeout: Duration,
-) -> Result<(Msg, Option<OwnedFd>), Attempt> {
-    let deadline = Instant::now()
-        .checked_add(timeout)
-        .unwrap_or_else(far_future);
-    loop {
-        if stopping(shared) {
-            return Err(Attempt::Stop);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        match wait(shared, &[conn.as_fd()], Some(left)) {
-            Wake::Ready(_) => {
-                return handshake::recv(conn, Duration::ZERO).map_err(|e| {
-                    let m = format!("handshake failed: {e}");
-                    if e.kind() == io::ErrorKind::InvalidData {
-                        Attempt::Failed(m.clone(), Failure::Protocol(m))
-                    } else {
-                        // A master that dies or is replaced mid-handshake
-                        // is not a reason to give up.
-                        Attempt::Retry(m)
-                    }
-                });
-            }
-            Wake::Timeout if left.is_zero() => {
-                let m = "the master did not answer the handshake in time".to_string();
-                return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
-            }
-            Wake::Poked | Wake::Timeout => {}
-        }
-    }
-}
-
-/// One attempt of the slave: check the directories, connect, check who the
-/// master is, ask, check and map the region, wait for the seal.
-fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>), Attempt> {
-    let socket = config
-        .run_dir
-        .join(&config.domain)
-        .join(format!("{}.sock", config.link));
-    let dirs = match SlaveDirs::open(&config.run_dir, &config.domain) {
-        Ok(Some(d)) => d,
-        Ok(None) => {
-            return Err(Attempt::Retry(format!(
-                "waiting for master at {}",
-                socket.display()
-            )))
-        }
-        Err(DirError::Unsafe(u)) => return Err(Attempt::Failed(u.to_string(), Failure::Unsafe(u))),
-        Err(DirError::Io { what, path, source }) => {
-            return Err(Attempt::Complain(format!(
-                "{what} {}: {source}",
-                path.display()
-            )))
-        }
-    };
-    let conn = match handshake::connect(&dirs.socket(&config.link)) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => {
-                    Attempt::Retry(format!("waiting for master at {}", socket.display()))
-                }
-                Some(libc::EAGAIN) => Attempt::Retry(format!(
-                    "the master's backlog at {} is full",
-                    socket.display()
-                )),
-                _ => Attempt::Complain(format!("cannot connect to {}: {e}", socket.display())),
-            })
-        }
-    };
-    let cred = handshake::peer_credentials(&conn)
-        .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
-    let trusted: Vec<u32> = if config.master_uids.is_empty() {
-        dirs.master_uids().to_vec()
-    } else {
-        config.master_uids.clone()
-    };
-    if !trusted.contains(&cred.uid) {
-        let f = Failure::UntrustedMaster {
-            uid: cred.uid,
-            pid: cred.pid,
-            trusted,
-        };
-        return Err(Attempt::Failed(
-            format!(
-                "refusing the master at {}: {}",
-                socket.display(),
-                LinkError::from(f.clone())
-            ),
-            f,
-        ));
-    }
-    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
-        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
-    let (msg, fd) = recv(shared, &conn, config.handshake_timeout)?;
-    let nack = |generation: u64, reason: String, failure: Failure| {
-        let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
-        Attempt::Failed(format!("refusing the master's region: {reason}"), failure)
-    };
-    let region = match (msg.kind, fd) {
-        (Kind::Reject, _) => {
-            return Err(Attempt::Failed(
-                format!("master refused us: {}", msg.text),
-                Failure::Refused(msg.text),
-            ))
-        }
-        (Kind::Busy, _) => return Err(Attempt::Retry(format!("master busy: {}", msg.text))),
-        (Kind::Hello, Some(fd)) => {
-            if msg.version_major != abi::VERSION_MAJOR {
-                let e = crate::memory::AttachError::Mismatch {
-                    field: "major version",
-                    ours: abi::VERSION_MAJOR.into(),
-                    theirs: msg.version_major.into(),
-                };
-                return Err(nack(msg.generation, e.to_string(), Failure::Attach(e)));
-            }
-            let expect = Expectation {
-                geometry: config.geometry,
-                generation: Some(msg.generation),
-            };
-            match Region::attach(fd, &expect) {
-                Ok(region) => region,
-                Err(e) => return Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
-            }
-        }
-        (kind, _) => {
-            let m = format!("unexpected {kind:?} message from master");
-            return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
-        }
-    };
-    let generation = msg.generation;
-    handshake::send(&conn, &Msg::new(Kind::Ack, generation), None)
-        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
-    let (ready, fd) = recv(shared, &conn, config.handshake_timeout)?;
-    if ready.kind != Kind::Ready || ready.generation != generation || fd.is_some() {
-        let m = format!(
-            "expected Ready for generation {generation}, got {:?} for {}",
-            ready.kind, ready.generation
-        );
-        return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
-    }
-    if let Err(e) = region.check_shared_seal() {
-        return Err(Attempt::Failed(
-            format!("refusing the master's region: {e}"),
-            Failure::Attach(e),
-        ));
-    }
-    Ok((
-        conn,
-        Arc::new(Session {
-            region: Arc::new(region),
-            generation,
-        }),
-    ))
 }

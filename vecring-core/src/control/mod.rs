@@ -1,0 +1,159 @@
+//! The control thread of a link: the master's accept loop and the slave's
+//! connect loop, running the [`handshake`] and installing sessions in
+//! [`LinkShared`]. Nothing here is on the data path.
+//!
+//! The master serves every connection from one `poll` loop and never
+//! blocks on a peer: silent, slow or flooding clients cost a legitimate
+//! slave at most their share of one loop turn. Memory is created for a
+//! peer only after its credentials passed and it asked, one offer at a
+//! time, and at most [`MAX_REGIONS`] regions of a link exist at once,
+//! counting those that departed peers still hold (see [`crate::pinned`]).
+
+mod master;
+mod slave;
+
+use crate::dirs::{self, ClaimError, DirError, MasterClaim};
+use crate::handshake;
+use crate::link::{Config, LinkError, LinkShared};
+use crate::pinned::PinWatch;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Connections the master keeps waiting for their request or their turn;
+/// past this the oldest silent one is closed.
+pub const MAX_PENDING: usize = 16;
+/// Regions of one link that may exist at once: the one offered or attached,
+/// and those still held by peers that left. Past this, requests wait, then
+/// get [`Kind::Busy`].
+pub const MAX_REGIONS: usize = 2;
+/// First wait before the next offer after a peer took a region and left
+/// without completing the handshake; doubles up to [`BACKOFF_MAX`].
+pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// Longest such wait: well under the one second a legitimate slave may
+/// be delayed.
+pub(super) const BACKOFF_MAX: Duration = Duration::from_millis(400);
+/// At most one refusal line per this interval; the rest are counted.
+pub(super) const LOG_EVERY: Duration = Duration::from_secs(1);
+
+fn claim_error(e: ClaimError) -> LinkError {
+    match e {
+        ClaimError::Held(path) => LinkError::MasterExists { path },
+        ClaimError::Dir(e) => dir_error(e),
+    }
+}
+
+fn dir_error(e: DirError) -> LinkError {
+    match e {
+        DirError::Unsafe(u) => LinkError::Unsafe(u),
+        DirError::Io { what, path, source } => LinkError::Io { what, path, source },
+    }
+}
+
+/// Opens and checks the link's directory, takes its lock and listens.
+pub(crate) fn claim_master(
+    config: &Config,
+    owner: Option<(u32, u32)>,
+    socket_mode: u32,
+) -> Result<MasterClaim, LinkError> {
+    let files = dirs::MasterFiles {
+        run_dir: &config.run_dir,
+        domain: &config.domain,
+        link: &config.link,
+        socket_mode,
+        owner,
+    };
+    dirs::claim_master(&files, handshake::listen).map_err(claim_error)
+}
+
+/// What woke a control-thread wait.
+pub(super) enum Wake {
+    /// These descriptors (indices into the set) are readable or hung up.
+    Ready(Vec<usize>),
+    /// The link's eventfd: shutdown or a corruption report.
+    Poked,
+    /// The timeout passed.
+    Timeout,
+}
+
+pub(super) fn wait(shared: &LinkShared, fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> Wake {
+    let mut set: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .chain(std::iter::once(libc::pollfd {
+            fd: shared.wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }))
+        .collect();
+    // Rounded up, so that a deadline a fraction of a millisecond away is
+    // not polled for again and again with a zero timeout.
+    let ms = timeout.map_or(-1, |t| {
+        t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+    });
+    // SAFETY: `set` holds `set.len()` valid pollfds.
+    let rc = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
+    if rc <= 0 {
+        // Timeout, or EINTR: both mean "look again".
+        return Wake::Timeout;
+    }
+    let wake = set.len() - 1;
+    if set[wake].revents != 0 {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads 8 bytes into a live buffer; drains the eventfd.
+        unsafe { libc::read(shared.wake.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        return Wake::Poked;
+    }
+    Wake::Ready(
+        set[..wake]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.revents != 0)
+            .map(|(i, _)| i)
+            .collect(),
+    )
+}
+
+pub(super) fn stopping(shared: &LinkShared) -> bool {
+    // Acquire: pairs with the Release store in `Link::drop`.
+    shared.shutdown.load(Ordering::Acquire)
+}
+
+/// Whether the data path reported the current generation corrupt.
+pub(super) fn corrupt(shared: &LinkShared, generation: u64) -> bool {
+    shared.corrupt_generation.load(Ordering::Relaxed) == generation
+}
+
+/// Sleeps for `d` or until shutdown, whichever comes first.
+pub(super) fn pause(shared: &LinkShared, d: Duration) {
+    let _ = wait(shared, &[], Some(d));
+}
+
+pub(crate) fn spawn_master(
+    shared: Arc<LinkShared>,
+    config: Config,
+    claim: MasterClaim,
+    pins: PinWatch,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("vecring-master".into())
+        .spawn(move || master::Master::new(&shared, &config, claim, pins).run())
+}
+
+pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("vecring-slave".into())
+        .spawn(move || slave::run(&shared, &config))
+}
+
+/// An instant no deadline reaches: for durations too long to add.
+pub(super) fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}

@@ -1,0 +1,253 @@
+//! The slave's control loop: checks the directories and the master's
+//! credentials, asks for a region, checks and maps it, waits for the seal,
+//! then watches the connection; and again when it ends.
+
+use super::{corrupt, far_future, pause, stopping, wait, Wake};
+use crate::abi;
+use crate::dirs::{DirError, SlaveDirs};
+use crate::handshake::{self, Kind, Msg};
+use crate::link::{Config, Failure, LinkError, LinkShared, Session};
+use crate::memory::{Expectation, Region};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Why one attempt of the slave did not attach.
+enum Attempt {
+    /// Worth retrying soon (no master yet, master busy, master restarted).
+    Retry(String),
+    /// Retried soon too, but something the user should hear about
+    /// (permission denied, say): logged once until it changes.
+    Complain(String),
+    /// The master or its region was refused, or refused us: reported to
+    /// `wait_up`, retried after a longer pause.
+    Failed(String, Failure),
+    /// The link is closing.
+    Stop,
+}
+
+/// The slave's loop: connect (retrying while no master listens), attach,
+/// watch the connection, and start again when it ends.
+pub(super) fn run(shared: &LinkShared, config: &Config) {
+    // Repeated failures are logged once until something changes.
+    let mut last_complaint = String::new();
+    while !stopping(shared) {
+        match attach(shared, config) {
+            Ok((conn, session)) => {
+                last_complaint.clear();
+                let generation = session.generation;
+                shared.set_session(Some(session));
+                loop {
+                    match wait(shared, &[conn.as_fd()], None) {
+                        Wake::Ready(_) => {
+                            log::info!(
+                                "vecring: {}: master closed generation {generation}",
+                                shared.label
+                            );
+                            break;
+                        }
+                        _ if stopping(shared) => break,
+                        _ if corrupt(shared, generation) => {
+                            shared
+                                .counters
+                                .peer_corruptions
+                                .fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                drop(conn);
+                shared.set_session(None);
+            }
+            Err(Attempt::Stop) => return,
+            Err(Attempt::Retry(msg)) => {
+                log::debug!("vecring: {}: {msg}; retrying", shared.label);
+                pause(shared, config.retry_interval);
+            }
+            Err(Attempt::Complain(msg)) => {
+                if msg != last_complaint {
+                    log::warn!("vecring: {}: {msg}; retrying", shared.label);
+                    last_complaint = msg;
+                }
+                pause(shared, config.retry_interval);
+            }
+            Err(Attempt::Failed(msg, failure)) => {
+                shared
+                    .counters
+                    .rejected_peers
+                    .fetch_add(1, Ordering::Relaxed);
+                if msg != last_complaint {
+                    log::warn!("vecring: {}: {msg}", shared.label);
+                    last_complaint = msg;
+                }
+                shared.set_failure(failure);
+                // Back off longer after a refusal: retrying at once would
+                // only be refused again.
+                pause(shared, config.retry_interval.saturating_mul(20));
+            }
+        }
+    }
+}
+
+/// Receives one message within `timeout`, giving up at shutdown.
+fn recv(
+    shared: &LinkShared,
+    conn: &OwnedFd,
+    timeout: Duration,
+) -> Result<(Msg, Option<OwnedFd>), Attempt> {
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(far_future);
+    loop {
+        if stopping(shared) {
+            return Err(Attempt::Stop);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match wait(shared, &[conn.as_fd()], Some(left)) {
+            Wake::Ready(_) => {
+                return handshake::recv(conn, Duration::ZERO).map_err(|e| {
+                    let m = format!("handshake failed: {e}");
+                    if e.kind() == io::ErrorKind::InvalidData {
+                        Attempt::Failed(m.clone(), Failure::Protocol(m))
+                    } else {
+                        // A master that dies or is replaced mid-handshake
+                        // is not a reason to give up.
+                        Attempt::Retry(m)
+                    }
+                });
+            }
+            Wake::Timeout if left.is_zero() => {
+                let m = "the master did not answer the handshake in time".to_string();
+                return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
+            }
+            Wake::Poked | Wake::Timeout => {}
+        }
+    }
+}
+
+/// One attempt of the slave: check the directories, connect, check who the
+/// master is, ask, check and map the region, wait for the seal.
+fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>), Attempt> {
+    let socket = config
+        .run_dir
+        .join(&config.domain)
+        .join(format!("{}.sock", config.link));
+    let dirs = match SlaveDirs::open(&config.run_dir, &config.domain) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return Err(Attempt::Retry(format!(
+                "waiting for master at {}",
+                socket.display()
+            )))
+        }
+        Err(DirError::Unsafe(u)) => return Err(Attempt::Failed(u.to_string(), Failure::Unsafe(u))),
+        Err(DirError::Io { what, path, source }) => {
+            return Err(Attempt::Complain(format!(
+                "{what} {}: {source}",
+                path.display()
+            )))
+        }
+    };
+    let conn = match handshake::connect(&dirs.socket(&config.link)) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => {
+                    Attempt::Retry(format!("waiting for master at {}", socket.display()))
+                }
+                Some(libc::EAGAIN) => Attempt::Retry(format!(
+                    "the master's backlog at {} is full",
+                    socket.display()
+                )),
+                _ => Attempt::Complain(format!("cannot connect to {}: {e}", socket.display())),
+            })
+        }
+    };
+    let cred = handshake::peer_credentials(&conn)
+        .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
+    let trusted: Vec<u32> = if config.master_uids.is_empty() {
+        dirs.master_uids().to_vec()
+    } else {
+        config.master_uids.clone()
+    };
+    if !trusted.contains(&cred.uid) {
+        let f = Failure::UntrustedMaster {
+            uid: cred.uid,
+            pid: cred.pid,
+            trusted,
+        };
+        return Err(Attempt::Failed(
+            format!(
+                "refusing the master at {}: {}",
+                socket.display(),
+                LinkError::from(f.clone())
+            ),
+            f,
+        ));
+    }
+    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
+        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
+    let (msg, fd) = recv(shared, &conn, config.handshake_timeout)?;
+    let nack = |generation: u64, reason: String, failure: Failure| {
+        let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
+        Attempt::Failed(format!("refusing the master's region: {reason}"), failure)
+    };
+    let region = match (msg.kind, fd) {
+        (Kind::Reject, _) => {
+            return Err(Attempt::Failed(
+                format!("master refused us: {}", msg.text),
+                Failure::Refused(msg.text),
+            ))
+        }
+        (Kind::Busy, _) => return Err(Attempt::Retry(format!("master busy: {}", msg.text))),
+        (Kind::Hello, Some(fd)) => {
+            if msg.version_major != abi::VERSION_MAJOR {
+                let e = crate::memory::AttachError::Mismatch {
+                    field: "major version",
+                    ours: abi::VERSION_MAJOR.into(),
+                    theirs: msg.version_major.into(),
+                };
+                return Err(nack(msg.generation, e.to_string(), Failure::Attach(e)));
+            }
+            let expect = Expectation {
+                geometry: config.geometry,
+                generation: Some(msg.generation),
+            };
+            match Region::attach(fd, &expect) {
+                Ok(region) => region,
+                Err(e) => return Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
+            }
+        }
+        (kind, _) => {
+            let m = format!("unexpected {kind:?} message from master");
+            return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
+        }
+    };
+    let generation = msg.generation;
+    handshake::send(&conn, &Msg::new(Kind::Ack, generation), None)
+        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
+    let (ready, fd) = recv(shared, &conn, config.handshake_timeout)?;
+    if ready.kind != Kind::Ready || ready.generation != generation || fd.is_some() {
+        let m = format!(
+            "expected Ready for generation {generation}, got {:?} for {}",
+            ready.kind, ready.generation
+        );
+        return Err(Attempt::Failed(m.clone(), Failure::Protocol(m)));
+    }
+    if let Err(e) = region.check_shared_seal() {
+        return Err(Attempt::Failed(
+            format!("refusing the master's region: {e}"),
+            Failure::Attach(e),
+        ));
+    }
+    Ok((
+        conn,
+        Arc::new(Session {
+            region: Arc::new(region),
+            generation,
+        }),
+    ))
+}

@@ -21,7 +21,7 @@
 //!
 //! The slave applies the same rules to the directories it connects
 //! through, and takes the owners of the two directories as the identities a
-//! master may have (see [`SlaveDirs::master_uids`]).
+//! master may have by default: root and those two owners.
 
 use std::ffi::{CStr, CString};
 use std::io;

@@ -30,6 +30,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+pub use crate::control::{MAX_PENDING, MAX_REGIONS};
+
 /// Default parent of the domain directories.
 pub const DEFAULT_RUN_DIR: &str = "/run/vecring";
 
@@ -180,7 +182,7 @@ pub struct LinkCounters {
     pub rejected_peers: u64,
     /// Regions of this link that peers which left still hold (master):
     /// their memory stays allocated until they let go. The master makes
-    /// no new region while [`control::MAX_REGIONS`] are held.
+    /// no new region while [`MAX_REGIONS`] are held.
     pub pinned_regions: u64,
     /// Frames sent.
     pub tx_frames: u64,

@@ -351,9 +351,9 @@ impl Region {
         self.populate()
     }
 
-    /// Checks that the peer sealed the region as [`seal_shared`]
-    /// (Self::seal_shared) does, then makes sure every page of our mapping
-    /// is present.
+    /// Checks that the peer sealed the region as
+    /// [`seal_shared`](Self::seal_shared) does, then makes sure every page
+    /// of our mapping is present.
     ///
     /// # Errors
     /// [`AttachError::NotSealed`] when the seals are missing, or the

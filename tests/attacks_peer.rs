@@ -168,7 +168,13 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
     if thief.wait(Duration::from_secs(10)).is_none() {
         failures.push("the attacker did not exit".into());
     }
-    match s.legitimate_attach() {
+    let attach = s.legitimate_attach();
+    eprintln!(
+        "200 rounds: attacker holds {held} regions ({} MiB); HugePages_Free {free_before} -> {free_during}; \
+         legitimate attach after it left: {attach:?} ms",
+        held_bytes >> 20
+    );
+    match attach {
         Ok(ms) if ms < ATTACH_BUDGET_MS => {}
         Ok(ms) => failures.push(format!("the legitimate slave took {ms} ms to attach")),
         Err(e) => failures.push(format!("the legitimate slave did not attach: {e}")),
@@ -222,6 +228,7 @@ fn silent_clients_and_a_connect_flood_delay_an_attach_by_under_a_second() {
     let attach = s.legitimate_attach();
     flood.close_stdin();
     let flooded = flood.line("flooded", Duration::from_secs(10));
+    eprintln!("silent clients and flood: legitimate attach {attach:?} ms; flood {flooded:?}");
     let mut failures = Vec::new();
     match attach {
         Ok(ms) if ms < ATTACH_BUDGET_MS => {}

@@ -51,8 +51,12 @@ use crate::sync::{AtomicU32, AtomicU64};
 
 /// `b"VECRING\0"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
-/// Incompatible layout changes bump this; peers with different majors refuse.
-pub const VERSION_MAJOR: u16 = 2;
+/// Incompatible changes of the region layout or of the handshake bump
+/// this; peers with different majors refuse each other with a message
+/// naming both. 3: the slave asks first (`Request`) and the link is up only
+/// once the master has sealed the region against new writable mappings
+/// (`Ready`).
+pub const VERSION_MAJOR: u16 = 3;
 /// Compatible additions bump this; informational.
 pub const VERSION_MINOR: u16 = 0;
 /// Feature bits this build understands. None are defined yet.

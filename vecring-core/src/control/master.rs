@@ -356,6 +356,16 @@ impl<'a> Master<'a> {
                     self.label(),
                     describe(&p.cred)
                 );
+                // A slave of an older vecring waits for the master to speak
+                // first: tell it why nothing comes (one send, never waited
+                // on; a silent attacker loses nothing by it).
+                let why = format!(
+                    "no Request within {:?}: this master (vecring ABI {}) waits for the slave to ask first; \
+                     an older slave must be upgraded",
+                    self.config.handshake_timeout,
+                    abi::VERSION_MAJOR
+                );
+                let _ = handshake::send(&p.conn, &Msg::refusal(Kind::Reject, 0, &why), None);
             }
         }
     }

@@ -2,6 +2,7 @@
 //! and benchmark a host↔container link.
 
 mod bench;
+mod ops;
 mod traffic;
 
 use clap::{Args, Parser, Subcommand};
@@ -51,6 +52,12 @@ enum Command {
     /// Start a slave in its own namespaces (standing in for a container),
     /// send traffic to it, and print pps, Mbit/s and throughput per frame size.
     Bench(bench::BenchArgs),
+    /// Every link under the run directory, one line each: state, peer,
+    /// geometry, memory, uptime (asked of each link's master).
+    List(ops::ListArgs),
+    /// Each link's counters per direction, with rates when refreshed
+    /// (--watch).
+    Stats(ops::StatsArgs),
 }
 
 /// Options naming and shaping a link.
@@ -195,6 +202,8 @@ fn main() -> ExitCode {
         } => traffic::txonly(&link, size, seconds),
         Command::Rxonly { link } => traffic::rxonly(&link),
         Command::Bench(args) => bench::run(&args),
+        Command::List(args) => ops::list(&args),
+        Command::Stats(args) => ops::stats(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -61,6 +61,10 @@ pub enum Kind {
     /// Master → slave: not now (too many regions still held by departed
     /// peers, or another slave is being served); try again later.
     Busy = 7,
+    /// Anyone → master, first message instead of `Request`: asks for the
+    /// link's status (see [`crate::status`]); answered with one datagram of
+    /// text, then the connection is closed.
+    Status = 8,
 }
 
 /// A decoded handshake message.
@@ -177,6 +181,7 @@ impl Msg {
             5 => Kind::Request,
             6 => Kind::Ready,
             7 => Kind::Busy,
+            8 => Kind::Status,
             k => return Err(format!("unknown handshake message kind {k}")),
         };
         let text = &b[TEXT_AT..];
@@ -372,6 +377,26 @@ pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
             io::ErrorKind::WriteZero,
             "short handshake send",
         ));
+    }
+    Ok(())
+}
+
+/// Sends `bytes` as one datagram, without waiting.
+///
+/// # Errors
+/// The system error (`EPIPE` if the peer is gone; never a signal).
+pub fn send_bytes(conn: &OwnedFd, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `bytes` is live for the call; MSG_NOSIGNAL avoids SIGPIPE.
+    let n = unsafe {
+        libc::send(
+            conn.as_raw_fd(),
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

@@ -71,6 +71,8 @@ pub mod pattern;
 #[cfg(not(loom))]
 mod pinned;
 pub mod ring;
+#[cfg(not(loom))]
+pub mod status;
 mod sync;
 
 pub use geometry::{Geometry, GeometryError};

@@ -313,6 +313,24 @@ impl LinkShared {
         self.changed.notify_all();
     }
 
+    /// A snapshot of the link's counters.
+    pub(crate) fn counters(&self) -> LinkCounters {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LinkCounters {
+            generation: self.lock().generation,
+            link_ups: r(&self.counters.link_ups),
+            link_downs: r(&self.counters.link_downs),
+            peer_corruptions: r(&self.counters.peer_corruptions),
+            rejected_peers: r(&self.counters.rejected_peers),
+            pinned_regions: r(&self.counters.pinned_regions),
+            tx_frames: r(&self.tx.frames),
+            tx_bytes: r(&self.tx.bytes),
+            tx_lost_on_link_down: r(&self.tx.lost),
+            rx_frames: r(&self.rx.frames),
+            rx_bytes: r(&self.rx.bytes),
+        }
+    }
+
     /// Records why the slave's last attempt failed.
     pub(crate) fn set_failure(&self, failure: Failure) {
         self.lock().failure = Some(failure);
@@ -696,21 +714,7 @@ impl Link {
 
     /// The link's counters.
     pub fn counters(&self) -> LinkCounters {
-        let s = &self.shared;
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        LinkCounters {
-            generation: s.lock().generation,
-            link_ups: r(&s.counters.link_ups),
-            link_downs: r(&s.counters.link_downs),
-            peer_corruptions: r(&s.counters.peer_corruptions),
-            rejected_peers: r(&s.counters.rejected_peers),
-            pinned_regions: r(&s.counters.pinned_regions),
-            tx_frames: r(&s.tx.frames),
-            tx_bytes: r(&s.tx.bytes),
-            tx_lost_on_link_down: r(&s.tx.lost),
-            rx_frames: r(&s.rx.frames),
-            rx_bytes: r(&s.rx.bytes),
-        }
+        self.shared.counters()
     }
 
     /// The socket path of this link.
@@ -922,6 +926,10 @@ impl Sender {
         &mut self,
         max_slots: usize,
     ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+        // The totals as of the previous chunk, so that the link's counters
+        // (`vecring stats`) follow chunk users too: two stores to a line
+        // only this thread writes.
+        self.publish();
         let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
         Ok(ring.write_chunk(max_slots)?)
     }
@@ -1037,6 +1045,8 @@ impl Receiver {
         &mut self,
         max_frames: usize,
     ) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
+        // The totals as of the previous chunk (see `Sender::write_chunk`).
+        self.publish();
         let ring = self.consumer().ok_or(RecvError::LinkDown)?;
         Ok(ring.read_chunk(max_frames)?)
     }

@@ -9,6 +9,7 @@ use crate::handshake::{self, Kind, Msg};
 use crate::link::{Config, LinkShared, Session};
 use crate::memory::{Region, RegionOptions};
 use crate::pinned::PinWatch;
+use crate::status::{LinkStatus, PeerInfo, RegionInfo};
 use crate::{abi, geometry::Geometry};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -67,6 +68,8 @@ struct Attached {
     conn: OwnedFd,
     generation: u64,
     watch: i32,
+    peer: PeerInfo,
+    region: RegionInfo,
 }
 
 /// The master's control loop and its state.
@@ -84,6 +87,8 @@ pub(super) struct Master<'a> {
     next_offer: Instant,
     backoff: Duration,
     refusals: RateLog,
+    /// When the master opened the link (for the status's uptime).
+    started: Instant,
 }
 
 /// Whose descriptor a `poll` entry is.
@@ -122,6 +127,41 @@ impl<'a> Master<'a> {
             next_offer: Instant::now(),
             backoff: Duration::ZERO,
             refusals: RateLog::default(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Whether a process running as `uid` may attach as the slave.
+    fn may_attach(&self, uid: u32) -> bool {
+        self.config.allowed_uids.is_empty() || self.config.allowed_uids.contains(&uid)
+    }
+
+    /// Whether it may at least ask for the link's status: also root and
+    /// the master's own uid.
+    fn may_ask(&self, uid: u32) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        uid == 0 || uid == unsafe { libc::geteuid() } || self.may_attach(uid)
+    }
+
+    fn not_allowed(&self, uid: u32) -> String {
+        format!(
+            "uid {uid} is not allowed to attach (allowed: {:?})",
+            self.config.allowed_uids
+        )
+    }
+
+    /// The link's status, for a process that asked (`vecring list`).
+    fn status(&self) -> LinkStatus {
+        LinkStatus {
+            master_pid: std::process::id() as i32,
+            // SAFETY: geteuid has no preconditions.
+            master_uid: unsafe { libc::geteuid() },
+            uptime_secs: self.started.elapsed().as_secs(),
+            numa_node: self.config.numa_node,
+            queues: 1,
+            peer: self.attached.as_ref().map(|a| a.peer),
+            region: self.attached.as_ref().map(|a| a.region),
+            counters: self.shared.counters(),
         }
     }
 
@@ -256,12 +296,8 @@ impl<'a> Master<'a> {
                     continue;
                 }
             };
-            if !self.config.allowed_uids.is_empty() && !self.config.allowed_uids.contains(&cred.uid)
-            {
-                let reason = format!(
-                    "uid {} is not allowed to attach (allowed: {:?})",
-                    cred.uid, self.config.allowed_uids
-                );
+            if !self.may_ask(cred.uid) {
+                let reason = self.not_allowed(cred.uid);
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }
@@ -299,6 +335,12 @@ impl<'a> Master<'a> {
         }
         match handshake::recv(&self.pending[i].conn, Duration::ZERO) {
             Ok((m, None)) if m.kind == Kind::Request && !self.pending[i].requested => {
+                if !self.may_attach(self.pending[i].cred.uid) {
+                    let p = self.pending.remove(i);
+                    let reason = self.not_allowed(p.cred.uid);
+                    self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+                    return;
+                }
                 if m.version_major != abi::VERSION_MAJOR {
                     let p = self.pending.remove(i);
                     let reason = format!(
@@ -310,6 +352,13 @@ impl<'a> Master<'a> {
                     return;
                 }
                 self.pending[i].requested = true;
+            }
+            Ok((m, None)) if m.kind == Kind::Status && !self.pending[i].requested => {
+                let p = self.pending.remove(i);
+                let answer = self.status().encode();
+                if let Err(e) = handshake::send_bytes(&p.conn, answer.as_bytes()) {
+                    log::debug!("vecring: {}: status answer not sent: {e}", self.label());
+                }
             }
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
@@ -501,6 +550,14 @@ impl<'a> Master<'a> {
                     }
                 );
                 self.backoff = Duration::ZERO;
+                let g = o.region.geometry();
+                let region_info = RegionInfo {
+                    size: o.region.size() as u64,
+                    hugepages: o.region.hugepages(),
+                    slot_count: g.slot_count(),
+                    slot_size: g.slot_size(),
+                    max_frame_len: g.max_frame_len(),
+                };
                 self.shared.set_session(Some(Arc::new(Session {
                     region: o.region,
                     generation: o.generation,
@@ -509,6 +566,12 @@ impl<'a> Master<'a> {
                     conn: o.conn,
                     generation: o.generation,
                     watch: o.watch,
+                    peer: PeerInfo {
+                        pid: o.cred.pid,
+                        uid: o.cred.uid,
+                        gid: o.cred.gid,
+                    },
+                    region: region_info,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.offer = Some(o),

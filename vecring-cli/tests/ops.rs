@@ -1,0 +1,252 @@
+//! `vecring list` and `vecring stats` from a separate process: on an empty
+//! run directory, on a live link (master and slave in processes of their
+//! own), after the master died, and among entries planted by others.
+
+use serde_json::Value;
+use std::io::Read;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOOL: &str = env!("CARGO_BIN_EXE_vecring");
+
+/// Aborts the test binary if the test outlives `limit`.
+struct Watchdog(Arc<AtomicBool>);
+
+impl Watchdog {
+    fn new(name: &'static str, limit: Duration) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < limit {
+                if flag.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            eprintln!("watchdog: '{name}' still running after {limit:?}; aborting");
+            std::process::abort();
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn run_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vecring-ops-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+/// Runs `vecring ARGS` to completion (it must not hang: the watchdog
+/// aborts otherwise); returns success and stdout.
+fn tool(args: &[&str]) -> (bool, String) {
+    let mut child = Command::new(TOOL)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start vecring");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    (child.wait().unwrap().success(), out)
+}
+
+fn list_json(run: &Path) -> Value {
+    let (ok, out) = tool(&["list", "--json", "--run-dir", run.to_str().unwrap()]);
+    assert!(ok, "list failed: {out}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v["schema"], "vecring-list");
+    assert_eq!(v["version"], 1);
+    v
+}
+
+/// A long-running tool process, killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(args: &[&str]) -> Proc {
+    Proc(
+        Command::new(TOOL)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start vecring"),
+    )
+}
+
+/// Polls `vecring list --json` until `pred` holds for the link's entry.
+fn wait_for(run: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = list_json(run);
+        if let Some(e) = v["links"].as_array().unwrap().iter().find(|e| pred(e)) {
+            return e.clone();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never {what}: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_empty_run_directory_lists_nothing() {
+    let _w = Watchdog::new("empty", Duration::from_secs(60));
+    let run = run_dir("empty");
+    let (ok, out) = tool(&["list", "--run-dir", run.to_str().unwrap()]);
+    assert!(ok);
+    assert!(out.contains("no links under"), "{out}");
+    let v = list_json(&run);
+    assert_eq!(v["links"], Value::Array(vec![]));
+    assert_eq!(v["problems"], Value::Array(vec![]));
+    // A run directory that does not exist is empty too, not an error.
+    let v = list_json(&run.join("absent"));
+    assert_eq!(v["links"], Value::Array(vec![]));
+    std::fs::remove_dir_all(&run).unwrap();
+}
+
+#[test]
+fn a_live_link_then_a_dead_master() {
+    let _w = Watchdog::new("live", Duration::from_secs(120));
+    let run = run_dir("live");
+    let r = run.to_str().unwrap();
+    let link = [
+        "--domain",
+        "web",
+        "--link",
+        "eth0",
+        "--run-dir",
+        r,
+        "--hugepages",
+        "never",
+    ];
+    let mut master_args = vec!["rxonly", "--role", "master", "--up-timeout", "60"];
+    master_args.extend(link);
+    let mut master = spawn(&master_args);
+    let waiting = wait_for(&run, "waiting", |e| e["state"] == "waiting");
+    assert_eq!(waiting["master"]["pid"], master.0.id());
+    assert_eq!(waiting["peer"], Value::Null);
+
+    let mut slave_args = vec!["txonly", "--role", "slave", "--seconds", "30"];
+    slave_args.extend(link);
+    let slave = spawn(&slave_args);
+    let up = wait_for(&run, "up", |e| e["state"] == "up");
+    assert_eq!(up["peer"]["pid"], slave.0.id(), "{up}");
+    assert_eq!(up["role"], "master");
+    assert_eq!(up["queues"], 1);
+    assert_eq!(up["region"]["hugepages"], false);
+    assert!(up["region"]["size"].as_u64().unwrap() > 0);
+
+    // Counters move, and a refreshed stats shows rates.
+    let (ok, out) = tool(&[
+        "stats",
+        "web",
+        "eth0",
+        "--run-dir",
+        r,
+        "--json",
+        "--watch",
+        "0.3",
+        "--count",
+        "2",
+    ]);
+    assert!(ok, "{out}");
+    let docs: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(docs.len(), 2, "{out}");
+    let (first, second) = (&docs[0]["links"][0], &docs[1]["links"][0]);
+    assert_eq!(
+        first["rx"]["pps"],
+        Value::Null,
+        "no rate before a second look"
+    );
+    assert!(
+        second["rx"]["frames"].as_u64().unwrap() > first["rx"]["frames"].as_u64().unwrap(),
+        "{out}"
+    );
+    assert!(second["rx"]["pps"].as_f64().unwrap() > 0.0, "{out}");
+    assert_eq!(second["peer_corruptions"], 0);
+    // The plain table names the link and both directions.
+    let (ok, out) = tool(&["stats", "web", "--run-dir", r]);
+    assert!(ok);
+    assert!(
+        out.contains("web/eth0: up") && out.contains("tx ") && out.contains("rx "),
+        "{out}"
+    );
+
+    // kill -9 the master: its socket stays behind, and list says so.
+    master.0.kill().unwrap();
+    master.0.wait().unwrap();
+    let stale = wait_for(&run, "stale", |e| e["state"] == "stale");
+    assert_eq!(stale["link"], "eth0");
+    let (ok, out) = tool(&["list", "--run-dir", r]);
+    assert!(ok);
+    assert!(out.contains("stale socket: no master"), "{out}");
+    drop(slave);
+    std::fs::remove_dir_all(&run).unwrap();
+}
+
+#[test]
+fn planted_entries_are_reported_never_followed() {
+    let _w = Watchdog::new("hostile", Duration::from_secs(60));
+    let run = run_dir("hostile");
+    // A symlinked domain, a domain others can write holding a symlink
+    // named like a socket, and a foreign file.
+    let outside = run_dir("hostile-outside");
+    std::fs::create_dir(outside.join("x")).unwrap();
+    symlink(&outside, run.join("linked")).unwrap();
+    let open = run.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    symlink("/etc/passwd", open.join("l.sock")).unwrap();
+    std::fs::write(open.join("junk"), b"x").unwrap();
+    let c = std::ffi::CString::new(open.to_str().unwrap()).unwrap();
+    // SAFETY: valid C string; the result is checked.
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+
+    let v = list_json(&run);
+    let problems = v["problems"].to_string();
+    for want in [
+        "linked",
+        "a symlink where a domain directory belongs",
+        "writable by group or others",
+        "l.sock",
+        "a symlink named like a link's socket",
+        "junk",
+    ] {
+        assert!(problems.contains(want), "'{want}' not reported: {problems}");
+    }
+    assert_eq!(v["links"], Value::Array(vec![]), "{v}");
+    // The domain reached through the symlink was not listed.
+    assert!(!v.to_string().contains("hostile-outside"), "{v}");
+    std::fs::remove_dir_all(&run).unwrap();
+    std::fs::remove_dir_all(&outside).unwrap();
+}

@@ -2,6 +2,7 @@
 //! and benchmark a host↔container link.
 
 mod bench;
+mod doctor;
 mod ops;
 mod traffic;
 
@@ -58,6 +59,10 @@ enum Command {
     /// Each link's counters per direction, with rates when refreshed
     /// (--watch).
     Stats(ops::StatsArgs),
+    /// Check the host: hugepages, NUMA, the run directory, stale sockets,
+    /// DPDK and the driver, and (with --domain --lxc) a container's
+    /// configuration. Exits 1 when something would stop a link.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Options naming and shaping a link.
@@ -204,6 +209,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
+        Command::Doctor(args) => match doctor::doctor(&args) {
+            Ok(true) => Ok(()),
+            Ok(false) => return ExitCode::FAILURE,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

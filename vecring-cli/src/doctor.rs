@@ -1,0 +1,513 @@
+//! `vecring doctor`: checks the host for what vecring links need and says,
+//! one line per finding, what is wrong and what to do. Exits non-zero when
+//! something would stop a link from working.
+
+use clap::Args;
+use serde_json::json;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Options of `vecring doctor`.
+#[derive(Args)]
+pub struct DoctorArgs {
+    /// Parent of the domain directories.
+    #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
+    run_dir: PathBuf,
+    /// With --lxc: the domain the container's links live in.
+    #[arg(long, requires = "lxc")]
+    domain: Option<String>,
+    /// Check the LXC container NAME's configuration for what the domain
+    /// needs (mount entry, id map) and print the lines it lacks.
+    #[arg(long, requires = "domain", value_name = "NAME")]
+    lxc: Option<String>,
+    /// Where LXC keeps its containers (as lxc-* -P).
+    #[arg(long, default_value = "/var/lib/lxc")]
+    lxc_path: PathBuf,
+    /// Print one JSON document (schema "vecring-doctor", version 1).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Ok,
+    Note,
+    Warn,
+    /// Something that stops a link from working.
+    Fail,
+}
+
+impl Level {
+    fn word(self) -> &'static str {
+        match self {
+            Level::Ok => "ok",
+            Level::Note => "note",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        }
+    }
+}
+
+struct Finding {
+    level: Level,
+    check: &'static str,
+    what: String,
+    fix: Option<String>,
+}
+
+#[derive(Default)]
+struct Report(Vec<Finding>);
+
+impl Report {
+    fn add(&mut self, level: Level, check: &'static str, what: String, fix: Option<String>) {
+        self.0.push(Finding {
+            level,
+            check,
+            what,
+            fix,
+        });
+    }
+}
+
+fn read_num(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn hugepages(r: &mut Report) {
+    let base = Path::new("/sys/kernel/mm/hugepages");
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("hugetlbfs"))
+        })
+        .unwrap_or(false);
+    let two = base.join("hugepages-2048kB");
+    match (read_num(&two.join("nr_hugepages")), read_num(&two.join("free_hugepages"))) {
+        (Some(0), _) | (None, _) => r.add(
+            Level::Fail,
+            "hugepages",
+            "no 2 MiB hugepages reserved: vecring falls back to 4 KiB pages (slower; hugepages=require fails) and DPDK applications cannot start".into(),
+            Some("echo 1024 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages (or vm.nr_hugepages in sysctl.conf)".into()),
+        ),
+        (Some(total), Some(free)) if free < 3 => r.add(
+            Level::Warn,
+            "hugepages",
+            format!("2 MiB hugepages: {free} free of {total}; a link with the default geometry needs 3"),
+            Some("reserve more: echo N > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages".into()),
+        ),
+        (Some(total), free) => r.add(
+            Level::Ok,
+            "hugepages",
+            format!("2 MiB hugepages: {} free of {total}", free.unwrap_or(0)),
+            None,
+        ),
+    }
+    let one = base.join("hugepages-1048576kB");
+    if let (Some(total), Some(free)) = (
+        read_num(&one.join("nr_hugepages")),
+        read_num(&one.join("free_hugepages")),
+    ) {
+        r.add(
+            Level::Note,
+            "hugepages",
+            format!("1 GiB hugepages: {free} free of {total} (vecring uses 2 MiB pages; DPDK may use these)"),
+            None,
+        );
+    }
+    if mounted {
+        r.add(Level::Ok, "hugepages", "hugetlbfs is mounted".into(), None);
+    } else {
+        r.add(
+            Level::Warn,
+            "hugepages",
+            "no hugetlbfs mounted: vecring does not need one (it uses memfds), but DPDK's EAL does"
+                .into(),
+            Some("mount -t hugetlbfs nodev /dev/hugepages".into()),
+        );
+    }
+}
+
+fn numa(r: &mut Report) {
+    let mut nodes: Vec<(u32, Option<u64>)> = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(|e| {
+                let name = e.ok()?.file_name().to_string_lossy().into_owned();
+                let n: u32 = name.strip_prefix("node")?.parse().ok()?;
+                let free = read_num(Path::new(&format!(
+                    "/sys/devices/system/node/node{n}/hugepages/hugepages-2048kB/free_hugepages"
+                )));
+                Some((n, free))
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    nodes.sort_unstable();
+    let list = nodes
+        .iter()
+        .map(|(n, f)| format!("node {n} ({} free 2 MiB pages)", f.unwrap_or(0)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    r.add(
+        Level::Ok,
+        "numa",
+        format!(
+            "{} NUMA node(s): {list}; a master's link memory goes to node N with socket=N (--socket N), otherwise where the master runs",
+            nodes.len().max(1)
+        ),
+        None,
+    );
+}
+
+fn run_dir(r: &mut Report, dir: &Path) {
+    let md = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            r.add(
+                Level::Ok,
+                "run-dir",
+                format!(
+                    "{} does not exist yet; the first master creates it (0755)",
+                    dir.display()
+                ),
+                None,
+            );
+            return;
+        }
+        Err(e) => {
+            r.add(
+                Level::Fail,
+                "run-dir",
+                format!("cannot inspect {}: {e}", dir.display()),
+                None,
+            );
+            return;
+        }
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if md.file_type().is_symlink() || !md.is_dir() {
+        r.add(
+            Level::Fail,
+            "run-dir",
+            format!(
+                "{} is not a directory (or is a symlink): masters refuse it",
+                dir.display()
+            ),
+            Some(format!(
+                "remove it; the first master recreates {}",
+                dir.display()
+            )),
+        );
+    } else if md.uid() != me && md.uid() != 0 {
+        r.add(
+            Level::Fail,
+            "run-dir",
+            format!(
+                "{} is owned by uid {}: masters (uid {me}) refuse it",
+                dir.display(),
+                md.uid()
+            ),
+            Some(format!("chown root: {}", dir.display())),
+        );
+    } else if md.mode() & 0o022 != 0 {
+        r.add(
+            Level::Fail,
+            "run-dir",
+            format!(
+                "{} is writable by group or others (mode {:04o}): masters and slaves refuse it",
+                dir.display(),
+                md.mode() & 0o7777
+            ),
+            Some(format!("chmod 0755 {}", dir.display())),
+        );
+    } else {
+        r.add(
+            Level::Ok,
+            "run-dir",
+            format!(
+                "{} (uid {}, mode {:04o})",
+                dir.display(),
+                md.uid(),
+                md.mode() & 0o7777
+            ),
+            None,
+        );
+    }
+    // Leftovers of masters that died, and entries others planted.
+    let out =
+        std::process::Command::new(std::env::current_exe().unwrap_or_else(|_| "vecring".into()))
+            .args(["list", "--json", "--run-dir"])
+            .arg(dir)
+            .output();
+    let Ok(out) = out else { return };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+        return;
+    };
+    for l in v["links"].as_array().into_iter().flatten() {
+        if l["state"] == "stale" {
+            let sock = dir
+                .join(l["domain"].as_str().unwrap_or("?"))
+                .join(format!("{}.sock", l["link"].as_str().unwrap_or("?")));
+            r.add(
+                Level::Warn,
+                "stale",
+                format!(
+                    "{}: no master listens (it died); the next master replaces it",
+                    sock.display()
+                ),
+                Some(format!("rm {}", sock.display())),
+            );
+        }
+    }
+    for p in v["problems"].as_array().into_iter().flatten() {
+        r.add(
+            Level::Warn,
+            "run-dir",
+            format!(
+                "{}: {}",
+                p["path"].as_str().unwrap_or("?"),
+                p["problem"].as_str().unwrap_or("?")
+            ),
+            None,
+        );
+    }
+}
+
+fn command_output(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new(cmd).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A world-writable directory on the way to `path`, which makes EAL refuse
+/// to load a plugin from it.
+fn world_writable_ancestor(path: &Path) -> Option<PathBuf> {
+    path.ancestors().skip(1).find_map(|a| {
+        let md = std::fs::metadata(a).ok()?;
+        (md.mode() & 0o002 != 0).then(|| a.to_path_buf())
+    })
+}
+
+fn dpdk(r: &mut Report) {
+    match command_output("pkg-config", &["--modversion", "libdpdk"]) {
+        Some(v) => r.add(
+            Level::Ok,
+            "dpdk",
+            format!("DPDK {v} (pkg-config libdpdk)"),
+            None,
+        ),
+        None => {
+            r.add(
+                Level::Note,
+                "dpdk",
+                "DPDK not found (pkg-config libdpdk): only needed for the DPDK driver".into(),
+                Some("apt-get install dpdk dpdk-dev libdpdk-dev".into()),
+            );
+            return;
+        }
+    }
+    let mut found = Vec::new();
+    for pattern_dir in ["/usr/lib", "/usr/local/lib", "/usr/lib64"] {
+        let Ok(entries) = std::fs::read_dir(pattern_dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let dpdk_dir = e.path().join("dpdk");
+            let Ok(pmds) = std::fs::read_dir(&dpdk_dir) else {
+                continue;
+            };
+            for p in pmds.flatten() {
+                let so = p.path().join("librte_net_vecring.so");
+                if so.exists() {
+                    found.push((so, true));
+                }
+            }
+        }
+    }
+    let local = PathBuf::from("/usr/local/lib/vecring/librte_net_vecring.so");
+    if local.exists() {
+        found.push((local, false));
+    }
+    if found.is_empty() {
+        r.add(
+            Level::Note,
+            "driver",
+            "librte_net_vecring.so is not installed where EAL loads drivers by itself".into(),
+            Some("install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/ and pass -d /usr/local/lib/vecring/librte_net_vecring.so, or copy it into DPDK's pmds directory".into()),
+        );
+    }
+    for (so, auto) in found {
+        match world_writable_ancestor(&so) {
+            Some(bad) => r.add(
+                Level::Fail,
+                "driver",
+                format!(
+                    "{}: EAL refuses it, {} is world-writable",
+                    so.display(),
+                    bad.display()
+                ),
+                Some(format!(
+                    "install it under a directory nobody else can write, or chmod o-w {}",
+                    bad.display()
+                )),
+            ),
+            None => r.add(
+                Level::Ok,
+                "driver",
+                format!(
+                    "{}{}",
+                    so.display(),
+                    if auto {
+                        " (loaded by EAL automatically)"
+                    } else {
+                        " (load it with -d)"
+                    }
+                ),
+                None,
+            ),
+        }
+    }
+}
+
+/// The host uid a container's root maps to, from its `lxc.idmap` lines.
+fn mapped_root(config: &str) -> Option<u32> {
+    config.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        if k.trim() != "lxc.idmap" {
+            return None;
+        }
+        let f: Vec<&str> = v.split_whitespace().collect();
+        (f.len() == 4 && f[0] == "u" && f[1] == "0")
+            .then(|| f[2].parse().ok())
+            .flatten()
+    })
+}
+
+fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
+    if let Err(e) = vecring_core::name::validate("domain", domain) {
+        r.add(Level::Fail, "lxc", e.to_string(), None);
+        return;
+    }
+    let path = args.lxc_path.join(name).join("config");
+    let dir = args.run_dir.join(domain);
+    let target = dir.strip_prefix("/").unwrap_or(&dir).display().to_string();
+    let mount = format!(
+        "lxc.mount.entry = {} {target} none bind,create=dir 0 0",
+        dir.display()
+    );
+    let config = match std::fs::read_to_string(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            r.add(
+                Level::Fail,
+                "lxc",
+                format!(
+                    "cannot read {}: {e} (is '{name}' a container here?)",
+                    path.display()
+                ),
+                Some(format!("add to its config: {mount}")),
+            );
+            return;
+        }
+    };
+    let has_mount = config.lines().any(|l| {
+        let l = l.trim();
+        l.starts_with("lxc.mount.entry")
+            && l.split_once('=').is_some_and(|(_, v)| {
+                v.split_whitespace().next() == Some(&dir.display().to_string())
+            })
+    });
+    if has_mount {
+        r.add(
+            Level::Ok,
+            "lxc",
+            format!("{name}: mounts {}", dir.display()),
+            None,
+        );
+    } else {
+        r.add(
+            Level::Fail,
+            "lxc",
+            format!(
+                "{name}: its config does not mount {}: the container cannot reach the link",
+                dir.display()
+            ),
+            Some(format!("add to {}: {mount}", path.display())),
+        );
+    }
+    match mapped_root(&config) {
+        Some(uid) => r.add(
+            Level::Ok,
+            "lxc",
+            format!(
+                "{name} is unprivileged: its root is uid {uid} on the host; give the master --owner {uid}:{uid} (driver: owner={uid}:{uid}) so only it may attach"
+            ),
+            None,
+        ),
+        None => r.add(
+            Level::Note,
+            "lxc",
+            format!("{name} has no lxc.idmap: a privileged container (its root is the host's root)"),
+            Some("for an unprivileged one add: lxc.idmap = u 0 100000 65536 and lxc.idmap = g 0 100000 65536 (and root:100000:65536 in /etc/subuid and /etc/subgid)".into()),
+        ),
+    }
+    let md = std::fs::symlink_metadata(&dir);
+    if !matches!(&md, Ok(m) if m.is_dir()) {
+        r.add(
+            Level::Warn,
+            "lxc",
+            format!(
+                "{} does not exist yet: a container started before its master cannot mount it",
+                dir.display()
+            ),
+            Some(format!(
+                "mkdir -m 0711 -p {} (owned by the master's user), or start the master first",
+                dir.display()
+            )),
+        );
+    }
+}
+
+/// `vecring doctor`.
+pub fn doctor(args: &DoctorArgs) -> Result<bool, String> {
+    let mut r = Report::default();
+    hugepages(&mut r);
+    numa(&mut r);
+    run_dir(&mut r, &args.run_dir);
+    dpdk(&mut r);
+    if let (Some(domain), Some(name)) = (&args.domain, &args.lxc) {
+        lxc(&mut r, args, domain, name);
+    }
+    let healthy = r.0.iter().all(|f| f.level != Level::Fail);
+    if args.json {
+        let doc = json!({
+            "schema": "vecring-doctor",
+            "version": crate::ops::JSON_VERSION,
+            "ok": healthy,
+            "findings": r.0.iter().map(|f| json!({
+                "level": f.level.word().to_lowercase(),
+                "check": f.check,
+                "finding": f.what,
+                "fix": f.fix,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{doc}");
+    } else {
+        for f in &r.0 {
+            println!("{:<4} {:<9} {}", f.level.word(), f.check, f.what);
+            if let Some(fix) = &f.fix {
+                println!("{:<14} fix: {fix}", "");
+            }
+        }
+        println!(
+            "{}",
+            if healthy {
+                "vecring doctor: nothing stops a link here"
+            } else {
+                "vecring doctor: something above (FAIL) stops a link from working"
+            }
+        );
+    }
+    Ok(healthy)
+}

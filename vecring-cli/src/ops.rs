@@ -314,7 +314,7 @@ pub fn list(args: &ListArgs) -> Result<(), String> {
         println!("no links under {}", args.run_dir.display());
     } else {
         println!(
-            "{:<16} {:<16} {:<7} {:<30} {:>10} {:<16} {:>6} {:<16} {:<22} {:>8}",
+            "{:<16} {:<16} {:<7} {:<30} {:>17} {:<16} {:>6} {:<16} {:<22} {:>8}",
             "DOMAIN",
             "LINK",
             "ROLE",
@@ -359,7 +359,7 @@ pub fn list(args: &ListArgs) -> Result<(), String> {
             ),
         };
         println!(
-            "{:<16} {:<16} {:<7} {:<30} {:>10} {:<16} {:>6} {:<16} {:<22} {:>8}",
+            "{:<16} {:<16} {:<7} {:<30} {:>17} {:<16} {:>6} {:<16} {:<22} {:>8}",
             e.domain,
             e.link,
             role,

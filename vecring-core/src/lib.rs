@@ -54,8 +54,6 @@
 
 pub mod abi;
 #[cfg(not(loom))]
-mod control;
-#[cfg(not(loom))]
 pub mod dirs;
 pub mod geometry;
 #[cfg(not(loom))]

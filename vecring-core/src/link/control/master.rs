@@ -6,7 +6,7 @@ use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MA
 use super::{MAX_PENDING, MAX_REGIONS};
 use crate::dirs::MasterClaim;
 use crate::handshake::{self, Kind, Msg};
-use crate::link::{Config, LinkShared, Session};
+use crate::link::shared::{Config, LinkShared, Session};
 use crate::memory::{Region, RegionOptions};
 use crate::pinned::PinWatch;
 use crate::status::{LinkStatus, PeerInfo, RegionInfo};

@@ -12,9 +12,10 @@
 mod master;
 mod slave;
 
+use super::error::LinkError;
+use super::shared::{Config, LinkShared};
 use crate::dirs::{self, ClaimError, DirError, MasterClaim};
 use crate::handshake;
-use crate::link::{Config, LinkError, LinkShared};
 use crate::pinned::PinWatch;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};

@@ -1,0 +1,242 @@
+//! [`LinkBuilder`]: a link's options, checked and turned into an open
+//! [`Link`] with its control thread.
+
+use super::control;
+use super::error::LinkError;
+use super::shared::*;
+use super::types::*;
+use super::Link;
+use super::DEFAULT_RUN_DIR;
+use crate::geometry::Geometry;
+use crate::memory::HugepagePolicy;
+use crate::name;
+use crate::numa;
+use crate::pinned::PinWatch;
+use crossbeam_utils::CachePadded;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Builds a [`Link`]; see [`Link::builder`].
+pub struct LinkBuilder {
+    domain: String,
+    link: String,
+    role: Role,
+    numa_node: Option<u32>,
+    geometry: Option<Geometry>,
+    run_dir: PathBuf,
+    hugepages: HugepagePolicy,
+    owner: Option<(u32, u32)>,
+    socket_mode: u32,
+    allowed_uids: Vec<u32>,
+    master_uids: Vec<u32>,
+    retry_interval: Duration,
+    handshake_timeout: Duration,
+    on_change: Option<Box<dyn Fn(LinkState) + Send + Sync>>,
+}
+
+impl LinkBuilder {
+    /// The defaults; see [`Link::builder`].
+    pub(super) fn new(domain: &str, link: &str) -> Self {
+        LinkBuilder {
+            domain: domain.to_string(),
+            link: link.to_string(),
+            role: Role::Slave,
+            numa_node: None,
+            geometry: None,
+            run_dir: PathBuf::from(DEFAULT_RUN_DIR),
+            hugepages: HugepagePolicy::Prefer,
+            owner: None,
+            socket_mode: 0o660,
+            allowed_uids: Vec::new(),
+            master_uids: Vec::new(),
+            retry_interval: Duration::from_millis(50),
+            handshake_timeout: Duration::from_secs(2),
+            on_change: None,
+        }
+    }
+
+    /// This process's role (default: [`Role::Slave`]).
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Shorthand for `role(Master)` / `role(Slave)`.
+    pub fn master(self, master: bool) -> Self {
+        self.role(if master { Role::Master } else { Role::Slave })
+    }
+
+    /// Binds the link memory to NUMA node `node` (master; the slave only
+    /// checks that the node exists).
+    pub fn numa_node(mut self, node: u32) -> Self {
+        self.numa_node = Some(node);
+        self
+    }
+
+    /// Ring geometry. The master uses [`Geometry::DEFAULT`] when unset; a
+    /// slave that sets it refuses a master with another one.
+    pub fn geometry(mut self, geometry: Geometry) -> Self {
+        self.geometry = Some(geometry);
+        self
+    }
+
+    /// Parent directory of the domain directories (default `/run/vecring`).
+    pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = dir.into();
+        self
+    }
+
+    /// Hugepage policy for the memory the master creates.
+    pub fn hugepages(mut self, policy: HugepagePolicy) -> Self {
+        self.hugepages = policy;
+        self
+    }
+
+    /// Gives the socket to `uid:gid` (master), e.g. an unprivileged
+    /// container's mapped root, and lets that uid (only it, unless
+    /// [`allow_uid`](Self::allow_uid) says otherwise) attach. The domain
+    /// directory stays the master's; `uid` gets search permission there.
+    pub fn owner(mut self, uid: u32, gid: u32) -> Self {
+        self.owner = Some((uid, gid));
+        self
+    }
+
+    /// Mode of the socket (default `0o660`). The domain directory is the
+    /// master's alone (`0o700`) plus search permission for the classes the
+    /// socket mode lets connect.
+    pub fn socket_mode(mut self, mode: u32) -> Self {
+        self.socket_mode = mode & 0o777;
+        self
+    }
+
+    /// Only slaves running as `uid` (as seen from the master) may attach;
+    /// may be given several times. Default: any uid that can reach the
+    /// socket.
+    pub fn allow_uid(mut self, uid: u32) -> Self {
+        self.allowed_uids.push(uid);
+        self
+    }
+
+    /// The uid a master must run as, as seen by this slave; may be given
+    /// several times. Default: root, or the owner of the run directory or
+    /// of the domain directory (who alone can create the socket there, as
+    /// the slave refuses directories writable by others). In an
+    /// unprivileged container, host uids appear as the overflow uid
+    /// (usually 65534).
+    pub fn master_uid(mut self, uid: u32) -> Self {
+        self.master_uids.push(uid);
+        self
+    }
+
+    /// How often a waiting slave retries to connect (default 50 ms).
+    pub fn retry_interval(mut self, interval: Duration) -> Self {
+        self.retry_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Called from the control thread on every state change.
+    pub fn on_state_change(mut self, f: impl Fn(LinkState) + Send + Sync + 'static) -> Self {
+        self.on_change = Some(Box::new(f));
+        self
+    }
+
+    /// Opens the link: a master claims the link and listens; a slave starts
+    /// trying to attach. Neither waits for the peer; see
+    /// [`Link::wait_up`].
+    ///
+    /// # Errors
+    /// [`LinkError`] for a bad name, node or geometry, a live master
+    /// (master), or a file-system failure.
+    pub fn open(self) -> Result<Link, LinkError> {
+        name::validate("domain", &self.domain)?;
+        name::validate("link", &self.link)?;
+        if let Some(node) = self.numa_node {
+            numa::check_node(node)?;
+        }
+        let socket = self
+            .run_dir
+            .join(&self.domain)
+            .join(format!("{}.sock", self.link));
+        if socket.as_os_str().len() >= 108 {
+            return Err(LinkError::Io {
+                what: "socket path too long for a Unix socket (108 bytes)",
+                path: socket,
+                source: io::Error::from(io::ErrorKind::InvalidInput),
+            });
+        }
+        // Giving the socket to an owner admits that uid alone, unless the
+        // allowed uids are listed.
+        let allowed_uids = match (self.owner, self.allowed_uids.is_empty()) {
+            (Some((uid, _)), true) => vec![uid],
+            _ => self.allowed_uids,
+        };
+        let config = Config {
+            run_dir: self.run_dir,
+            domain: self.domain,
+            link: self.link,
+            geometry: self.geometry,
+            numa_node: self.numa_node,
+            hugepages: self.hugepages,
+            allowed_uids,
+            master_uids: self.master_uids,
+            retry_interval: self.retry_interval,
+            handshake_timeout: self.handshake_timeout,
+        };
+        // SAFETY: plain eventfd creation; checked below.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            return Err(LinkError::Io {
+                what: "eventfd",
+                path: PathBuf::new(),
+                source: io::Error::last_os_error(),
+            });
+        }
+        let shared = Arc::new(LinkShared {
+            label: format!("{}/{} ({})", config.domain, config.link, self.role),
+            role: self.role,
+            epoch: CachePadded::new(AtomicU64::new(0)),
+            inner: Mutex::new(Inner {
+                session: None,
+                generation: 0,
+                failure: None,
+            }),
+            changed: Condvar::new(),
+            tx: CachePadded::default(),
+            rx: CachePadded::default(),
+            counters: ControlCounters::default(),
+            corrupt_generation: AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+            // SAFETY: `wake` is a fresh descriptor we own.
+            wake: unsafe { OwnedFd::from_raw_fd(wake) },
+            on_change: self.on_change,
+            sender_taken: AtomicBool::new(false),
+            receiver_taken: AtomicBool::new(false),
+        });
+        let (thread, socket) = match self.role {
+            Role::Master => {
+                let pins = PinWatch::new().map_err(|source| LinkError::Io {
+                    what: "inotify (watching link memory)",
+                    path: PathBuf::new(),
+                    source,
+                })?;
+                let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
+                (
+                    control::spawn_master(Arc::clone(&shared), config, claim, pins),
+                    Some(socket),
+                )
+            }
+            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), None),
+        };
+        let thread = thread.map_err(|source| LinkError::Io {
+            what: "spawning the control thread",
+            path: PathBuf::new(),
+            source,
+        })?;
+        log::info!("vecring: {}: opened", shared.label);
+        Ok(Link::started(shared, thread, socket))
+    }
+}

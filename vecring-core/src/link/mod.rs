@@ -1,0 +1,203 @@
+//! A link: the two rings of a region, opened by name by a master and a
+//! slave in different processes, with a control thread that runs the
+//! handshake and follows the peer's comings and goings.
+//!
+//! State lives in `LinkShared`; the control thread (module
+//! `control`) installs a new *session* (one region, one generation)
+//! when a peer attaches and removes it when the peer goes away, bumping an
+//! epoch counter each time. The data-path endpoints ([`Sender`],
+//! [`Receiver`]) load that epoch once per call and re-attach only when it
+//! changed, so the hot path takes no lock. A master makes a fresh region for
+//! every generation: nothing of a dead generation can reach the next one.
+
+mod builder;
+mod control;
+mod endpoint;
+mod error;
+mod receiver;
+mod sender;
+mod shared;
+mod types;
+
+pub use builder::LinkBuilder;
+pub use control::{MAX_PENDING, MAX_REGIONS};
+pub use error::LinkError;
+pub use receiver::Receiver;
+pub use sender::Sender;
+pub use types::{LinkCounters, LinkState, Role, DEFAULT_RUN_DIR};
+
+use shared::LinkShared;
+
+use crate::memory::Region;
+use endpoint::Endpoint;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// An open link. Dropping it stops the control thread, disconnects the
+/// peer, and (master) removes the socket and lock files, within a moment
+/// whatever the peer does.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use vecring_core::{Link, Role};
+///
+/// let link = Link::builder("testcontainer", "tap456").role(Role::Master).open()?;
+/// link.wait_up(Duration::from_secs(10))?;
+/// let mut tx = link.sender()?;
+/// tx.send(b"frame")?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Link {
+    shared: Arc<LinkShared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// The master's socket path (the control thread owns the files and
+    /// removes them when it ends).
+    socket: Option<PathBuf>,
+}
+
+impl Link {
+    /// A link whose control thread runs (made by [`LinkBuilder::open`]).
+    fn started(
+        shared: Arc<LinkShared>,
+        thread: std::thread::JoinHandle<()>,
+        socket: Option<PathBuf>,
+    ) -> Self {
+        Link {
+            shared,
+            thread: Some(thread),
+            socket,
+        }
+    }
+}
+
+impl Link {
+    /// A builder for the link `link` of domain `domain`.
+    pub fn builder(domain: &str, link: &str) -> LinkBuilder {
+        LinkBuilder::new(domain, link)
+    }
+
+    /// This end's role.
+    pub fn role(&self) -> Role {
+        self.shared.role
+    }
+
+    /// Whether a peer is attached.
+    pub fn state(&self) -> LinkState {
+        self.shared.state()
+    }
+
+    /// The region of the current generation, if up (for diagnostics such as
+    /// NUMA placement).
+    pub fn region(&self) -> Option<Arc<Region>> {
+        self.shared
+            .lock()
+            .session
+            .as_ref()
+            .map(|s| Arc::clone(&s.region))
+    }
+
+    /// Waits until the link is up; returns its generation.
+    ///
+    /// # Errors
+    /// [`LinkError::Timeout`], or (slave) why the master or its region was
+    /// refused, as soon as that happens.
+    pub fn wait_up(&self, timeout: Duration) -> Result<u64, LinkError> {
+        let deadline = Instant::now() + timeout;
+        let mut inner = self.shared.lock();
+        loop {
+            if let Some(s) = &inner.session {
+                return Ok(s.generation);
+            }
+            if let Some(f) = &inner.failure {
+                return Err(f.clone().into());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(LinkError::Timeout(timeout));
+            }
+            inner = self
+                .shared
+                .changed
+                .wait_timeout(inner, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Waits until the link is down (the peer left), for at most `timeout`.
+    /// Returns whether it is down.
+    pub fn wait_down(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut inner = self.shared.lock();
+        while inner.session.is_some() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            inner = self
+                .shared
+                .changed
+                .wait_timeout(inner, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// The transmit side; can be taken once.
+    ///
+    /// # Errors
+    /// [`LinkError::AlreadyTaken`].
+    pub fn sender(&self) -> Result<Sender, LinkError> {
+        if self.shared.sender_taken.swap(true, Ordering::AcqRel) {
+            return Err(LinkError::AlreadyTaken("sender"));
+        }
+        Ok(Sender::new(Endpoint::new(Arc::clone(&self.shared))))
+    }
+
+    /// The receive side; can be taken once.
+    ///
+    /// # Errors
+    /// [`LinkError::AlreadyTaken`].
+    pub fn receiver(&self) -> Result<Receiver, LinkError> {
+        if self.shared.receiver_taken.swap(true, Ordering::AcqRel) {
+            return Err(LinkError::AlreadyTaken("receiver"));
+        }
+        Ok(Receiver::new(Endpoint::new(Arc::clone(&self.shared))))
+    }
+
+    /// The link's counters.
+    pub fn counters(&self) -> LinkCounters {
+        self.shared.counters()
+    }
+
+    /// The socket path of this link.
+    pub fn socket_path(&self) -> Option<&Path> {
+        self.socket.as_deref()
+    }
+
+    /// Closes the link (as dropping it does).
+    pub fn close(self) {}
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("link", &self.shared.label)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        log::info!("vecring: {}: closed", self.shared.label);
+    }
+}

@@ -1,0 +1,148 @@
+//! [`Receiver`]: the receive side of a link.
+
+use super::endpoint::Endpoint;
+use crate::memory::{Region, RegionRing};
+use crate::ring::{Consumer, HoldBack, ReadChunk, RecvError};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The receive side of a [`Link`]. Use it from one thread at a time.
+pub struct Receiver {
+    ep: Endpoint<Consumer<RegionRing>>,
+    /// See [`Receiver::set_hold_back`].
+    hold: Option<HoldBack>,
+    /// The session whose consumer has `hold` applied.
+    hold_epoch: u64,
+}
+
+impl Receiver {
+    pub(super) fn new(ep: Endpoint<Consumer<RegionRing>>) -> Self {
+        Receiver {
+            ep,
+            hold: None,
+            hold_epoch: u64::MAX,
+        }
+    }
+
+    fn publish(&mut self) {
+        let (frames, bytes) = self.ep.totals();
+        // Relaxed: running totals from their only writer.
+        self.ep.shared.rx.frames.store(frames, Ordering::Relaxed);
+        self.ep.shared.rx.bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether the link is up, as this endpoint last saw it.
+    pub fn is_up(&mut self) -> bool {
+        self.ep.ring().is_some()
+    }
+
+    /// Sets (or turns off) the hold-back of the batch reads, for this and
+    /// every later generation; see [`HoldBack`]. Off by default.
+    pub fn set_hold_back(&mut self, hold: Option<HoldBack>) {
+        self.hold = hold;
+        // Applied by `consumer` on the next read.
+        self.hold_epoch = u64::MAX;
+    }
+
+    /// The current generation's consumer, with the hold-back applied.
+    #[inline]
+    fn consumer(&mut self) -> Option<&mut Consumer<RegionRing>> {
+        self.ep.ring()?;
+        let epoch = self.ep.epoch;
+        let ring = self.ep.ring.as_mut()?;
+        if self.hold_epoch != epoch {
+            ring.set_hold_back(self.hold);
+            self.hold_epoch = epoch;
+        }
+        Some(ring)
+    }
+
+    /// The geometry of the rings, if the link is up.
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
+    }
+
+    /// The generation this endpoint receives from, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
+    }
+
+    /// Ready frames, read in place and released when the chunk drops.
+    ///
+    /// # Errors
+    /// [`RecvError::LinkDown`] without a peer, [`RecvError::Corrupt`] if the
+    /// peer corrupted this generation (the link then reconnects).
+    #[inline]
+    pub fn read_chunk(
+        &mut self,
+        max_frames: usize,
+    ) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
+        // The totals as of the previous chunk (see `Sender::write_chunk`).
+        self.publish();
+        let ring = self.consumer().ok_or(RecvError::LinkDown)?;
+        Ok(ring.read_chunk(max_frames)?)
+    }
+
+    /// Releases the slots of frames [kept](ReadChunk::keep) in the current
+    /// generation up to slot `index`; see [`Consumer::release_to`]. Returns
+    /// false if `index` is out of range or the generation changed.
+    pub fn release_to(&mut self, index: u64) -> bool {
+        self.ep.ring.as_mut().is_some_and(|c| c.release_to(index))
+    }
+
+    /// `(released, read)` positions of the ring this endpoint holds now,
+    /// without following a generation change (so they belong to the same
+    /// ring as the last chunk read); see [`Consumer::released_position`].
+    pub fn positions(&self) -> Option<(u64, u64)> {
+        self.ep
+            .ring
+            .as_ref()
+            .map(|c| (c.released_position(), c.read_position()))
+    }
+
+    /// The region the current generation's frames live in, if up (to keep
+    /// it mapped while frames kept in place are in use).
+    pub fn region(&mut self) -> Option<Arc<Region>> {
+        Some(Arc::clone(self.ep.ring()?.storage().region()))
+    }
+
+    /// Copies the next frame into `buf`.
+    ///
+    /// # Errors
+    /// As [`Consumer::recv`], plus [`RecvError::LinkDown`].
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
+        let r = self.ep.ring().ok_or(RecvError::LinkDown)?.recv(buf);
+        if r.is_ok() {
+            self.publish();
+        }
+        r
+    }
+
+    /// Copies up to `bufs.len()` frames; see [`Consumer::recv_batch`].
+    ///
+    /// # Errors
+    /// As [`Consumer::recv_batch`], plus [`RecvError::LinkDown`].
+    pub fn recv_batch<B: AsMut<[u8]>>(
+        &mut self,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> Result<usize, RecvError> {
+        let r = self
+            .consumer()
+            .ok_or(RecvError::LinkDown)?
+            .recv_batch(bufs, lens);
+        // Only when the totals moved: a receiver polling an empty ring
+        // calls again at once.
+        if matches!(r, Ok(n) if n > 0) {
+            self.publish();
+        }
+        r
+    }
+
+    /// Updates the link's shared RX counters (done by `recv`/`recv_batch`;
+    /// call after releasing chunks).
+    pub fn flush_counters(&mut self) {
+        self.publish();
+    }
+}

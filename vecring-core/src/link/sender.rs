@@ -1,0 +1,107 @@
+//! [`Sender`]: the transmit side of a link.
+
+use super::endpoint::Endpoint;
+use crate::memory::RegionRing;
+use crate::ring::{Producer, SendError, WriteChunk};
+use std::sync::atomic::Ordering;
+
+/// The transmit side of a [`Link`]. Use it from one thread at a time.
+pub struct Sender {
+    ep: Endpoint<Producer<RegionRing>>,
+}
+
+impl Sender {
+    pub(super) fn new(ep: Endpoint<Producer<RegionRing>>) -> Self {
+        Sender { ep }
+    }
+
+    fn publish(&mut self) {
+        let (frames, bytes) = self.ep.totals();
+        // Relaxed stores of running totals (this thread is the only
+        // writer); readers want a recent value, not an ordering.
+        self.ep.shared.tx.frames.store(frames, Ordering::Relaxed);
+        self.ep.shared.tx.bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether the link is up, as this endpoint last saw it.
+    pub fn is_up(&mut self) -> bool {
+        self.ep.ring().is_some()
+    }
+
+    /// The geometry of the rings, if the link is up (it may change when a
+    /// new master arrives).
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
+    }
+
+    /// The generation this endpoint sends into, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
+    }
+
+    /// Reserves up to `max_slots` slots for writing frames in place; commit
+    /// the chunk to send them.
+    ///
+    /// # Errors
+    /// [`SendError::LinkDown`] without a peer, [`SendError::Corrupt`] if the
+    /// peer corrupted this generation (the link then reconnects).
+    #[inline]
+    pub fn write_chunk(
+        &mut self,
+        max_slots: usize,
+    ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+        // The totals as of the previous chunk, so that the link's counters
+        // (`vecring stats`) follow chunk users too: two stores to a line
+        // only this thread writes.
+        self.publish();
+        let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
+        Ok(ring.write_chunk(max_slots)?)
+    }
+
+    /// Copies one frame into the link.
+    ///
+    /// # Errors
+    /// As [`Producer::send`], plus [`SendError::LinkDown`].
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
+        let r = self.ep.ring().ok_or(SendError::LinkDown)?.send(frame);
+        if r.is_ok() {
+            self.publish();
+        }
+        r
+    }
+
+    /// Copies as many frames as fit, with one index update; returns how
+    /// many were sent.
+    ///
+    /// # Errors
+    /// As [`Producer::send_batch`], plus [`SendError::LinkDown`].
+    pub fn send_batch<'f, I>(&mut self, frames: I) -> Result<usize, SendError>
+    where
+        I: IntoIterator<Item = &'f [u8]>,
+    {
+        let r = self
+            .ep
+            .ring()
+            .ok_or(SendError::LinkDown)?
+            .send_batch(frames);
+        // Only when the totals moved: a sender finding the ring full calls
+        // again at once.
+        if matches!(r, Ok(n) if n > 0) {
+            self.publish();
+        }
+        r
+    }
+
+    /// Frames sent in the current generation that the peer has not read
+    /// yet (0 when the link is down).
+    pub fn unread(&mut self) -> u64 {
+        self.ep.ring().map_or(0, |p| p.unread_frames())
+    }
+
+    /// Updates the link's shared TX counters from this endpoint's totals
+    /// (done by `send`/`send_batch`; call after committing chunks).
+    pub fn flush_counters(&mut self) {
+        self.publish();
+    }
+}

@@ -16,7 +16,7 @@
 //! The peer can write a frame's bytes while they are read, so the MAC filter
 //! decides on one read of them: a copied frame on its copy in the mbuf, a
 //! zero-copy frame on one read of its destination MAC (see
-//! [`stats::accept_shared`]).
+//! [`stats::Filter::accept_shared`]).
 //!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and

@@ -35,6 +35,10 @@ pub use crate::control::{MAX_PENDING, MAX_REGIONS};
 /// Default parent of the domain directories.
 pub const DEFAULT_RUN_DIR: &str = "/run/vecring";
 
+/// Default permission bits of the master's socket
+/// ([`LinkBuilder::socket_mode`]).
+pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
+
 /// Which end of the link this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -536,10 +540,10 @@ impl LinkBuilder {
                 let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
                 (
                     control::spawn_master(Arc::clone(&shared), config, claim, pins),
-                    Some(socket),
+                    socket,
                 )
             }
-            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), None),
+            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), socket),
         };
         let thread = thread.map_err(|source| LinkError::Io {
             what: "spawning the control thread",
@@ -550,7 +554,7 @@ impl LinkBuilder {
         Ok(Link {
             shared,
             thread: Some(thread),
-            socket,
+            socket: Some(socket),
         })
     }
 }
@@ -572,8 +576,8 @@ impl LinkBuilder {
 pub struct Link {
     shared: Arc<LinkShared>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// The master's socket path (the control thread owns the files and
-    /// removes them when it ends).
+    /// The socket path: the master listens there (its control thread owns
+    /// the files and removes them when it ends), the slave connects there.
     socket: Option<PathBuf>,
 }
 
@@ -589,7 +593,7 @@ impl Link {
             run_dir: PathBuf::from(DEFAULT_RUN_DIR),
             hugepages: HugepagePolicy::Prefer,
             owner: None,
-            socket_mode: 0o660,
+            socket_mode: DEFAULT_SOCKET_MODE,
             allowed_uids: Vec::new(),
             master_uids: Vec::new(),
             retry_interval: Duration::from_millis(50),
@@ -713,7 +717,8 @@ impl Link {
         }
     }
 
-    /// The socket path of this link.
+    /// The socket path of this link: where the master listens and the
+    /// slave connects (what a side waiting for its peer waits on).
     pub fn socket_path(&self) -> Option<&Path> {
         self.socket.as_deref()
     }

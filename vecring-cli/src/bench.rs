@@ -116,6 +116,7 @@ fn spawn_slave(
         "--link=l0".into(),
         format!("--run-dir={}", run_dir.display()),
         format!("--cpu={}", args.slave_cpu),
+        "--interval=0".into(),
     ];
     if args.hold_back {
         slave_args.push("--hold-back".into());

@@ -4,21 +4,44 @@
 mod bench;
 mod doctor;
 mod ops;
+mod prepare;
 mod traffic;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, Role};
+use vecring_core::abi::{
+    MAX_FRAME_LEN, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT, MIN_SLOT_SIZE,
+};
+use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, LinkError, Role};
+
+/// The text after `--help`: logging and how the modes end.
+const AFTER_HELP: &str = "\
+Logging: on by default at level info (link up and down, the peer's pid and
+uid, the socket path a side waits on, refusals), on stderr. -v: debug, -vv:
+trace; -q: warnings only, -qq: errors only. RUST_LOG (env_logger syntax, e.g.
+RUST_LOG=vecring_core=debug) overrides both.
+
+rxonly ends when its stdin closes or on Ctrl-C, and then prints a summary.
+
+Exit status: 0 on success, 1 on any error (bad option, link refused, peer
+not there in time), 2 on a usage error.";
 
 #[derive(Parser)]
 #[command(
     name = "vecring",
     version,
-    about = "Shared-memory virtual Ethernet links between processes and containers"
+    about = "Shared-memory virtual Ethernet links between processes and containers",
+    after_help = AFTER_HELP
 )]
 struct Cli {
+    /// More log output (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Less log output (-q warnings, -qq errors).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,22 +57,37 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         frames: u64,
     },
-    /// Send frames of one size as fast as the peer takes them.
+    /// Send frames of one size as fast as the peer takes them, then wait
+    /// (at most --drain seconds) for the peer to read them, and report the
+    /// frames sent, taken by the peer and left in the ring.
     Txonly {
         #[command(flatten)]
         link: LinkArgs,
         /// Frame size in bytes.
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, help = frame_size_help())]
         size: usize,
         /// How long to send.
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
+        /// Longest wait, after sending, for the peer to read the ring.
+        #[arg(long, default_value_t = 5.0)]
+        drain: f64,
     },
-    /// Receive and count frames; answers each line on stdin with the counts.
+    /// Receive and count frames. Prints labelled counts and rates every
+    /// --interval seconds and on link up/down (stderr), answers each line
+    /// on stdin with `rx <frames> <bytes>` (stdout), and ends with a
+    /// summary when stdin closes or on Ctrl-C.
     Rxonly {
         #[command(flatten)]
         link: LinkArgs,
+        /// Seconds between reports (0: none).
+        #[arg(long, default_value_t = 1.0)]
+        interval: f64,
     },
+    /// Create a domain directory before either side starts (for a
+    /// container's bind mount) with the owner and mode the master accepts,
+    /// and print the LXC configuration lines for it.
+    Prepare(prepare::PrepareArgs),
     /// Start a slave in its own namespaces (standing in for a container),
     /// send traffic to it, and print pps, Mbit/s and throughput per frame size.
     Bench(bench::BenchArgs),
@@ -77,17 +115,17 @@ pub struct LinkArgs {
     /// Link name within the domain.
     #[arg(long)]
     link: String,
-    /// Parent of the domain directories.
+    /// Parent of the domain directories (an absolute path).
     #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
     run_dir: PathBuf,
     /// NUMA node of the link memory.
     #[arg(long)]
     socket: Option<u32>,
-    /// Slots per ring (power of two).
-    #[arg(long)]
+    /// Slots per ring (master).
+    #[arg(long, help = slots_help())]
     slots: Option<u32>,
-    /// Bytes per slot (power of two, 64..=32768).
-    #[arg(long)]
+    /// Bytes per slot (master).
+    #[arg(long, help = slot_size_help())]
     slot_size: Option<u32>,
     /// prefer, require or never.
     #[arg(long, default_value = "prefer")]
@@ -106,7 +144,7 @@ pub struct LinkArgs {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 30.0)]
     up_timeout: f64,
-    /// Pin the data-path threads to this CPU.
+    /// Pin the data-path threads to this CPU (one this process may run on).
     #[arg(long)]
     cpu: Option<usize>,
     /// Receive with the hold-back on (vecring_core::HoldBack::STREAMING):
@@ -134,7 +172,90 @@ fn parse_owner(s: &str) -> Result<(u32, u32), String> {
     ))
 }
 
+fn slots_help() -> String {
+    format!(
+        "Slots per ring: a power of two, {MIN_SLOT_COUNT}..={MAX_SLOT_COUNT} (master; default {})",
+        Geometry::DEFAULT.slot_count()
+    )
+}
+
+fn slot_size_help() -> String {
+    format!(
+        "Bytes per slot: a power of two, {MIN_SLOT_SIZE}..={MAX_SLOT_SIZE} (master; default {})",
+        Geometry::DEFAULT.slot_size()
+    )
+}
+
+fn frame_size_help() -> String {
+    format!("Frame size in bytes, {MIN_FRAME_LEN}..={MAX_FRAME_LEN}")
+}
+
+/// Whether this process may run on `cpu` (it exists and is in our
+/// affinity mask).
+fn cpu_usable(cpu: usize) -> bool {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return false;
+    }
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it, and
+    // CPU_ISSET reads within it (cpu < CPU_SETSIZE, checked above).
+    unsafe {
+        let mut set: libc::cpu_set_t = core::mem::zeroed();
+        libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
+            && libc::CPU_ISSET(cpu, &set)
+    }
+}
+
 impl LinkArgs {
+    /// Checks every option before the link opens.
+    ///
+    /// # Errors
+    /// The first bad option, named.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.run_dir.is_absolute() {
+            return Err(format!(
+                "--run-dir {}: must be an absolute path",
+                self.run_dir.display()
+            ));
+        }
+        if let Some(cpu) = self.cpu {
+            if !cpu_usable(cpu) {
+                return Err(format!(
+                    "--cpu {cpu}: no such CPU, or not one this process may run on"
+                ));
+            }
+        }
+        if self.role == Role::Slave {
+            let master_only = [
+                ("--owner", self.owner.is_some()),
+                ("--allow-uid", !self.allow_uid.is_empty()),
+                ("--slots", self.slots.is_some()),
+                ("--slot-size", self.slot_size.is_some()),
+            ];
+            if let Some((opt, _)) = master_only.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{opt} is a master option (the master decides it); this side is the slave"
+                ));
+            }
+        } else if !self.master_uid.is_empty() {
+            return Err("--master-uid is a slave option; this side is the master".into());
+        }
+        self.geometry().map(|_| ())
+    }
+
+    /// The geometry asked for, checked by the core.
+    fn geometry(&self) -> Result<Option<Geometry>, String> {
+        if self.slots.is_none() && self.slot_size.is_none() {
+            return Ok(None);
+        }
+        let d = Geometry::DEFAULT;
+        Geometry::new(
+            self.slots.unwrap_or(d.slot_count()),
+            self.slot_size.unwrap_or(d.slot_size()),
+        )
+        .map(Some)
+        .map_err(|e| format!("--slots/--slot-size: {e}"))
+    }
+
     fn builder(&self) -> Result<LinkBuilder, String> {
         let mut b = Link::builder(&self.domain, &self.link)
             .role(self.role)
@@ -143,13 +264,7 @@ impl LinkArgs {
         if let Some(n) = self.socket {
             b = b.numa_node(n);
         }
-        if self.slots.is_some() || self.slot_size.is_some() {
-            let d = Geometry::DEFAULT;
-            let g = Geometry::new(
-                self.slots.unwrap_or(d.slot_count()),
-                self.slot_size.unwrap_or(d.slot_size()),
-            )
-            .map_err(|e| e.to_string())?;
+        if let Some(g) = self.geometry()? {
             b = b.geometry(g);
         }
         if let Some((uid, gid)) = self.owner {
@@ -164,12 +279,43 @@ impl LinkArgs {
         Ok(b)
     }
 
-    /// Opens the link and waits for the peer.
+    /// Opens the link and waits for the peer, saying so (with the socket
+    /// path) at once and again every [`WAIT_REPORT`].
     fn open_up(&self) -> Result<Link, String> {
+        self.check()?;
         let link = self.builder()?.open().map_err(|e| e.to_string())?;
-        link.wait_up(Duration::from_secs_f64(self.up_timeout))
-            .map_err(|e| e.to_string())?;
-        Ok(link)
+        let path = link
+            .socket_path()
+            .map_or_else(String::new, |p| p.display().to_string());
+        let timeout = Duration::from_secs_f64(self.up_timeout);
+        let peer = match self.role {
+            Role::Master => "slave",
+            Role::Slave => "master",
+        };
+        if !link.state().is_up() {
+            log::info!(
+                "waiting for the {peer} on {path} (up to {:.0} s)",
+                self.up_timeout
+            );
+        }
+        let start = std::time::Instant::now();
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            match link.wait_up(left.min(WAIT_REPORT)) {
+                Ok(_) => return Ok(link),
+                Err(LinkError::Timeout(_)) if start.elapsed() < timeout => log::warn!(
+                    "still waiting for the {peer} on {path} after {:.0} s",
+                    start.elapsed().as_secs_f64()
+                ),
+                Err(LinkError::Timeout(_)) => {
+                    return Err(format!(
+                        "no {peer} on {path} after {:.0} s (--up-timeout): is it running, with the same --domain, --link and --run-dir?",
+                        self.up_timeout
+                    ))
+                }
+                Err(e) => return Err(format!("{path}: {e}")),
+            }
+        }
     }
 }
 
@@ -193,19 +339,31 @@ pub fn pin(cpu: Option<usize>) {
     }
 }
 
+/// How often a side waiting for its peer says so.
+const WAIT_REPORT: Duration = Duration::from_secs(10);
+
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"))
+    let cli = Cli::parse();
+    let level = match i16::from(cli.verbose) - i16::from(cli.quiet) {
+        ..=-2 => "error",
+        -1 => "warn",
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
         .format_timestamp_millis()
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Stress { link, frames } => traffic::stress(&link, frames),
         Command::Txonly {
             link,
             size,
             seconds,
-        } => traffic::txonly(&link, size, seconds),
-        Command::Rxonly { link } => traffic::rxonly(&link),
+            drain,
+        } => traffic::txonly(&link, size, seconds, drain),
+        Command::Rxonly { link, interval } => traffic::rxonly(&link, interval),
+        Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),

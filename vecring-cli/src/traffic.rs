@@ -113,15 +113,43 @@ pub fn stress(args: &LinkArgs, frames: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Sends frames of `size` bytes in batches of 32 for `seconds`.
-pub fn txonly(args: &LinkArgs, size: usize, seconds: f64) -> Result<(), String> {
+/// Sends frames of `size` bytes in batches of 32 for `seconds`, then waits
+/// up to `drain` seconds for the peer to read the ring, and reports frames
+/// sent, taken by the peer, and still in the ring.
+pub fn txonly(args: &LinkArgs, size: usize, seconds: f64, drain: f64) -> Result<(), String> {
+    let limits = vecring_core::abi::MIN_FRAME_LEN..=vecring_core::abi::MAX_FRAME_LEN;
+    if !limits.contains(&size) {
+        return Err(format!(
+            "--size {size}: a frame is {} to {} bytes",
+            limits.start(),
+            limits.end()
+        ));
+    }
+    if !(seconds.is_finite() && seconds >= 0.0 && drain.is_finite() && drain >= 0.0) {
+        return Err("--seconds and --drain must be non-negative numbers".into());
+    }
+    args.check()?;
     let link = args.open_up()?;
     let mut tx = link.sender().map_err(|e| e.to_string())?;
     pin(args.cpu);
     let stop = Instant::now() + Duration::from_secs_f64(seconds);
     let (sent, full) = send_for(&mut tx, size, stop, &AtomicBool::new(false))?;
     let secs = seconds.max(1e-9);
-    println!("txonly: {sent} frames of {size} bytes in {seconds:.1} s: {:.0} pps ({full} ring-full retries)", sent as f64 / secs);
+    let deadline = Instant::now() + Duration::from_secs_f64(drain);
+    while tx.unread() > 0 && Instant::now() < deadline && link.state().is_up() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let unread = tx.unread();
+    println!(
+        "txonly: sent {sent} frames of {size} bytes in {seconds:.1} s ({:.0} pps, {full} ring-full retries); taken by the peer {}; still in the ring {unread}",
+        sent as f64 / secs,
+        sent - unread
+    );
+    if unread > 0 {
+        println!(
+            "txonly: {unread} frames were not read by the peer within --drain {drain} s; they are lost when this side exits"
+        );
+    }
     Ok(())
 }
 
@@ -202,14 +230,31 @@ pub fn send_paced(
     Ok(Paced { offered, kept_rate })
 }
 
-/// Receives and counts frames until stdin closes; each line read on stdin
-/// is answered with `rx <frames> <bytes>`.
-pub fn rxonly(args: &LinkArgs) -> Result<(), String> {
+/// Set by the SIGINT handler of [`rxonly`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Receives and counts frames until stdin closes or Ctrl-C. Each line read
+/// on stdin is answered on stdout with `rx <frames> <bytes>`; every
+/// `interval` seconds (0: never) and on link up/down a labelled report goes
+/// to stderr, and a summary at the end.
+pub fn rxonly(args: &LinkArgs, interval: f64) -> Result<(), String> {
+    if !(interval.is_finite() && interval >= 0.0) {
+        return Err(format!(
+            "--interval {interval}: must be a non-negative number"
+        ));
+    }
     let link = args.open_up()?;
     let mut rx = link.receiver().map_err(|e| e.to_string())?;
     if args.hold_back {
         rx.set_hold_back(Some(HoldBack::STREAMING));
     }
+    // SAFETY: installs a handler that only stores to an atomic.
+    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
     let frames = Arc::new(AtomicU64::new(0));
     let bytes = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -251,19 +296,75 @@ pub fn rxonly(args: &LinkArgs) -> Result<(), String> {
         }
         Ok(())
     });
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        if line.is_err() {
-            break;
-        }
-        println!(
-            "rx {} {}",
-            frames.load(Ordering::Relaxed),
-            bytes.load(Ordering::Relaxed)
+    // Stdin: queries answered at once; its end ends the run.
+    let stdin_closed = Arc::new(AtomicBool::new(false));
+    {
+        let (frames, bytes, closed) = (
+            Arc::clone(&frames),
+            Arc::clone(&bytes),
+            Arc::clone(&stdin_closed),
         );
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                println!(
+                    "rx {} {}",
+                    frames.load(Ordering::Relaxed),
+                    bytes.load(Ordering::Relaxed)
+                );
+            }
+            closed.store(true, Ordering::Relaxed);
+        });
     }
+    let start = Instant::now();
+    let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
+    let (mut last_at, mut last_f, mut last_b) = (start, 0u64, 0u64);
+    let mut was_up = true;
+    let why = loop {
+        if stdin_closed.load(Ordering::Relaxed) {
+            break "stdin closed";
+        }
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            break "interrupted";
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let up = link.state().is_up();
+        let (nf, nb) = (
+            frames.load(Ordering::Relaxed),
+            bytes.load(Ordering::Relaxed),
+        );
+        if up != was_up {
+            eprintln!(
+                "rxonly: link {}: frames {nf}, bytes {nb}",
+                if up { "up" } else { "down" }
+            );
+            was_up = up;
+        }
+        if every.is_some_and(|e| last_at.elapsed() >= e) {
+            let dt = last_at.elapsed().as_secs_f64();
+            eprintln!(
+                "rxonly: frames {nf} ({:.0} pps), bytes {nb} ({:.1} Mbit/s), link {}",
+                (nf - last_f) as f64 / dt,
+                (nb - last_b) as f64 * 8.0 / dt / 1e6,
+                if up { "up" } else { "down" }
+            );
+            (last_at, last_f, last_b) = (Instant::now(), nf, nb);
+        }
+    };
     done.store(true, Ordering::Relaxed);
-    worker
+    let result = worker
         .join()
-        .map_err(|_| "receiver thread panicked".to_string())?
+        .map_err(|_| "receiver thread panicked".to_string())?;
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    let (nf, nb) = (
+        frames.load(Ordering::Relaxed),
+        bytes.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "rxonly: summary ({why}): frames {nf}, bytes {nb} in {secs:.1} s ({:.0} pps average)",
+        nf as f64 / secs
+    );
+    result
 }

@@ -253,8 +253,11 @@ pub(crate) struct MasterFiles<'a> {
 }
 
 /// The domain directory's mode: the master's full access, and search
-/// permission (nothing more) for whoever may connect to the socket.
-fn domain_mode(socket_mode: u32, owner: Option<(u32, u32)>) -> u32 {
+/// permission (nothing more) for whoever may connect to the socket
+/// (`socket_mode`, or the `owner` given the socket). A directory prepared
+/// before the master starts (for a container's bind mount) gets this mode
+/// and the master's ownership, so that the master accepts it.
+pub fn domain_mode(socket_mode: u32, owner: Option<(u32, u32)>) -> u32 {
     let group = if socket_mode & 0o060 != 0 { 0o010 } else { 0 };
     // An owner given the socket is, to the directory, "others".
     let others = if socket_mode & 0o006 != 0 || owner.is_some() {

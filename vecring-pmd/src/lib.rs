@@ -16,7 +16,10 @@
 //! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
 //! | [`port`] | probe/remove, per-port state, close |
 //! | [`lsc`] | link-state events, from the driver's own thread |
-//! | [`ops`] | the `eth_dev_ops` table |
+//! | [`ops`] | the `eth_dev_ops` table: start/stop, link up/down, configuration |
+//! | [`addrs`] | extra unicast MACs and multicast groups (`eth_dev_ops`) |
+//! | [`qinfo`] | queue and burst-mode information (`eth_dev_ops`) |
+//! | [`handoff`] | a reopened link's ends on their way to the queues |
 //! | [`rxtx`] | queues and burst functions |
 //! | [`stats`] | counters, filter, xstats |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
@@ -24,12 +27,15 @@
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod addrs;
 pub mod devargs;
 pub mod ffi;
+pub mod handoff;
 pub mod log;
 pub mod lsc;
 pub mod ops;
 pub mod port;
+pub mod qinfo;
 pub mod rxtx;
 pub mod stats;
 pub mod zerocopy;

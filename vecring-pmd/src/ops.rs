@@ -8,12 +8,11 @@
 
 use crate::ffi::{self, rte_eth_dev, rte_mempool};
 use crate::port::{self, guarded, port_of, Port};
-use crate::rxtx::{self, RxQueue, TxQueue};
+use crate::rxtx::{self, QueueSetup, RxQueue, TxQueue};
 use crate::stats::{self, Snapshot, XSTATS};
 use crate::vlog;
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Largest frame the link carries (vecring's jumbo limit).
@@ -31,6 +30,8 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     dev_start: Some(dev_start),
     dev_stop: Some(dev_stop),
     dev_close: Some(dev_close),
+    dev_set_link_up: Some(dev_set_link_up),
+    dev_set_link_down: Some(dev_set_link_down),
     dev_infos_get: Some(dev_infos_get),
     link_update: Some(link_update),
     promiscuous_enable: Some(promiscuous_enable),
@@ -38,6 +39,10 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     allmulticast_enable: Some(allmulticast_enable),
     allmulticast_disable: Some(allmulticast_disable),
     mac_addr_set: Some(mac_addr_set),
+    mac_addr_add: Some(crate::addrs::mac_addr_add),
+    mac_addr_remove: Some(crate::addrs::mac_addr_remove),
+    set_mc_addr_list: Some(crate::addrs::set_mc_addr_list),
+    uc_all_hash_table_set: Some(crate::addrs::uc_all_hash_table_set),
     mtu_set: Some(mtu_set),
     stats_get: Some(stats_get),
     stats_reset: Some(stats_reset),
@@ -48,6 +53,10 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     rx_queue_release: Some(rx_queue_release),
     tx_queue_setup: Some(tx_queue_setup),
     tx_queue_release: Some(tx_queue_release),
+    rxq_info_get: Some(crate::qinfo::rxq_info_get),
+    txq_info_get: Some(crate::qinfo::txq_info_get),
+    rx_burst_mode_get: Some(crate::qinfo::rx_burst_mode_get),
+    tx_burst_mode_get: Some(crate::qinfo::tx_burst_mode_get),
     // SAFETY: `eth_dev_ops` holds only optional function pointers, for which
     // all-zero is `None`: every other operation is "not supported".
     ..unsafe { std::mem::zeroed() }
@@ -61,23 +70,23 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
 /// and written through raw pointers, never through a `&mut` to the whole
 /// struct, because the data path updates `rx_mbuf_alloc_failed` in it.
 #[derive(Clone, Copy)]
-struct Dev(*mut rte_eth_dev);
+pub(crate) struct Dev(*mut rte_eth_dev);
 
 impl Dev {
     /// # Safety
     /// `dev` must satisfy the invariant of [`Dev`] for as long as the
     /// handle is used (ethdev guarantees it for the operations of [`OPS`]).
-    unsafe fn new(dev: *mut rte_eth_dev) -> Self {
+    pub(crate) unsafe fn new(dev: *mut rte_eth_dev) -> Self {
         Dev(dev)
     }
 
-    fn data(self) -> *mut ffi::rte_eth_dev_data {
+    pub(crate) fn data(self) -> *mut ffi::rte_eth_dev_data {
         // SAFETY: a valid port (type invariant) has valid `data`.
         unsafe { (*self.0).data }
     }
 
     /// Runs `f` on the port, or returns `-ENODEV` if it is closed.
-    fn with_port(self, what: &str, f: impl FnOnce(&mut Port) -> i32) -> i32 {
+    pub(crate) fn with_port(self, what: &str, f: impl FnOnce(&mut Port) -> i32) -> i32 {
         guarded(what, -libc::EIO, || {
             // SAFETY: a valid port of ours (type invariant); operations are
             // not concurrent, so this is the only reference to the `Port`.
@@ -88,25 +97,25 @@ impl Dev {
         })
     }
 
-    fn nb_rx_queues(self) -> u16 {
+    pub(crate) fn nb_rx_queues(self) -> u16 {
         // SAFETY: `data` is valid (type invariant).
         unsafe { (*self.data()).nb_rx_queues }
     }
 
-    fn nb_tx_queues(self) -> u16 {
+    pub(crate) fn nb_tx_queues(self) -> u16 {
         // SAFETY: `data` is valid (type invariant).
         unsafe { (*self.data()).nb_tx_queues }
     }
 
     /// Slot `q` of `rx_queues` (`q < nb_rx_queues`).
-    fn rx_slot(self, q: u16) -> *mut *mut c_void {
+    pub(crate) fn rx_slot(self, q: u16) -> *mut *mut c_void {
         assert!(q < self.nb_rx_queues());
         // SAFETY: ethdev allocates `nb_rx_queues` entries.
         unsafe { (*self.data()).rx_queues.add(usize::from(q)) }
     }
 
     /// Slot `q` of `tx_queues` (`q < nb_tx_queues`).
-    fn tx_slot(self, q: u16) -> *mut *mut c_void {
+    pub(crate) fn tx_slot(self, q: u16) -> *mut *mut c_void {
         assert!(q < self.nb_tx_queues());
         // SAFETY: ethdev allocates `nb_tx_queues` entries.
         unsafe { (*self.data()).tx_queues.add(usize::from(q)) }
@@ -152,6 +161,11 @@ impl Dev {
         unsafe { (*self.data()).dev_conf.rxmode.offloads }
     }
 
+    fn link_speeds(self) -> u32 {
+        // SAFETY: `data` is valid.
+        unsafe { (*self.data()).dev_conf.link_speeds }
+    }
+
     fn lsc_requested(self) -> bool {
         // SAFETY: `data` is valid.
         unsafe { (*self.data()).dev_conf.intr_conf.lsc() != 0 }
@@ -190,7 +204,7 @@ impl Dev {
     }
 
     /// Stores the link status; returns whether up/down changed.
-    fn set_link_status(self, up: bool) -> bool {
+    pub(crate) fn set_link_status(self, up: bool) -> bool {
         // SAFETY: a valid, allocated port.
         unsafe { port::set_link_status(self.0, up) }
     }
@@ -200,6 +214,23 @@ unsafe extern "C" fn dev_configure(dev: *mut rte_eth_dev) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
     dev.with_port("dev_configure", |p| {
+        // RTE_ETH_LINK_SPEED_AUTONEG is 0: any bit is a fixed speed or a
+        // limited set of speeds to negotiate, and shared memory has no line
+        // rate to fix or limit.
+        let speeds = dev.link_speeds();
+        if speeds != 0 {
+            let kind = if speeds & ffi::LINK_SPEED_FIXED != 0 {
+                "a fixed link speed"
+            } else {
+                "a limited set of link speeds"
+            };
+            vlog!(
+                ERR,
+                "{}: configure: {kind} was requested (link_speeds 0x{speeds:x}), which a shared-memory link cannot honour: it has no line rate; use autonegotiation (link_speeds 0, testpmd: port config N speed auto duplex full)",
+                p.name
+            );
+            return -libc::EINVAL;
+        }
         p.lsc.set_enabled(dev.lsc_requested());
         0
     })
@@ -231,19 +262,52 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
             };
             fast_free &= fast;
         }
+        if let Err(e) = p.reopen_link() {
+            return e;
+        }
         dev.set_burst_fns(scatter, p.args.zero_copy, fast_free);
         dev.set_queue_states(QUEUE_STARTED);
         p.learn_geometry();
-        dev.set_link_status(p.link.state().is_up());
+        dev.set_link_status(p.link_up());
         0
     })
 }
 
+/// Stopping closes the link: the peer sees this end leave and stops
+/// filling the ring, and the port reports link down until started again.
 unsafe extern "C" fn dev_stop(dev: *mut rte_eth_dev) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
-    dev.with_port("dev_stop", |_| {
+    dev.with_port("dev_stop", |p| {
         dev.set_queue_states(QUEUE_STOPPED);
+        p.close_link("port stopped");
+        dev.set_link_status(false);
+        0
+    })
+}
+
+/// `set link-down`: closes the link (the peer sees this end leave); the
+/// queues keep running and report the link down.
+unsafe extern "C" fn dev_set_link_down(dev: *mut rte_eth_dev) -> i32 {
+    // SAFETY: ethdev passes a valid port of ours.
+    let dev = unsafe { Dev::new(dev) };
+    dev.with_port("dev_set_link_down", |p| {
+        p.close_link("set link down");
+        dev.set_link_status(false);
+        0
+    })
+}
+
+/// `set link-up`: opens the link again; it comes up when the peer is there.
+unsafe extern "C" fn dev_set_link_up(dev: *mut rte_eth_dev) -> i32 {
+    // SAFETY: ethdev passes a valid port of ours.
+    let dev = unsafe { Dev::new(dev) };
+    dev.with_port("dev_set_link_up", |p| {
+        if let Err(e) = p.reopen_link() {
+            return e;
+        }
+        p.learn_geometry();
+        dev.set_link_status(p.link_up());
         0
     })
 }
@@ -264,7 +328,7 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
     // defaults, that nothing else references during the call.
     let i = unsafe { &mut *info };
     dev.with_port("dev_infos_get", |_| {
-        i.max_mac_addrs = 1;
+        i.max_mac_addrs = stats::MAX_MACS as u32;
         i.max_rx_pktlen = MAX_FRAME_LEN;
         i.max_rx_queues = MAX_QUEUES;
         i.max_tx_queues = MAX_QUEUES;
@@ -282,7 +346,8 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
             lim.nb_seg_max = u16::MAX;
             lim.nb_mtu_seg_max = u16::MAX;
         }
-        // No line rate to advertise: `speed_capa` stays 0.
+        // No line rate to advertise: `speed_capa` stays 0 and only
+        // autonegotiation is accepted (see `dev_configure`).
         0
     })
 }
@@ -292,7 +357,7 @@ unsafe extern "C" fn link_update(dev: *mut rte_eth_dev, _wait_to_complete: i32) 
     let dev = unsafe { Dev::new(dev) };
     dev.with_port("link_update", |p| {
         p.learn_geometry();
-        if dev.set_link_status(p.link.state().is_up()) {
+        if dev.set_link_status(p.link_up()) {
             0
         } else {
             -1
@@ -359,9 +424,7 @@ unsafe extern "C" fn mac_addr_set(dev: *mut rte_eth_dev, addr: *mut ffi::rte_eth
     // `mac_addrs[0]` after we succeed).
     let mac = unsafe { (*addr).addr_bytes };
     dev.with_port("mac_addr_set", |p| {
-        p.shared
-            .mac
-            .store(stats::mac_to_u64(&mac), Ordering::Relaxed);
+        p.shared.macs.set(0, Some(&mac));
         vlog!(INFO, "{}: mac {}", p.name, crate::devargs::format_mac(&mac));
         0
     })
@@ -469,11 +532,13 @@ unsafe extern "C" fn xstats_reset(dev: *mut rte_eth_dev) -> i32 {
 unsafe extern "C" fn rx_queue_setup(
     dev: *mut rte_eth_dev,
     qid: u16,
-    _nb_desc: u16,
+    nb_desc: u16,
     _socket_id: u32,
-    _conf: *const ffi::rte_eth_rxconf,
+    conf: *const ffi::rte_eth_rxconf,
     pool: *mut rte_mempool,
 ) -> i32 {
+    // SAFETY: ethdev passes a valid configuration (or null: none).
+    let offloads = unsafe { conf.as_ref() }.map_or(0, |c| c.offloads);
     // SAFETY: ethdev passes a valid port of ours, a queue id below
     // `nb_rx_queues` whose previous queue it released.
     let dev = unsafe { Dev::new(dev) };
@@ -500,7 +565,7 @@ unsafe extern "C" fn rx_queue_setup(
         // the application keeps while the queue exists, and the counter
         // lives in the port's data until the port is released, after the
         // queue.
-        let q = unsafe {
+        let mut q = unsafe {
             RxQueue::new(
                 receiver,
                 pool,
@@ -510,6 +575,7 @@ unsafe extern "C" fn rx_queue_setup(
                 dev.nombuf_counter(),
             )
         };
+        q.setup = QueueSetup { nb_desc, offloads };
         // SAFETY: a valid, empty slot (ethdev released the previous queue).
         unsafe { *dev.rx_slot(qid) = Box::into_raw(Box::new(q)).cast::<c_void>() };
         0
@@ -519,7 +585,7 @@ unsafe extern "C" fn rx_queue_setup(
 unsafe extern "C" fn tx_queue_setup(
     dev: *mut rte_eth_dev,
     qid: u16,
-    _nb_desc: u16,
+    nb_desc: u16,
     _socket_id: u32,
     conf: *const ffi::rte_eth_txconf,
 ) -> i32 {
@@ -539,7 +605,11 @@ unsafe extern "C" fn tx_queue_setup(
         };
         p.learn_geometry();
         let fast_free = (queue_offloads | dev.tx_offloads()) & ffi::TX_OFFLOAD_MBUF_FAST_FREE != 0;
-        let q = TxQueue::new(sender, Arc::clone(&p.shared), fast_free);
+        let mut q = TxQueue::new(sender, Arc::clone(&p.shared), fast_free);
+        q.setup = QueueSetup {
+            nb_desc,
+            offloads: queue_offloads,
+        };
         // SAFETY: a valid, empty slot (ethdev released the previous queue).
         unsafe { *dev.tx_slot(qid) = Box::into_raw(Box::new(q)).cast::<c_void>() };
         0
@@ -561,7 +631,9 @@ pub unsafe extern "C" fn rx_queue_release(dev: *mut rte_eth_dev, qid: u16) {
         if !q.is_null() {
             // SAFETY: `q` is the `Box<RxQueue>` of `rx_queue_setup`, polled
             // by nobody (caller's guarantee).
-            p.receiver = Some(unsafe { Box::from_raw(q.cast::<RxQueue>()) }.receiver);
+            let old = unsafe { Box::from_raw(q.cast::<RxQueue>()) }.receiver;
+            // An end of a reopened link the queue did not take is newer.
+            p.receiver = Some(p.shared.rx_next.take().unwrap_or(old));
         }
         0
     });
@@ -580,7 +652,9 @@ pub unsafe extern "C" fn tx_queue_release(dev: *mut rte_eth_dev, qid: u16) {
         if !q.is_null() {
             // SAFETY: `q` is the `Box<TxQueue>` of `tx_queue_setup`, polled
             // by nobody (caller's guarantee).
-            p.sender = Some(unsafe { Box::from_raw(q.cast::<TxQueue>()) }.sender);
+            let old = unsafe { Box::from_raw(q.cast::<TxQueue>()) }.sender;
+            // An end of a reopened link the queue did not take is newer.
+            p.sender = Some(p.shared.tx_next.take().unwrap_or(old));
         }
         0
     });

@@ -5,7 +5,13 @@
 //! `rte_eth_dev_release_port`) holds a [`PrivData`]: the MAC that
 //! `data->mac_addrs` points to, and a pointer to the Rust-owned [`Port`]. The
 //! port owns the [`Link`]; each queue owns the link's sending or receiving
-//! end while it exists and gives it back when released. `dev_close` (also
+//! end while it exists and gives it back when released.
+//!
+//! Stopping the port or setting its link down closes the link, so the peer
+//! sees this end leave (EOF) and stops sending; starting the port or setting
+//! the link up opens a new one (a master claims the link again: closing
+//! removed its socket and lock). The new link's ends reach the queues
+//! through [`crate::handoff`], since an lcore may be polling them. `dev_close` (also
 //! reached from `remove`, i.e. `rte_vdev_uninit`) releases the queues, stops
 //! link-state events, drops the link and frees the port; it may be called
 //! from the application's link-state callback (see [`crate::lsc`]), and it
@@ -20,19 +26,22 @@
 use crate::devargs::{format_mac, Devargs, Hugepages};
 use crate::ffi::{self, rte_eth_dev, rte_vdev_device};
 use crate::lsc::Lsc;
-use crate::stats::{self, Shared, Snapshot};
+use crate::stats::{Shared, Snapshot, MAX_MACS};
 use crate::vlog;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use vecring_core::{Geometry, HugepagePolicy, Link, LinkState, Receiver, Role, Sender};
+use vecring_core::{
+    Geometry, HugepagePolicy, Link, LinkCounters, LinkState, Receiver, Role, Sender,
+};
 
 /// What `rte_eth_dev_data::dev_private` holds.
 #[repr(C)]
 pub struct PrivData {
-    /// The port's MAC; `data->mac_addrs` points here until close.
-    pub mac: ffi::rte_ether_addr,
+    /// The port's MACs (primary first, then `mac_addr_add`'s);
+    /// `data->mac_addrs` points here until close.
+    pub macs: [ffi::rte_ether_addr; MAX_MACS],
     /// The Rust state, or null once closed.
     pub port: *mut Port,
 }
@@ -43,11 +52,15 @@ pub struct Port {
     pub name: String,
     /// The validated devargs.
     pub args: Devargs,
-    /// The link; its sender/receiver live in the queues or below.
-    pub link: Link,
-    /// The link's sending end while no TX queue holds it.
+    /// The link while open (closed while the port is stopped or set
+    /// down); its sender/receiver live in the queues or below.
+    pub link: Option<Link>,
+    /// Counters of the links this port closed, added to the open one's.
+    pub closed_links: LinkCounters,
+    /// A sending end while no TX queue holds one (of a closed link, while
+    /// the link is closed).
     pub sender: Option<Sender>,
-    /// The link's receiving end while no RX queue holds it.
+    /// A receiving end while no RX queue holds one.
     pub receiver: Option<Receiver>,
     /// Counters and filter shared with the data path.
     pub shared: Arc<Shared>,
@@ -67,7 +80,8 @@ impl Port {
     pub fn learn_geometry(&self) {
         let g = self
             .link
-            .region()
+            .as_ref()
+            .and_then(Link::region)
             .map(|r| r.geometry())
             .unwrap_or(self.geometry);
         self.shared.learn_slot_size(g.slot_size());
@@ -76,16 +90,103 @@ impl Port {
     /// Data-path counters plus the link's counters, now.
     pub fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::read(&self.shared);
-        let c = self.link.counters();
-        s.link_generation = c.generation;
-        s.link_ups = c.link_ups;
-        s.link_downs = c.link_downs;
-        s.peer_corruptions = c.peer_corruptions;
-        s.rejected_peers = c.rejected_peers;
+        let c = self.link.as_ref().map(Link::counters).unwrap_or_default();
+        let old = &self.closed_links;
+        s.link_generation = if c.generation != 0 {
+            c.generation
+        } else {
+            old.generation
+        };
+        s.link_ups = old.link_ups + c.link_ups;
+        s.link_downs = old.link_downs + c.link_downs;
+        s.peer_corruptions = old.peer_corruptions + c.peer_corruptions;
+        s.rejected_peers = old.rejected_peers + c.rejected_peers;
         s.pinned_regions = c.pinned_regions;
-        s.tx_lost_on_link_down = c.tx_lost_on_link_down;
+        s.tx_lost_on_link_down = old.tx_lost_on_link_down + c.tx_lost_on_link_down;
         s
     }
+
+    /// Whether the link is open and a peer attached.
+    pub fn link_up(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.state().is_up())
+    }
+
+    /// Closes the link (if open): the peer sees this end leave, and the
+    /// queues' ends report the link down from their next burst on. `why`
+    /// goes into the log line.
+    ///
+    /// Frames the queue's sender left unread are counted in
+    /// `tx_lost_on_link_down` only if the sender noticed the end of the
+    /// generation before the link closed.
+    pub fn close_link(&mut self, why: &str) {
+        let Some(link) = self.link.take() else {
+            return;
+        };
+        let c = link.counters();
+        let old = &mut self.closed_links;
+        old.generation = c.generation.max(old.generation);
+        old.link_ups += c.link_ups;
+        // Closing ends the generation in progress, if any.
+        old.link_downs += c.link_ups;
+        old.peer_corruptions += c.peer_corruptions;
+        old.rejected_peers += c.rejected_peers;
+        old.tx_lost_on_link_down += c.tx_lost_on_link_down;
+        // An end of the new link not taken yet belongs to a link that no
+        // longer exists either.
+        drop(self.shared.tx_next.take());
+        drop(self.shared.rx_next.take());
+        drop(link);
+        vlog!(INFO, "{}: link closed ({why})", self.name);
+    }
+
+    /// Opens the link again (if closed) and hands its ends to the queues,
+    /// or keeps them for queues set up later.
+    ///
+    /// # Errors
+    /// The link cannot be opened (logged): `-EIO`.
+    pub fn reopen_link(&mut self) -> Result<(), i32> {
+        if self.link.is_some() {
+            return Ok(());
+        }
+        let geometry = requested_geometry(&self.args).map_err(|msg| {
+            vlog!(ERR, "{}: {msg}", self.name);
+            -libc::EINVAL
+        })?;
+        let link = open_link(&self.args, geometry, self.lsc.notifier()).map_err(|msg| {
+            vlog!(ERR, "{}: {msg}", self.name);
+            -libc::EIO
+        })?;
+        let (sender, receiver) = take_ends(&link, &self.args, &self.name)?;
+        // `Some` here means no queue holds that end (see the fields).
+        if self.sender.is_some() {
+            self.sender = Some(sender);
+        } else {
+            self.shared.tx_next.put(sender);
+        }
+        if self.receiver.is_some() {
+            self.receiver = Some(receiver);
+        } else {
+            self.shared.rx_next.put(receiver);
+        }
+        self.link = Some(link);
+        vlog!(INFO, "{}: link reopened", self.name);
+        Ok(())
+    }
+}
+
+/// The link's two ends, the receiver with the hold-back of the devargs.
+fn take_ends(link: &Link, args: &Devargs, name: &str) -> Result<(Sender, Receiver), i32> {
+    let (sender, mut receiver) = match (link.sender(), link.receiver()) {
+        (Ok(s), Ok(r)) => (s, r),
+        (Err(e), _) | (_, Err(e)) => {
+            vlog!(ERR, "{name}: cannot take the link's ends: {e}");
+            return Err(-libc::EIO);
+        }
+    };
+    if args.hold_back {
+        receiver.set_hold_back(Some(vecring_core::HoldBack::STREAMING));
+    }
+    Ok((sender, receiver))
 }
 
 /// Stores the link status in `dev->data->dev_link` the way
@@ -101,7 +202,9 @@ pub unsafe fn set_link_status(dev: *mut rte_eth_dev, up: bool) -> bool {
         ..Default::default()
     };
     link.set_link_duplex(1); // RTE_ETH_LINK_FULL_DUPLEX
-    link.set_link_autoneg(0); // RTE_ETH_LINK_FIXED
+                             // RTE_ETH_LINK_AUTONEG: the speed is whatever the two ends manage, the
+                             // only setting `dev_configure` accepts (`link_speeds` 0, autoneg).
+    link.set_link_autoneg(1);
     link.set_link_status(u16::from(up));
     const _: () = assert!(std::mem::size_of::<ffi::rte_eth_link>() == 8);
     const _: () = assert!(std::mem::align_of::<ffi::rte_eth_link>() == 8);
@@ -215,17 +318,13 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             return -libc::EIO;
         }
     };
-    let (sender, mut receiver) = match (link.sender(), link.receiver()) {
-        (Ok(s), Ok(r)) => (s, r),
-        (Err(e), _) | (_, Err(e)) => {
-            vlog!(ERR, "{name}: cannot take the link's ends: {e}");
-            return -libc::EIO;
-        }
+    let (sender, receiver) = match take_ends(&link, &args, &name) {
+        Ok(ends) => ends,
+        Err(e) => return e,
     };
 
     if args.hold_back {
         let hold = vecring_core::HoldBack::STREAMING;
-        receiver.set_hold_back(Some(hold));
         vlog!(
             NOTICE,
             "{name}: rx hold-back: 2 to {} ready one-slot frames wait up to {} ns while the peer streams",
@@ -247,14 +346,15 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
 
     let mac = args.mac();
     let shared = Arc::new(Shared::default());
-    shared.mac.store(stats::mac_to_u64(&mac), Ordering::Relaxed);
+    shared.macs.set(0, Some(&mac));
     shared.set_filter(false, false);
     let socket = args.socket;
     let role = args.role_name();
     let port = Box::new(Port {
         name: name.clone(),
         args,
-        link,
+        link: Some(link),
+        closed_links: LinkCounters::default(),
         sender: Some(sender),
         receiver: Some(receiver),
         shared,
@@ -271,9 +371,9 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     unsafe {
         let data = (*eth).data;
         let priv_ = (*data).dev_private.cast::<PrivData>();
-        (*priv_).mac.addr_bytes = mac;
+        (*priv_).macs[0].addr_bytes = mac;
         (*priv_).port = Box::into_raw(port);
-        (*data).mac_addrs = std::ptr::addr_of_mut!((*priv_).mac);
+        (*data).mac_addrs = std::ptr::addr_of_mut!((*priv_).macs).cast();
         (*data).dev_flags |= ffi::DEV_INTR_LSC | ffi::DEV_AUTOFILL_QUEUE_XSTATS;
         (*data).numa_node = match socket {
             Some(n) => n as i32,
@@ -291,7 +391,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         // SAFETY: `eth` is allocated; `dev_close` stops the events before
         // the port is released.
         unsafe { p.lsc.attach(eth) };
-        p.link.state().is_up()
+        p.link_up()
     });
     // SAFETY: `eth` is allocated and set up.
     unsafe { set_link_status(eth, up) };

@@ -9,19 +9,21 @@
 //!
 //! Burst functions are chosen once, at `dev_start` ([`rx_burst_fn`]): the
 //! scatter decision is a const generic, never a per-packet branch. The filter
-//! mode (promiscuous or not) is read once per burst.
+//! (mode and addresses, [`stats::Filter`]) is read once per burst, and so
+//! is the flag saying that a reopened link's end waits for the queue
+//! ([`crate::handoff`]).
 //!
 //! The peer can write a frame's bytes while they are read, so the MAC filter
 //! decides on one read of them: a copied frame on its copy in the mbuf, a
 //! zero-copy frame on one read of its destination MAC (see
-//! [`stats::accept_shared`]).
+//! [`stats::Filter::accept_shared`]).
 //!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
 //! counted as `tx_ring_full` or `tx_link_down`.
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
-use crate::stats::{self, Shared};
+use crate::stats::{self, Filter, Shared};
 use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::ptr;
@@ -46,6 +48,18 @@ pub struct RxQueue {
     nombuf: *mut u64,
     /// Zero-copy state of the current generation (zero-copy mode only).
     zc: Option<Arc<ZcSlots>>,
+    /// The descriptor count and offloads the queue was set up with
+    /// (reported by `rxq_info_get`; the ring's size is a devarg).
+    pub(crate) setup: QueueSetup,
+}
+
+/// What the application asked for when it set a queue up, for queue info.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueueSetup {
+    /// `nb_desc` of the setup call.
+    pub nb_desc: u16,
+    /// The queue's own offloads.
+    pub offloads: u64,
 }
 
 /// The transmit queue behind `rte_eth_dev_data::tx_queues[0]`.
@@ -56,6 +70,8 @@ pub struct TxQueue {
     shared: Arc<Shared>,
     /// The application enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`.
     fast_free: bool,
+    /// The descriptor count and offloads the queue was set up with.
+    pub(crate) setup: QueueSetup,
 }
 
 /// Data bytes one mbuf of `pool` holds after its headroom (0 if none).
@@ -92,7 +108,24 @@ impl RxQueue {
             shared,
             nombuf,
             zc: None,
+            setup: QueueSetup::default(),
         }
+    }
+
+    /// Takes the receiving end of a reopened link, if one waits: the old
+    /// end (of a closed link) is dropped, and zero-copy state starts afresh
+    /// (mbufs still attached keep the old region mapped).
+    #[cold]
+    fn take_next(&mut self) {
+        if let Some(r) = self.shared.rx_next.take() {
+            self.receiver = r;
+            self.zc = None;
+        }
+    }
+
+    /// The mempool receive mbufs come from.
+    pub fn pool(&self) -> *mut rte_mempool {
+        self.pool
     }
 
     /// Data bytes one mbuf of the queue's pool holds.
@@ -109,6 +142,16 @@ impl TxQueue {
             sender,
             shared,
             fast_free,
+            setup: QueueSetup::default(),
+        }
+    }
+
+    /// Takes the sending end of a reopened link, if one waits (the old end,
+    /// of a closed link, is dropped).
+    #[cold]
+    fn take_next(&mut self) {
+        if let Some(s) = self.shared.tx_next.take() {
+            self.sender = s;
         }
     }
 
@@ -217,6 +260,9 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // SAFETY: `txq` is the `Box<TxQueue>` stored by `tx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *txq.cast::<TxQueue>() };
+    if q.shared.tx_next.pending() {
+        q.take_next();
+    }
     let n = usize::from(nb_pkts);
     if n == 0 {
         return 0;
@@ -318,8 +364,10 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: `rxq` is the `Box<RxQueue>` stored by `rx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *rxq.cast::<RxQueue>() };
-    let mode = q.shared.filter.load(Ordering::Relaxed);
-    let mac = q.shared.mac.load(Ordering::Relaxed);
+    if q.shared.rx_next.pending() {
+        q.take_next();
+    }
+    let filter = Filter::load(&q.shared);
     let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
     let shared = &*q.shared;
 
@@ -380,7 +428,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         // with an address the filter did not see.
         let m = mbufs[filled];
         if let (true, Some(z)) = (len >= ZC_MIN_LEN && frame.contiguous().is_some(), zc) {
-            if !stats::accept_shared(mode, mac, frame.first_segment()) {
+            if !filter.accept_shared(frame.first_segment()) {
                 filtered += 1;
                 done(zc);
                 continue;
@@ -395,7 +443,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             // One copy (two when the frame wraps around the ring's end).
             frame.copy_to(room);
             done(zc);
-            if !stats::accept(mode, mac, room) {
+            if !filter.accept(room) {
                 // `m` stays unfilled, for the next frame.
                 filtered += 1;
                 continue;
@@ -407,7 +455,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             }
         } else if SCATTER {
             // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.
-            let got = unsafe { scatter_into(m, pool, buf_space, frame.segments(), len, mode, mac) };
+            let got = unsafe { scatter_into(m, pool, buf_space, frame.segments(), len, &filter) };
             done(zc);
             match got {
                 Scatter::Filled => {}
@@ -462,7 +510,7 @@ enum Scatter {
 
 /// Copies a frame of `len > buf_space` bytes given as `segments` into the
 /// chain starting at `head`, allocating the extra segments from `pool`,
-/// then filters the copy (mode `mode`, port MAC `mac`, see
+/// then filters the copy (with `filter`, see
 /// [`stats::accept`]). Unless the frame is [`Scatter::Filled`] in, `head`
 /// is left reusable and unchained.
 ///
@@ -476,8 +524,7 @@ unsafe fn scatter_into<'a>(
     buf_space: usize,
     segments: impl Iterator<Item = &'a [u8]>,
     len: usize,
-    mode: u8,
-    mac: u64,
+    filter: &Filter,
 ) -> Scatter {
     // Frames are at most 9216 bytes; a chain of more than 256 segments would
     // need mbufs of fewer than 36 bytes.
@@ -528,7 +575,7 @@ unsafe fn scatter_into<'a>(
         dst[got..got + n].copy_from_slice(room);
         got += n;
     }
-    if !stats::accept(mode, mac, &dst[..got]) {
+    if !filter.accept(&dst[..got]) {
         // SAFETY: the extra mbufs are ours, unlinked; `head` was never
         // chained.
         unsafe { free_bulk(extra.as_mut_ptr(), nsegs - 1) };

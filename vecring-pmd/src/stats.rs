@@ -9,7 +9,9 @@
 //! the writer.
 
 use crate::ffi;
+use crate::handoff::Handoff;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use vecring_core::{Receiver, Sender};
 
 /// A counter with a single writer (see the module doc).
 #[derive(Debug, Default)]
@@ -87,6 +89,54 @@ pub mod filter {
     pub const UNICAST: u8 = 2;
 }
 
+/// Unicast addresses a port answers to: its primary MAC (index 0) and those
+/// `mac_addr_add` gave it, at the indexes of ethdev's `mac_addrs` array.
+pub const MAX_MACS: usize = 8;
+/// Multicast groups `set_mc_addr_list` may subscribe to.
+pub const MAX_MC_ADDRS: usize = 16;
+/// An empty [`AddrTable`] entry: no packed 48-bit MAC equals it.
+const NO_ADDR: u64 = u64::MAX;
+
+/// A table of packed MACs (see [`mac_to_u64`]) written by control operations
+/// and read by the RX lcore once per burst ([`Filter::load`]). Entries are
+/// single atomics: a burst that races with an update sees every entry either
+/// before or after it.
+#[derive(Debug)]
+pub struct AddrTable<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> Default for AddrTable<N> {
+    fn default() -> Self {
+        AddrTable(std::array::from_fn(|_| AtomicU64::new(NO_ADDR)))
+    }
+}
+
+impl<const N: usize> AddrTable<N> {
+    /// Sets entry `i` (`i < N`) to `mac`, or empties it.
+    pub fn set(&self, i: usize, mac: Option<&[u8; 6]>) {
+        self.0[i].store(mac.map_or(NO_ADDR, mac_to_u64), Ordering::Relaxed);
+    }
+
+    /// Replaces the whole table with `macs` (at most `N`), emptying the rest.
+    pub fn replace(&self, macs: &[[u8; 6]]) {
+        debug_assert!(macs.len() <= N);
+        for i in 0..N {
+            self.set(i, macs.get(i));
+        }
+    }
+
+    /// Appends the non-empty entries to `out` from `*len`, advancing `len`.
+    #[inline]
+    fn load_into(&self, out: &mut [u64], len: &mut usize) {
+        for a in &self.0 {
+            let v = a.load(Ordering::Relaxed);
+            if v != NO_ADDR {
+                out[*len] = v;
+                *len += 1;
+            }
+        }
+    }
+}
+
 /// State of one port that both the data path and the control path see.
 #[derive(Debug, Default)]
 pub struct Shared {
@@ -96,12 +146,18 @@ pub struct Shared {
     pub tx: TxCounters,
     /// One of the [`filter`] modes.
     pub filter: AtomicU8,
-    /// The port's MAC in the low 48 bits (see [`mac_to_u64`]).
-    pub mac: AtomicU64,
+    /// The port's unicast MACs: the primary at 0, `mac_addr_add`'s after.
+    pub macs: AddrTable<MAX_MACS>,
+    /// The multicast groups of `set_mc_addr_list`.
+    pub mc_addrs: AddrTable<MAX_MC_ADDRS>,
     /// `log2` of the ring's slot size, as last learnt from the link (the
     /// master decides the geometry; see [`Shared::learn_slot_size`]). TX uses
     /// it only to size its reservation, never for bounds.
     pub slot_shift: AtomicU32,
+    /// A sending end of a reopened link, for the TX queue to take.
+    pub tx_next: Handoff<Sender>,
+    /// A receiving end of a reopened link, for the RX queue to take.
+    pub rx_next: Handoff<Receiver>,
 }
 
 impl Shared {
@@ -126,61 +182,106 @@ impl Shared {
 }
 
 /// Packs a MAC address into the low 48 bits of a `u64` (byte 0 lowest), the
-/// layout [`accept`] compares against.
+/// layout [`Filter`] compares against.
 pub fn mac_to_u64(mac: &[u8; 6]) -> u64 {
     let mut b = [0u8; 8];
     b[..6].copy_from_slice(mac);
     u64::from_le_bytes(b)
 }
 
-/// Whether a frame whose first bytes are `head` passes filter `mode` for a
-/// port whose packed MAC is `mac`. Frames too short for a header are refused.
-///
-/// `head` must be memory the peer cannot write (the frame's copy in an
-/// mbuf): the filter may read it more than once. For bytes in the ring,
-/// use [`accept_shared`].
-#[inline]
-pub fn accept(mode: u8, mac: u64, head: &[u8]) -> bool {
-    if mode == filter::PROMISCUOUS {
-        return true;
-    }
-    let Some(dst) = head.get(..6) else {
-        return false;
-    };
-    let mut b = [0u8; 6];
-    b.copy_from_slice(dst);
-    accept_dst(mode, mac, b)
+/// The receive filter as one RX burst sees it: the mode and every address
+/// the port answers to, read once at the start of the burst.
+#[derive(Clone, Copy)]
+pub struct Filter {
+    mode: u8,
+    /// `addrs[..len]`: unicast MACs, then multicast groups, packed.
+    len: usize,
+    addrs: [u64; MAX_MACS + MAX_MC_ADDRS],
 }
 
-/// [`accept`] for a frame still in shared memory, whose bytes the peer may
-/// change at any time: the destination MAC is read exactly once, into a
-/// local, and every comparison is made on that copy, so one decision never
-/// sees two different addresses.
-#[inline]
-pub fn accept_shared(mode: u8, mac: u64, head: &[u8]) -> bool {
-    if mode == filter::PROMISCUOUS {
-        return true;
+impl Filter {
+    /// The filter of `shared` now (only the mode in promiscuous mode).
+    #[inline]
+    pub fn load(shared: &Shared) -> Filter {
+        let mut f = Filter {
+            mode: shared.filter.load(Ordering::Relaxed),
+            len: 0,
+            addrs: [NO_ADDR; MAX_MACS + MAX_MC_ADDRS],
+        };
+        if f.mode != filter::PROMISCUOUS {
+            shared.macs.load_into(&mut f.addrs, &mut f.len);
+            shared.mc_addrs.load_into(&mut f.addrs, &mut f.len);
+        }
+        f
     }
-    if head.len() < 6 {
-        return false;
-    }
-    // Volatile: the compiler may neither re-read the bytes for a later
-    // comparison nor merge this read with another one.
-    // SAFETY: `head` has at least 6 readable bytes (checked above), and
-    // `[u8; 6]` needs no alignment.
-    let dst = unsafe { std::ptr::read_volatile(head.as_ptr().cast::<[u8; 6]>()) };
-    accept_dst(mode, mac, dst)
-}
 
-/// The filter decision for destination MAC `dst` (a local copy).
-#[inline]
-fn accept_dst(mode: u8, mac: u64, dst: [u8; 6]) -> bool {
-    let dst = mac_to_u64(&dst);
-    if dst == mac || dst == 0xffff_ffff_ffff {
-        return true;
+    /// A filter in `mode` answering to the packed addresses `addrs`.
+    #[cfg(test)]
+    fn new(mode: u8, addrs: &[u64]) -> Filter {
+        let mut f = Filter {
+            mode,
+            len: addrs.len(),
+            addrs: [NO_ADDR; MAX_MACS + MAX_MC_ADDRS],
+        };
+        f.addrs[..addrs.len()].copy_from_slice(addrs);
+        f
     }
-    // Group bit: least significant bit of the first byte.
-    mode == filter::ALL_MULTICAST && dst & 1 == 1
+
+    /// Whether every frame passes (no header needs reading).
+    #[inline]
+    pub fn promiscuous(&self) -> bool {
+        self.mode == filter::PROMISCUOUS
+    }
+
+    /// Whether a frame whose first bytes are `head` passes. Frames too short
+    /// for a header are refused.
+    ///
+    /// `head` must be memory the peer cannot write (the frame's copy in an
+    /// mbuf): the filter may read it more than once. For bytes in the ring,
+    /// use [`Filter::accept_shared`].
+    #[inline]
+    pub fn accept(&self, head: &[u8]) -> bool {
+        if self.promiscuous() {
+            return true;
+        }
+        let Some(dst) = head.get(..6) else {
+            return false;
+        };
+        let mut b = [0u8; 6];
+        b.copy_from_slice(dst);
+        self.accept_dst(b)
+    }
+
+    /// [`Filter::accept`] for a frame still in shared memory, whose bytes
+    /// the peer may change at any time: the destination MAC is read exactly
+    /// once, into a local, and every comparison is made on that copy, so
+    /// one decision never sees two different addresses.
+    #[inline]
+    pub fn accept_shared(&self, head: &[u8]) -> bool {
+        if self.promiscuous() {
+            return true;
+        }
+        if head.len() < 6 {
+            return false;
+        }
+        // Volatile: the compiler may neither re-read the bytes for a later
+        // comparison nor merge this read with another one.
+        // SAFETY: `head` has at least 6 readable bytes (checked above), and
+        // `[u8; 6]` needs no alignment.
+        let dst = unsafe { std::ptr::read_volatile(head.as_ptr().cast::<[u8; 6]>()) };
+        self.accept_dst(dst)
+    }
+
+    /// The filter decision for destination MAC `dst` (a local copy).
+    #[inline]
+    fn accept_dst(&self, dst: [u8; 6]) -> bool {
+        let dst = mac_to_u64(&dst);
+        if dst == 0xffff_ffff_ffff || self.addrs[..self.len].contains(&dst) {
+            return true;
+        }
+        // Group bit: least significant bit of the first byte.
+        self.mode == filter::ALL_MULTICAST && dst & 1 == 1
+    }
 }
 
 /// The counters `stats_get`/`xstats_get` report, read at one moment.
@@ -335,15 +436,47 @@ mod tests {
             (ALL_MULTICAST, [true, false, true, true]),
             (UNICAST, [true, false, true, false]),
         ] {
-            let got = [&ours, &other, &bcast, &mcast].map(|f| accept(mode, mac, f));
+            let f = Filter::new(mode, &[mac]);
+            let got = [&ours, &other, &bcast, &mcast].map(|x| f.accept(x));
             assert_eq!(got, want, "mode {mode}");
-            let shared = [&ours, &other, &bcast, &mcast].map(|f| accept_shared(mode, mac, f));
+            let shared = [&ours, &other, &bcast, &mcast].map(|x| f.accept_shared(x));
             assert_eq!(shared, want, "mode {mode}, shared");
         }
-        assert!(!accept(UNICAST, mac, &[0x02, 0x11]));
-        assert!(!accept_shared(UNICAST, mac, &MAC[..5]));
-        assert!(accept(PROMISCUOUS, mac, &[0x02]));
-        assert!(accept_shared(PROMISCUOUS, mac, &[]));
+        let f = Filter::new(UNICAST, &[mac]);
+        assert!(!f.accept(&[0x02, 0x11]));
+        assert!(!f.accept_shared(&MAC[..5]));
+        let f = Filter::new(PROMISCUOUS, &[]);
+        assert!(f.accept(&[0x02]));
+        assert!(f.accept_shared(&[]));
+    }
+
+    #[test]
+    fn extra_unicast_and_multicast_addresses() {
+        let s = Shared::default();
+        s.set_filter(false, false);
+        s.macs.set(0, Some(&MAC));
+        let extra = [0x02, 0, 0, 0, 0, 7];
+        let group = [0x01, 0x00, 0x5e, 0, 0, 1];
+        let other_group = [0x01, 0x00, 0x5e, 0, 0, 2];
+        let zero = frame([0; 6]);
+        let f = Filter::load(&s);
+        assert!(!f.accept(&frame(extra)));
+        assert!(!f.accept(&frame(group)));
+        assert!(!f.accept(&zero), "empty entries match nothing");
+        s.macs.set(3, Some(&extra));
+        s.mc_addrs.replace(&[group]);
+        let f = Filter::load(&s);
+        assert!(f.accept(&frame(MAC)));
+        assert!(f.accept(&frame(extra)));
+        assert!(f.accept_shared(&frame(extra)));
+        assert!(f.accept(&frame(group)));
+        assert!(!f.accept(&frame(other_group)));
+        assert!(!f.accept(&zero));
+        s.macs.set(3, None);
+        s.mc_addrs.replace(&[]);
+        let f = Filter::load(&s);
+        assert!(!f.accept(&frame(extra)));
+        assert!(!f.accept(&frame(group)));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::error::LinkError;
 use super::shared::*;
 use super::types::*;
 use super::Link;
-use super::DEFAULT_RUN_DIR;
+use super::{DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
 use crate::geometry::Geometry;
 use crate::memory::HugepagePolicy;
 use crate::name;
@@ -50,7 +50,7 @@ impl LinkBuilder {
             run_dir: PathBuf::from(DEFAULT_RUN_DIR),
             hugepages: HugepagePolicy::Prefer,
             owner: None,
-            socket_mode: 0o660,
+            socket_mode: DEFAULT_SOCKET_MODE,
             allowed_uids: Vec::new(),
             master_uids: Vec::new(),
             retry_interval: Duration::from_millis(50),
@@ -226,10 +226,10 @@ impl LinkBuilder {
                 let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
                 (
                     control::spawn_master(Arc::clone(&shared), config, claim, pins),
-                    Some(socket),
+                    socket,
                 )
             }
-            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), None),
+            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), socket),
         };
         let thread = thread.map_err(|source| LinkError::Io {
             what: "spawning the control thread",
@@ -237,6 +237,6 @@ impl LinkBuilder {
             source,
         })?;
         log::info!("vecring: {}: opened", shared.label);
-        Ok(Link::started(shared, thread, socket))
+        Ok(Link::started(shared, thread, Some(socket)))
     }
 }

@@ -24,7 +24,7 @@ pub use control::{MAX_PENDING, MAX_REGIONS};
 pub use error::LinkError;
 pub use receiver::Receiver;
 pub use sender::Sender;
-pub use types::{LinkCounters, LinkState, Role, DEFAULT_RUN_DIR};
+pub use types::{LinkCounters, LinkState, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
 
 use shared::LinkShared;
 
@@ -52,8 +52,8 @@ use std::time::{Duration, Instant};
 pub struct Link {
     shared: Arc<LinkShared>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// The master's socket path (the control thread owns the files and
-    /// removes them when it ends).
+    /// The socket path: the master listens there (its control thread owns
+    /// the files and removes them when it ends), the slave connects there.
     socket: Option<PathBuf>,
 }
 
@@ -173,7 +173,8 @@ impl Link {
         self.shared.counters()
     }
 
-    /// The socket path of this link.
+    /// The socket path of this link: where the master listens and the
+    /// slave connects (what a side waiting for its peer waits on).
     pub fn socket_path(&self) -> Option<&Path> {
         self.socket.as_deref()
     }

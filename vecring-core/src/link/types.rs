@@ -3,6 +3,10 @@
 /// Default parent of the domain directories.
 pub const DEFAULT_RUN_DIR: &str = "/run/vecring";
 
+/// Default permission bits of the master's socket
+/// ([`LinkBuilder::socket_mode`](super::LinkBuilder::socket_mode)).
+pub const DEFAULT_SOCKET_MODE: u32 = 0o660;
+
 /// Which end of the link this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

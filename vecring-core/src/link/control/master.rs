@@ -580,10 +580,16 @@ impl<'a> Master<'a> {
                     .counters
                     .rejected_peers
                     .fetch_add(1, Ordering::Relaxed);
+                // The slave's reason speaks from the slave's side ("ours"
+                // is the slave's figure, "theirs" this master's): reword it
+                // from this side.
                 log::error!(
                     "vecring: {}: slave refused our region: {}",
                     self.label(),
                     m.text
+                        .replace("ours ", "\0")
+                        .replace("theirs ", "ours ")
+                        .replace('\0', "slave's ")
                 );
                 self.offer_failed(o);
             }

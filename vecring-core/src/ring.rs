@@ -986,6 +986,8 @@ impl<S: RingStorage> Producer<S> {
         // Relaxed: start-up read, validated below; the peer publishes
         // nothing before it has seen our first head.
         let head = ctl.head.index.load(Ordering::Relaxed);
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`, as in `refresh_tail`.
         let tail = ctl.tail.index.load(Ordering::Acquire);
         let used = head.wrapping_sub(tail);
         if used > u64::from(shape.slot_count) {
@@ -1033,9 +1035,9 @@ impl<S: RingStorage> Producer<S> {
     /// Reads the consumer's index once and checks it moved forward, by no
     /// more than the slots we have published.
     fn refresh_tail(&mut self) -> Result<(), Corruption> {
-        // Acquire: pairs with the Release store of `tail` in
-        // `ReadChunk::release`, so the consumer's reads of those slots
-        // happen before we overwrite them.
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`, so the consumer's reads of those
+        // slots happen before we overwrite them.
         let tail = self.storage.control().tail.index.load(Ordering::Acquire);
         let advanced = tail.wrapping_sub(self.cached_tail);
         let outstanding = self.head.wrapping_sub(self.cached_tail);
@@ -1089,7 +1091,8 @@ impl<S: RingStorage> Producer<S> {
     /// our own descriptors with a walk bounded by the ring size (used to
     /// account for frames lost when a link generation ends).
     pub fn unread_frames(&self) -> u64 {
-        // Acquire: pairs with the consumer's Release store of `tail`.
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`.
         let tail = self.storage.control().tail.index.load(Ordering::Acquire);
         let outstanding = self.head.wrapping_sub(tail);
         let since_cached = tail.wrapping_sub(self.cached_tail);
@@ -1180,7 +1183,8 @@ impl<S: RingStorage> Producer<S> {
     fn publish(&mut self, head: u64, frames: usize, bytes: u64) {
         self.head = head;
         // Release: pairs with the consumer's Acquire load of `head` in
-        // `Consumer::refresh_head`, publishing the slots and descriptors.
+        // `Consumer::refresh_head` (and `Consumer::attach`), publishing the
+        // slots and descriptors.
         self.storage
             .control()
             .head
@@ -1854,7 +1858,8 @@ impl<S: RingStorage> Consumer<S> {
         let shape = Shape::of(&storage);
         let ctl = storage.control();
         let tail = ctl.tail.index.load(Ordering::Relaxed);
-        // Acquire: pairs with the producer's Release store in `commit`.
+        // Acquire: pairs with the producer's Release store of `head` in
+        // `Producer::publish`, as in `refresh_head`.
         let head = ctl.head.index.load(Ordering::Acquire);
         if head.wrapping_sub(tail) > u64::from(shape.slot_count) {
             return Err(Corruption::Index {
@@ -1991,8 +1996,8 @@ impl<S: RingStorage> Consumer<S> {
         // poll pulls them away from it mid-write. (It did hide one miss of
         // a ping-pong's latency, but cost the link a fifth of its 64-byte
         // throughput whenever the consumer kept up with the producer.)
-        // Acquire: pairs with the Release store of `head` in
-        // `WriteChunk::commit`, making the slots and descriptors visible.
+        // Acquire: pairs with the producer's Release store of `head` in
+        // `Producer::publish`, making the slots and descriptors visible.
         let head = self.storage.control().head.index.load(Ordering::Acquire);
         let ready = head.wrapping_sub(self.released);
         let known = self.cached_head.wrapping_sub(self.released);
@@ -2034,8 +2039,9 @@ impl<S: RingStorage> Consumer<S> {
     fn publish_release(&mut self, index: u64) {
         self.released = index;
         // Release: pairs with the producer's Acquire load of `tail` in
-        // `Producer::refresh_tail`; our reads of the slots happen before the
-        // producer may reuse them.
+        // `Producer::refresh_tail` (and `Producer::attach`,
+        // `Producer::unread_frames`); our reads of the slots happen before
+        // the producer may reuse them.
         self.storage
             .control()
             .tail

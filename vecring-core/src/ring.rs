@@ -48,6 +48,39 @@ pub unsafe trait RingStorage: Send + Sync {
     fn data(&self) -> *mut u8;
     /// The ring's shape.
     fn geometry(&self) -> Geometry;
+    /// Under loom only: the ring reads (`write` false) or writes the bytes
+    /// of the `slots` slots from free-running `index` now. [`HeapRing`]
+    /// records it in a loom cell per slot, so that loom reports a slot
+    /// written while the other side may still read it, or read before the
+    /// write is visible. The ring calls it through `model_read` and
+    /// `model_write`; storage that does not record does nothing.
+    #[cfg(loom)]
+    fn slot_access(&self, index: u64, slots: u64, write: bool) {
+        let _ = (index, slots, write);
+    }
+}
+
+/// The consumer reads the `slots` slots from free-running `index` now:
+/// after the Acquire load of `head` that published them, before the Release
+/// store of `tail` that frees them. Tells loom (see
+/// [`RingStorage::slot_access`]); compiles to nothing otherwise.
+#[inline(always)]
+fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, false);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
+}
+
+/// The producer writes the `slots` slots from free-running `index` now:
+/// after the Acquire load of `tail` that freed them, before the Release
+/// store of `head` that publishes them. As [`model_read`].
+#[inline(always)]
+fn model_write<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, true);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
 }
 
 /// Which shared index a corrupt value was found in.
@@ -1155,6 +1188,7 @@ impl<S: RingStorage> Producer<S> {
             && slots <= free
             && shape.slot(self.head) as u64 + slots <= u64::from(shape.slot_count)
         {
+            model_write(&self.storage, self.head, slots);
             // SAFETY: `len` is valid, `frame` is the caller's memory, and the
             // `slots` slots at `head` are free and end before the end of the
             // data area.
@@ -1287,6 +1321,10 @@ impl<S: RingStorage> Producer<S> {
                 room -= k * plan.slots;
                 n += k as usize;
                 bytes += k * len as u64;
+                // The frame written above and the `k` after it.
+                let written = (k + 1) * plan.slots;
+                let used = Run::slots_between(run.descs, desc);
+                model_write(&self.storage, start.wrapping_add(used - written), written);
                 match end {
                     StreamEnd::Room => {}
                     StreamEnd::Other(next) => pending = Some(next),
@@ -1315,6 +1353,7 @@ impl<S: RingStorage> Producer<S> {
                     break;
                 }
             }
+            model_write(&self.storage, start.wrapping_add(used), slots);
             // SAFETY: `len` is valid (checked above), `frame` is the
             // caller's memory, and the slots are among the `free` ones.
             unsafe { shape.write_in_run(&run, used, slots, frame) };
@@ -1606,6 +1645,11 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         // Fast path: a valid frame that fits is one copy (two when it wraps
         // around the end of the ring) and one descriptor store.
         if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
+            model_write(
+                &self.producer.storage,
+                self.run.start.wrapping_add(self.used),
+                slots,
+            );
             // SAFETY: a valid length, the caller's memory, and slots of our
             // reservation.
             unsafe { shape.write_in_run(&self.run, self.used, slots, frame) };
@@ -1647,6 +1691,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             let (head, head_len) = shape.span(index, len);
             (head, head_len, shape.desc(index))
         };
+        model_write(&self.producer.storage, run.start.wrapping_add(used), slots);
         let mut writer = FrameWriter::new(head, head_len, shape.data, len);
         fill(&mut writer);
         shape.store_desc(desc, len);
@@ -1710,6 +1755,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             // frames' slots lie before the end of the data area, and are
             // ours (`n` frames fit the reservation).
             let (descs, base) = unsafe { (shape.descs.add(slot), shape.slot_ptr(index)) };
+            model_write(&self.producer.storage, index, k as u64 * slots);
             // SAFETY: as above: the `k` frames' first descriptors.
             unsafe { put_descs(descs, k, slots as usize, word) };
             for j in 0..k {
@@ -1725,6 +1771,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 // but for a part of a frame: the next frame wraps around.
                 let index = self.run.start.wrapping_add(self.used);
                 let (head, head_len) = shape.span(index, len);
+                model_write(&self.producer.storage, index, slots);
                 put_desc(shape.desc(index), word);
                 let mut writer = FrameWriter::new(head, head_len, shape.data, len);
                 fill(done, &mut writer);
@@ -2139,6 +2186,7 @@ impl<S: RingStorage> Consumer<S> {
                 && seen.len <= buf.len()
                 && shape.slot(self.tail) as u64 + seen.slots <= u64::from(shape.slot_count)
             {
+                model_read(&self.storage, self.tail, seen.slots);
                 // SAFETY: the frame's `seen.len` bytes lie in published
                 // slots from `tail` on, before the end of the data area, and
                 // `buf` has room for them.
@@ -2218,6 +2266,7 @@ impl<S: RingStorage> Consumer<S> {
                 let copied = unsafe {
                     shape.copy_groups(&run, off, &seen, &mut bufs[n..end], &mut lens[n..end])
                 };
+                model_read(&self.storage, start.wrapping_add(off), copied as u64);
                 n += copied;
                 off += copied as u64;
                 bytes += (copied * seen.len) as u64;
@@ -2240,6 +2289,11 @@ impl<S: RingStorage> Consumer<S> {
                 )
             };
             if copied > 0 {
+                model_read(
+                    &self.storage,
+                    start.wrapping_add(off),
+                    copied as u64 * seen.slots,
+                );
                 n += copied;
                 off += copied as u64 * seen.slots;
                 bytes += (copied * seen.len) as u64;
@@ -2273,6 +2327,7 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
+            model_read(&self.storage, start.wrapping_add(off), slots);
             // SAFETY: a validated frame of `len` bytes in `slots` slots;
             // `buf` has room for them (checked above).
             unsafe { shape.read_in_run(&run, off, slots, len, buf) };
@@ -2355,6 +2410,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         self.shape
             .prefetch_ahead(self.pos, self.end.wrapping_sub(self.pos));
         let (pos, len, slots) = (self.pos, self.seen.len, self.seen.slots);
+        model_read(&self.consumer.storage, pos, slots);
         let frame = Frame {
             head: self.run_head,
             head_len: self.run_head_len,
@@ -2522,6 +2578,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             return Ok(None);
         }
         let (count, slots) = (self.run_left, self.seen.slots);
+        model_read(&self.consumer.storage, self.pos, count * slots);
         let run = FrameRun {
             head: self.run_head,
             head_len: self.run_head_len,
@@ -2903,6 +2960,10 @@ pub struct HeapRingInner {
     data: *mut u8,
     layout: std::alloc::Layout,
     geometry: Geometry,
+    /// Under loom, one cell per slot standing for its bytes (see
+    /// [`RingStorage::slot_access`]).
+    #[cfg(loom)]
+    cells: Box<[crate::sync::UnsafeCell<()>]>,
 }
 
 // SAFETY: `data` is a private heap allocation only reached through the ring
@@ -2939,6 +3000,10 @@ impl HeapRing {
             data,
             layout,
             geometry,
+            #[cfg(loom)]
+            cells: (0..geometry.slot_count())
+                .map(|_| crate::sync::UnsafeCell::new(()))
+                .collect(),
         }))
     }
 }
@@ -2957,6 +3022,18 @@ unsafe impl RingStorage for HeapRing {
     }
     fn geometry(&self) -> Geometry {
         self.0.geometry
+    }
+    #[cfg(loom)]
+    fn slot_access(&self, index: u64, slots: u64, write: bool) {
+        let cells = &self.0.cells;
+        for i in 0..slots {
+            let cell = &cells[(index.wrapping_add(i) % cells.len() as u64) as usize];
+            if write {
+                cell.with_mut(|_| ());
+            } else {
+                cell.with(|_| ());
+            }
+        }
     }
 }
 

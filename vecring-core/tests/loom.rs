@@ -2,7 +2,7 @@
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p vecring-core --test loom --release`.
 //! Capacities are tiny so every interleaving is explored in seconds; the
-//! preemption bound is 2 unless `LOOM_MAX_PREEMPTIONS` says otherwise.
+//! preemption bound is 3 unless `LOOM_MAX_PREEMPTIONS` says otherwise.
 //!
 //! Under loom, `HeapRing` keeps one loom cell per slot and the ring records
 //! every read and write of a slot's bytes in it (`RingStorage::slot_access`),
@@ -22,10 +22,10 @@ use vecring_core::{
     Consumer, Geometry, HeapRing, HoldBack, Producer, PushError, RecvError, SendError,
 };
 
-/// The preemption bound when `LOOM_MAX_PREEMPTIONS` is not set: enough for
-/// every weakened ordering to fail, small enough for the whole file to run
-/// in a few minutes on two CPUs.
-const PREEMPTIONS: usize = 2;
+/// The preemption bound when `LOOM_MAX_PREEMPTIONS` is not set: each of
+/// the four weakened orderings fails every model even at 2, and the whole
+/// file runs in seconds at 3.
+const PREEMPTIONS: usize = 3;
 
 /// The bytes of frame `seq`, `len` long.
 fn pattern(seq: usize, len: usize) -> Vec<u8> {
@@ -263,13 +263,21 @@ fn send_batch_to_recv_batch() {
 }
 
 #[test]
+fn equal_small_frames_in_groups() {
+    // On the second lap, four frames like the last one read wait from slot
+    // 0: `recv_batch` copies them as a group.
+    model(4, 64, &[64; 8], Write::SendBatch, Read::RecvBatch);
+}
+
+#[test]
 fn push_to_read_chunk_frames() {
     model(4, 128, &[100, 64, 128, 30], Write::Push, Read::Frames);
 }
 
 #[test]
 fn push_with_to_runs() {
-    model(4, 128, &[64, 64, 100, 100, 64], Write::PushWith, Read::Runs);
+    // The third frame wraps (slots 3 and 0): a run of its own.
+    model(4, 128, &[64, 100, 100, 64, 64], Write::PushWith, Read::Runs);
 }
 
 #[test]
@@ -279,7 +287,8 @@ fn push_run_to_runs_as_arrays() {
 
 #[test]
 fn push_run_of_wrapping_frames_to_recv_batch() {
-    model(4, 128, &[100; 3], Write::PushRun, Read::RecvBatch);
+    // Three-slot frames in eight slots: the third wraps.
+    model(8, 192, &[150; 4], Write::PushRun, Read::RecvBatch);
 }
 
 #[test]

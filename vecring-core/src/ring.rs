@@ -63,7 +63,8 @@ pub unsafe trait RingStorage: Send + Sync {
 /// The consumer reads the `slots` slots from free-running `index` now:
 /// after the Acquire load of `head` that published them, before the Release
 /// store of `tail` that frees them. Tells loom (see
-/// [`RingStorage::slot_access`]); compiles to nothing otherwise.
+/// `RingStorage::slot_access`, a method only under loom); compiles to
+/// nothing otherwise.
 #[inline(always)]
 fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
     #[cfg(loom)]

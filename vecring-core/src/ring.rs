@@ -48,6 +48,40 @@ pub unsafe trait RingStorage: Send + Sync {
     fn data(&self) -> *mut u8;
     /// The ring's shape.
     fn geometry(&self) -> Geometry;
+    /// Under loom only: the ring reads (`write` false) or writes the bytes
+    /// of the `slots` slots from free-running `index` now. [`HeapRing`]
+    /// records it in a loom cell per slot, so that loom reports a slot
+    /// written while the other side may still read it, or read before the
+    /// write is visible. The ring calls it through `model_read` and
+    /// `model_write`; storage that does not record does nothing.
+    #[cfg(loom)]
+    fn slot_access(&self, index: u64, slots: u64, write: bool) {
+        let _ = (index, slots, write);
+    }
+}
+
+/// The consumer reads the `slots` slots from free-running `index` now:
+/// after the Acquire load of `head` that published them, before the Release
+/// store of `tail` that frees them. Tells loom (see
+/// `RingStorage::slot_access`, a method only under loom); compiles to
+/// nothing otherwise.
+#[inline(always)]
+fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, false);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
+}
+
+/// The producer writes the `slots` slots from free-running `index` now:
+/// after the Acquire load of `tail` that freed them, before the Release
+/// store of `head` that publishes them. As [`model_read`].
+#[inline(always)]
+fn model_write<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, true);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
 }
 
 /// Which shared index a corrupt value was found in.
@@ -986,6 +1020,8 @@ impl<S: RingStorage> Producer<S> {
         // Relaxed: start-up read, validated below; the peer publishes
         // nothing before it has seen our first head.
         let head = ctl.head.index.load(Ordering::Relaxed);
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`, as in `refresh_tail`.
         let tail = ctl.tail.index.load(Ordering::Acquire);
         let used = head.wrapping_sub(tail);
         if used > u64::from(shape.slot_count) {
@@ -1033,9 +1069,9 @@ impl<S: RingStorage> Producer<S> {
     /// Reads the consumer's index once and checks it moved forward, by no
     /// more than the slots we have published.
     fn refresh_tail(&mut self) -> Result<(), Corruption> {
-        // Acquire: pairs with the Release store of `tail` in
-        // `ReadChunk::release`, so the consumer's reads of those slots
-        // happen before we overwrite them.
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`, so the consumer's reads of those
+        // slots happen before we overwrite them.
         let tail = self.storage.control().tail.index.load(Ordering::Acquire);
         let advanced = tail.wrapping_sub(self.cached_tail);
         let outstanding = self.head.wrapping_sub(self.cached_tail);
@@ -1089,7 +1125,8 @@ impl<S: RingStorage> Producer<S> {
     /// our own descriptors with a walk bounded by the ring size (used to
     /// account for frames lost when a link generation ends).
     pub fn unread_frames(&self) -> u64 {
-        // Acquire: pairs with the consumer's Release store of `tail`.
+        // Acquire: pairs with the consumer's Release store of `tail` in
+        // `Consumer::publish_release`.
         let tail = self.storage.control().tail.index.load(Ordering::Acquire);
         let outstanding = self.head.wrapping_sub(tail);
         let since_cached = tail.wrapping_sub(self.cached_tail);
@@ -1152,6 +1189,7 @@ impl<S: RingStorage> Producer<S> {
             && slots <= free
             && shape.slot(self.head) as u64 + slots <= u64::from(shape.slot_count)
         {
+            model_write(&self.storage, self.head, slots);
             // SAFETY: `len` is valid, `frame` is the caller's memory, and the
             // `slots` slots at `head` are free and end before the end of the
             // data area.
@@ -1180,7 +1218,8 @@ impl<S: RingStorage> Producer<S> {
     fn publish(&mut self, head: u64, frames: usize, bytes: u64) {
         self.head = head;
         // Release: pairs with the consumer's Acquire load of `head` in
-        // `Consumer::refresh_head`, publishing the slots and descriptors.
+        // `Consumer::refresh_head` (and `Consumer::attach`), publishing the
+        // slots and descriptors.
         self.storage
             .control()
             .head
@@ -1283,6 +1322,10 @@ impl<S: RingStorage> Producer<S> {
                 room -= k * plan.slots;
                 n += k as usize;
                 bytes += k * len as u64;
+                // The frame written above and the `k` after it.
+                let written = (k + 1) * plan.slots;
+                let used = Run::slots_between(run.descs, desc);
+                model_write(&self.storage, start.wrapping_add(used - written), written);
                 match end {
                     StreamEnd::Room => {}
                     StreamEnd::Other(next) => pending = Some(next),
@@ -1311,6 +1354,7 @@ impl<S: RingStorage> Producer<S> {
                     break;
                 }
             }
+            model_write(&self.storage, start.wrapping_add(used), slots);
             // SAFETY: `len` is valid (checked above), `frame` is the
             // caller's memory, and the slots are among the `free` ones.
             unsafe { shape.write_in_run(&run, used, slots, frame) };
@@ -1602,6 +1646,11 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         // Fast path: a valid frame that fits is one copy (two when it wraps
         // around the end of the ring) and one descriptor store.
         if len.wrapping_sub(1) < shape.max_frame && slots <= self.reserved - self.used {
+            model_write(
+                &self.producer.storage,
+                self.run.start.wrapping_add(self.used),
+                slots,
+            );
             // SAFETY: a valid length, the caller's memory, and slots of our
             // reservation.
             unsafe { shape.write_in_run(&self.run, self.used, slots, frame) };
@@ -1643,6 +1692,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             let (head, head_len) = shape.span(index, len);
             (head, head_len, shape.desc(index))
         };
+        model_write(&self.producer.storage, run.start.wrapping_add(used), slots);
         let mut writer = FrameWriter::new(head, head_len, shape.data, len);
         fill(&mut writer);
         shape.store_desc(desc, len);
@@ -1706,6 +1756,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             // frames' slots lie before the end of the data area, and are
             // ours (`n` frames fit the reservation).
             let (descs, base) = unsafe { (shape.descs.add(slot), shape.slot_ptr(index)) };
+            model_write(&self.producer.storage, index, k as u64 * slots);
             // SAFETY: as above: the `k` frames' first descriptors.
             unsafe { put_descs(descs, k, slots as usize, word) };
             for j in 0..k {
@@ -1721,6 +1772,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 // but for a part of a frame: the next frame wraps around.
                 let index = self.run.start.wrapping_add(self.used);
                 let (head, head_len) = shape.span(index, len);
+                model_write(&self.producer.storage, index, slots);
                 put_desc(shape.desc(index), word);
                 let mut writer = FrameWriter::new(head, head_len, shape.data, len);
                 fill(done, &mut writer);
@@ -1854,7 +1906,8 @@ impl<S: RingStorage> Consumer<S> {
         let shape = Shape::of(&storage);
         let ctl = storage.control();
         let tail = ctl.tail.index.load(Ordering::Relaxed);
-        // Acquire: pairs with the producer's Release store in `commit`.
+        // Acquire: pairs with the producer's Release store of `head` in
+        // `Producer::publish`, as in `refresh_head`.
         let head = ctl.head.index.load(Ordering::Acquire);
         if head.wrapping_sub(tail) > u64::from(shape.slot_count) {
             return Err(Corruption::Index {
@@ -1991,8 +2044,8 @@ impl<S: RingStorage> Consumer<S> {
         // poll pulls them away from it mid-write. (It did hide one miss of
         // a ping-pong's latency, but cost the link a fifth of its 64-byte
         // throughput whenever the consumer kept up with the producer.)
-        // Acquire: pairs with the Release store of `head` in
-        // `WriteChunk::commit`, making the slots and descriptors visible.
+        // Acquire: pairs with the producer's Release store of `head` in
+        // `Producer::publish`, making the slots and descriptors visible.
         let head = self.storage.control().head.index.load(Ordering::Acquire);
         let ready = head.wrapping_sub(self.released);
         let known = self.cached_head.wrapping_sub(self.released);
@@ -2034,8 +2087,9 @@ impl<S: RingStorage> Consumer<S> {
     fn publish_release(&mut self, index: u64) {
         self.released = index;
         // Release: pairs with the producer's Acquire load of `tail` in
-        // `Producer::refresh_tail`; our reads of the slots happen before the
-        // producer may reuse them.
+        // `Producer::refresh_tail` (and `Producer::attach`,
+        // `Producer::unread_frames`); our reads of the slots happen before
+        // the producer may reuse them.
         self.storage
             .control()
             .tail
@@ -2133,6 +2187,7 @@ impl<S: RingStorage> Consumer<S> {
                 && seen.len <= buf.len()
                 && shape.slot(self.tail) as u64 + seen.slots <= u64::from(shape.slot_count)
             {
+                model_read(&self.storage, self.tail, seen.slots);
                 // SAFETY: the frame's `seen.len` bytes lie in published
                 // slots from `tail` on, before the end of the data area, and
                 // `buf` has room for them.
@@ -2212,6 +2267,7 @@ impl<S: RingStorage> Consumer<S> {
                 let copied = unsafe {
                     shape.copy_groups(&run, off, &seen, &mut bufs[n..end], &mut lens[n..end])
                 };
+                model_read(&self.storage, start.wrapping_add(off), copied as u64);
                 n += copied;
                 off += copied as u64;
                 bytes += (copied * seen.len) as u64;
@@ -2234,6 +2290,11 @@ impl<S: RingStorage> Consumer<S> {
                 )
             };
             if copied > 0 {
+                model_read(
+                    &self.storage,
+                    start.wrapping_add(off),
+                    copied as u64 * seen.slots,
+                );
                 n += copied;
                 off += copied as u64 * seen.slots;
                 bytes += (copied * seen.len) as u64;
@@ -2267,6 +2328,7 @@ impl<S: RingStorage> Consumer<S> {
                 }
                 break;
             }
+            model_read(&self.storage, start.wrapping_add(off), slots);
             // SAFETY: a validated frame of `len` bytes in `slots` slots;
             // `buf` has room for them (checked above).
             unsafe { shape.read_in_run(&run, off, slots, len, buf) };
@@ -2349,6 +2411,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         self.shape
             .prefetch_ahead(self.pos, self.end.wrapping_sub(self.pos));
         let (pos, len, slots) = (self.pos, self.seen.len, self.seen.slots);
+        model_read(&self.consumer.storage, pos, slots);
         let frame = Frame {
             head: self.run_head,
             head_len: self.run_head_len,
@@ -2516,6 +2579,7 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             return Ok(None);
         }
         let (count, slots) = (self.run_left, self.seen.slots);
+        model_read(&self.consumer.storage, self.pos, count * slots);
         let run = FrameRun {
             head: self.run_head,
             head_len: self.run_head_len,
@@ -2897,6 +2961,10 @@ pub struct HeapRingInner {
     data: *mut u8,
     layout: std::alloc::Layout,
     geometry: Geometry,
+    /// Under loom, one cell per slot standing for its bytes (see
+    /// [`RingStorage::slot_access`]).
+    #[cfg(loom)]
+    cells: Box<[crate::sync::UnsafeCell<()>]>,
 }
 
 // SAFETY: `data` is a private heap allocation only reached through the ring
@@ -2933,6 +3001,10 @@ impl HeapRing {
             data,
             layout,
             geometry,
+            #[cfg(loom)]
+            cells: (0..geometry.slot_count())
+                .map(|_| crate::sync::UnsafeCell::new(()))
+                .collect(),
         }))
     }
 }
@@ -2951,6 +3023,18 @@ unsafe impl RingStorage for HeapRing {
     }
     fn geometry(&self) -> Geometry {
         self.0.geometry
+    }
+    #[cfg(loom)]
+    fn slot_access(&self, index: u64, slots: u64, write: bool) {
+        let cells = &self.0.cells;
+        for i in 0..slots {
+            let cell = &cells[(index.wrapping_add(i) % cells.len() as u64) as usize];
+            if write {
+                cell.with_mut(|_| ());
+            } else {
+                cell.with(|_| ());
+            }
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 //! Atomics used by the ring, swapped for loom's under `--cfg loom` so that
-//! the same index code is model-checked and shipped.
+//! the same index code is model-checked and shipped; under loom also the
+//! cell that stands for a slot's bytes (see `RingStorage::slot_access`).
 
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

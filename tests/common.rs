@@ -128,6 +128,20 @@ pub fn region_mappings() -> usize {
         .unwrap_or(0)
 }
 
+/// The policy for a test that claims to run on hugepages: `Require`, after
+/// making sure `pages` free 2 MiB pages exist (reserving them as root, as
+/// CI runs). A test that covers hugepages must not pass on 4 KiB pages.
+///
+/// # Panics
+/// If the pages cannot be had (not root and none free): run
+/// `scripts/setup.sh`, which reserves them.
+pub fn hugepages_required(pages: u64) -> vecring_core::HugepagePolicy {
+    if let Err(why) = hostile::ensure_free_hugepages(pages) {
+        panic!("{why}: this test covers hugepage-backed regions (run scripts/setup.sh as root)");
+    }
+    vecring_core::HugepagePolicy::Require
+}
+
 /// A fresh run directory for one test.
 pub fn run_dir(test: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("vecring-test-{}-{test}", std::process::id()));

@@ -99,10 +99,14 @@ pub fn built_binary(name: &str) -> std::path::PathBuf {
 }
 
 /// Number of open descriptors of this process.
+///
+/// # Panics
+/// If `/proc/self/fd` cannot be read: a leak check that cannot count
+/// fails instead of comparing zero with zero.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
+        .unwrap_or_else(|e| panic!("cannot count descriptors in /proc/self/fd: {e}"))
+        .count()
 }
 
 /// What [`assert_no_leak`] compares against: open descriptors and region
@@ -122,10 +126,29 @@ pub fn assert_no_leak(before: (usize, usize), fd_slack: usize) {
 }
 
 /// Number of mappings of vecring regions in this process.
+///
+/// # Panics
+/// If `/proc/self/maps` cannot be read, as [`open_fds`].
 pub fn region_mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps")
-        .map(|m| m.lines().filter(|l| l.contains("memfd:vecring")).count())
-        .unwrap_or(0)
+        .unwrap_or_else(|e| panic!("cannot count mappings in /proc/self/maps: {e}"))
+        .lines()
+        .filter(|l| l.contains("memfd:vecring"))
+        .count()
+}
+
+/// The policy for a test that claims to run on hugepages: `Require`, after
+/// making sure `pages` free 2 MiB pages exist (reserving them as root, as
+/// CI runs). A test that covers hugepages must not pass on 4 KiB pages.
+///
+/// # Panics
+/// If the pages cannot be had (not root and none free): run
+/// `scripts/setup.sh`, which reserves them.
+pub fn hugepages_required(pages: u64) -> vecring_core::HugepagePolicy {
+    if let Err(why) = hostile::ensure_free_hugepages(pages) {
+        panic!("{why}: this test covers hugepage-backed regions (run scripts/setup.sh as root)");
+    }
+    vecring_core::HugepagePolicy::Require
 }
 
 /// A fresh run directory for one test.

@@ -886,10 +886,20 @@ fn c_example_builds_with_pkg_config_and_runs() {
         Duration::from_secs(120),
     );
     assert!(out.status.success(), "cc hello.c (static): {}", show(&out));
+    // ldd must run (exit 0) and see libvecring.so in the dynamic build, or
+    // its silence about the static one proves nothing.
+    let ldd = run(Command::new("ldd").arg(&dynamic), Duration::from_secs(30));
+    assert!(ldd.status.success(), "ldd (dynamic): {}", show(&ldd));
+    assert!(
+        String::from_utf8_lossy(&ldd.stdout).contains("libvecring.so"),
+        "the dynamic build needs libvecring.so: {}",
+        show(&ldd)
+    );
     let ldd = run(
         Command::new("ldd").arg(&static_exe),
         Duration::from_secs(30),
     );
+    assert!(ldd.status.success(), "ldd (static): {}", show(&ldd));
     assert!(
         !String::from_utf8_lossy(&ldd.stdout).contains("libvecring"),
         "the static build does not need libvecring.so: {}",

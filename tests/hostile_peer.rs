@@ -1,20 +1,25 @@
-//! A hostile peer scribbles random and crafted values over every field it
-//! can write (indices, descriptors, slot data) while the honest side keeps
-//! calling the API, on each ring of the region, in a small geometry and in
-//! the default one. The region is mapped between inaccessible guard areas,
+//! A hostile peer scribbles random and crafted values over the fields the
+//! honest side validates (the consumer: the producer's index and the slot
+//! descriptors; the producer: the consumer's index), and now and then over
+//! slot data, while the honest side keeps calling the API, on each ring of
+//! the region, in a small geometry and in the default one. Every kind of
+//! corruption each side checks for must be detected while running. The region is mapped between inaccessible guard areas,
 //! so any access outside it would crash this test, and every byte of the
 //! region outside the attacked ring is checked unchanged afterwards, so an
 //! access into the header or the other ring is caught too.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE};
 use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
-use vecring_core::{Consumer, Geometry, Producer, PushError, RecvError, RingStorage, SendError};
+use vecring_core::{
+    Consumer, Corruption, Geometry, Producer, PushError, RecvError, RingStorage, SendError,
+};
 use vecring_tests::Watchdog;
 
 const GUARD: usize = 1 << 20;
@@ -148,9 +153,40 @@ unsafe impl RingStorage for GuardedRing {
     }
 }
 
-/// One scribble: a random or crafted value into a random peer-writable
-/// field.
-fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bool) {
+/// A field of the ring a hostile peer can write.
+#[derive(Clone, Copy, Debug)]
+enum Field {
+    /// The producer's index (validated by the consumer).
+    Head,
+    /// The consumer's index (validated by the producer).
+    Tail,
+    /// A slot descriptor: length and flags (validated by the consumer).
+    Desc,
+    /// Slot data (opaque to both sides).
+    Data,
+}
+
+/// What the scribbler attacks when the honest side is the consumer, and the
+/// share of scribbles each gets.
+const VS_CONSUMER: &[(Field, u32)] = &[(Field::Head, 3), (Field::Desc, 6), (Field::Data, 1)];
+/// ... and when the honest side is the producer, which reads nothing of
+/// the peer's but its index.
+const VS_PRODUCER: &[(Field, u32)] = &[(Field::Tail, 9), (Field::Data, 1)];
+
+/// The kind of a detected corruption, as the tests count them.
+fn kind(c: &Corruption) -> &'static str {
+    match c {
+        Corruption::Index { .. } => "index",
+        Corruption::Length { .. } => "length",
+        Corruption::Flags { .. } => "flags",
+        Corruption::FrameTooLong { .. } => "frame too long",
+        Corruption::Truncated { .. } => "truncated",
+    }
+}
+
+/// One scribble: a random or crafted value into one of `fields`, picked by
+/// weight.
+fn scribble(ring: &GuardedRing, rng: &mut SmallRng, fields: &[(Field, u32)]) {
     let g = ring.geometry();
     let crafted = [
         0u64,
@@ -168,17 +204,31 @@ fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bo
             rng.gen()
         }
     };
-    match rng.gen_range(0..10) {
-        0 if hit_head => {
+    let total: u32 = fields.iter().map(|&(_, w)| w).sum();
+    let mut pick = rng.gen_range(0..total);
+    let field = fields
+        .iter()
+        .find(|&&(_, w)| {
+            let here = pick < w;
+            pick = pick.saturating_sub(w);
+            here
+        })
+        .unwrap()
+        .0;
+    match field {
+        Field::Head => {
             let cur = ring.control().head.index.load(Ordering::Relaxed);
-            let v = if rng.gen_bool(0.5) {
-                cur.wrapping_add(rng.gen_range(0..3 * g.slot_count() as u64))
-            } else {
-                value(rng)
+            let tail = ring.control().tail.index.load(Ordering::Relaxed);
+            let v = match rng.gen_range(0..3) {
+                // Plausible: a few slots published, whose descriptors the
+                // consumer then checks.
+                0 => tail.wrapping_add(rng.gen_range(1..=64)),
+                1 => cur.wrapping_add(rng.gen_range(0..3 * g.slot_count() as u64)),
+                _ => value(rng),
             };
             ring.control().head.index.store(v, Ordering::Release)
         }
-        1 if hit_tail => {
+        Field::Tail => {
             let cur = ring.control().tail.index.load(Ordering::Relaxed);
             let v = if rng.gen_bool(0.7) {
                 cur.wrapping_add(rng.gen_range(0..g.slot_count() as u64 / 2))
@@ -187,8 +237,15 @@ fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bo
             };
             ring.control().tail.index.store(v, Ordering::Release)
         }
-        2..=6 => {
-            let slot = rng.gen_range(0..g.slot_count() as usize);
+        Field::Desc => {
+            // Mostly the slots the consumer reads next (in a large ring a
+            // random slot is rarely one it reaches).
+            let slot = if rng.gen_bool(0.7) {
+                let tail = ring.control().tail.index.load(Ordering::Relaxed);
+                (tail.wrapping_add(rng.gen_range(0..64)) % u64::from(g.slot_count())) as usize
+            } else {
+                rng.gen_range(0..g.slot_count() as usize)
+            };
             let len: u16 = match rng.gen_range(0..4) {
                 0 => g.slot_size() as u16,
                 1 => rng.gen_range(0..=g.slot_size() as u16 + 1),
@@ -203,7 +260,7 @@ fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bo
                 .0
                 .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
         }
-        _ => {
+        Field::Data => {
             let at = rng.gen_range(0..(g.slot_count() * g.slot_size()) as usize);
             // SAFETY: inside the data area.
             unsafe { ring.data().add(at).write_volatile(rng.gen()) };
@@ -214,14 +271,13 @@ fn scribble(ring: &GuardedRing, rng: &mut SmallRng, hit_head: bool, hit_tail: bo
 fn run_scribbler(
     ring: GuardedRing,
     stop: Arc<AtomicBool>,
-    head: bool,
-    tail: bool,
+    fields: &'static [(Field, u32)],
 ) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
         let mut rng = SmallRng::seed_from_u64(0x5eed);
         let mut n = 0;
         while !stop.load(Ordering::Relaxed) {
-            scribble(&ring, &mut rng, head, tail);
+            scribble(&ring, &mut rng, fields);
             n += 1;
             if n % 4 == 0 {
                 std::thread::sleep(Duration::from_micros(20));
@@ -332,14 +388,14 @@ fn targets() -> Vec<(Geometry, usize)> {
 }
 
 /// One honest consumer against a hostile producer on `ring` of a region of
-/// `geometry`; returns the corruptions the consumer detected while reading
-/// (not attach refusals).
-fn hostile_producer(geometry: Geometry, ring_index: usize) -> u64 {
+/// `geometry`; returns the kinds of corruption the consumer detected while
+/// reading (attach refusals do not count).
+fn hostile_producer(geometry: Geometry, ring_index: usize) -> BTreeSet<&'static str> {
     let ring = GuardedRing::new(geometry, ring_index);
     let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
-    // The hostile side writes the producer's index and also our own tail.
-    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), true, true);
+    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_CONSUMER);
+    let mut kinds = BTreeSet::new();
     let (mut corruptions, mut frames, mut reattached, mut refused) = (0u64, 0u64, 0u64, 0u64);
     let mut buf = vec![0u8; 9216];
     let mut bufs = vec![vec![0u8; 9216]; 8];
@@ -361,11 +417,13 @@ fn hostile_producer(geometry: Geometry, ring_index: usize) -> u64 {
                     panic!("frame of {needed} > 9216 accepted")
                 }
                 Err(RecvError::LinkDown) => unreachable!("a bare consumer has no link"),
-                Err(RecvError::Corrupt(_)) => {
+                Err(RecvError::Corrupt(c)) => {
                     // Sticky: the same error again, without touching memory.
                     assert!(matches!(rx.recv(&mut buf), Err(RecvError::Corrupt(_))));
                     assert!(rx.read_chunk(8).is_err());
-                    corruptions += rx.stats().corruptions;
+                    assert!(rx.stats().corruptions > 0, "counted in the stats");
+                    corruptions += 1;
+                    kinds.insert(kind(&c));
                     break;
                 }
             }
@@ -375,24 +433,28 @@ fn hostile_producer(geometry: Geometry, ring_index: usize) -> u64 {
     let scribbles = scribbler.join().unwrap();
     eprintln!(
         "{geometry:?} ring {ring_index}: {scribbles} scribbles, {reattached} attaches \
-         ({refused} refused), {frames} frames, {corruptions} corruptions while reading"
+         ({refused} refused), {frames} frames, {corruptions} corruptions while reading: {kinds:?}"
     );
     assert_eq!(
         ring.outside_sum(),
         outside,
         "the consumer wrote outside its ring"
     );
-    corruptions
+    kinds
 }
 
 #[test]
 fn honest_consumer_survives_a_hostile_producer() {
     let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(240));
     for (geometry, ring) in targets() {
-        assert!(
-            hostile_producer(geometry, ring) > 0,
-            "{geometry:?} ring {ring}: the scribbler never caused a corruption detected while reading"
-        );
+        let kinds = hostile_producer(geometry, ring);
+        // Every check the consumer makes is seen failing while reading.
+        for want in ["index", "length", "flags", "frame too long", "truncated"] {
+            assert!(
+                kinds.contains(want),
+                "{geometry:?} ring {ring}: no '{want}' corruption detected while reading ({kinds:?})"
+            );
+        }
     }
 }
 
@@ -426,13 +488,13 @@ fn write_some<S: RingStorage>(
 }
 
 /// One honest producer against a hostile consumer on `ring` of a region
-/// of `geometry`; returns the corruptions detected while sending.
+/// of `geometry`; returns the corruptions detected while sending (attach
+/// refusals do not count).
 fn hostile_consumer(geometry: Geometry, ring_index: usize) -> u64 {
     let ring = GuardedRing::new(geometry, ring_index);
     let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
-    // The hostile side writes the consumer's index, descriptors and data.
-    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), false, true);
+    let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_PRODUCER);
     let (mut corruptions, mut sent, mut refused) = (0u64, 0u64, 0u64);
     let frame = vec![0xabu8; 9216];
     let start = Instant::now();
@@ -452,7 +514,9 @@ fn hostile_consumer(geometry: Geometry, ring_index: usize) -> u64 {
                 Err(SendError::Push(PushError::Full)) => {}
                 Err(SendError::Push(e)) => panic!("{e}"),
                 Err(SendError::LinkDown) => unreachable!("a bare producer has no link"),
-                Err(SendError::Corrupt(_)) => {
+                Err(SendError::Corrupt(c)) => {
+                    // The producer validates only the consumer's index.
+                    assert_eq!(kind(&c), "index", "{c:?}");
                     assert!(tx.write_chunk(4).is_err());
                     corruptions += 1;
                     break;

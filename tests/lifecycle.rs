@@ -2,13 +2,19 @@
 //! and again: the survivor sees it promptly, keeps running, reconnects by
 //! itself, leaks nothing, and never receives a frame of a dead generation.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use vecring_core::{pattern, HugepagePolicy, Link, RecvError, Role};
 use vecring_tests::{assert_no_leak, built_binary, resources, run_dir, Watchdog};
 
-const PROMPT: Duration = Duration::from_secs(5);
+/// How long the survivor may take to see its peer die: a hang-up on the
+/// control socket, seen in milliseconds; bounded far above that so that a
+/// loaded CI machine always meets it.
+const PROMPT: Duration = Duration::from_secs(30);
+
+/// Frames each peer's generation must deliver before it is killed.
+const PER_ROUND: u64 = 1000;
 
 fn peer(args: &[&str]) -> Child {
     Command::new(built_binary("vecring"))
@@ -25,13 +31,12 @@ fn kill9(child: &mut Child) {
     child.wait().unwrap();
 }
 
-/// Receives for `dur`, checking that this generation's frames start at
-/// sequence 0 and follow each other; returns how many arrived.
-fn receive_generation(rx: &mut vecring_core::Receiver, generation: u64, dur: Duration) -> u64 {
+/// Receives `frames` frames, checking that this generation's frames start
+/// at sequence 0 and follow each other (the test's watchdog bounds the wait).
+fn receive_generation(rx: &mut vecring_core::Receiver, generation: u64, frames: u64) {
     let mut expected = 0u64;
     let mut buf = vec![0u8; 9216];
-    let end = Instant::now() + dur;
-    while Instant::now() < end {
+    while expected < frames {
         match rx.recv(&mut buf) {
             Ok(n) => {
                 assert_eq!(
@@ -44,11 +49,12 @@ fn receive_generation(rx: &mut vecring_core::Receiver, generation: u64, dur: Dur
                 expected += 1;
             }
             Err(RecvError::Empty) => std::thread::yield_now(),
-            Err(RecvError::LinkDown) => break,
+            Err(RecvError::LinkDown) => {
+                panic!("generation {generation}: link down after {expected} frames")
+            }
             Err(e) => panic!("{e}"),
         }
     }
-    expected
 }
 
 #[test]
@@ -76,8 +82,7 @@ fn master_survives_slaves_killed_and_restarted() {
             "--frames=1000000000",
         ]);
         let generation = master.wait_up(Duration::from_secs(20)).unwrap();
-        let got = receive_generation(&mut rx, generation, Duration::from_millis(150));
-        assert!(got > 0, "round {round}: no frames");
+        receive_generation(&mut rx, generation, PER_ROUND);
         if round % 4 == 0 {
             // A clean exit now and then: closing stdin does not stop
             // `stress`, so use SIGTERM-like termination via kill -15.
@@ -87,12 +92,10 @@ fn master_survives_slaves_killed_and_restarted() {
         } else {
             kill9(&mut slave);
         }
-        let t = Instant::now();
         assert!(
             master.wait_down(PROMPT),
             "round {round}: link still up after the slave died"
         );
-        assert!(t.elapsed() < PROMPT);
         // Anything still queued from the dead slave is not delivered now.
         assert!(matches!(
             rx.recv(&mut [0u8; 9216]),
@@ -141,8 +144,7 @@ fn slave_survives_masters_killed_and_restarted() {
             "a restarted master continues the generations"
         );
         last_generation = generation;
-        let got = receive_generation(&mut rx, generation, Duration::from_millis(150));
-        assert!(got > 0, "round {round}: no frames");
+        receive_generation(&mut rx, generation, PER_ROUND);
         kill9(&mut master);
         assert!(
             slave.wait_down(PROMPT),
@@ -172,19 +174,34 @@ fn rxonly_peer_exits_cleanly_when_told() {
         .hugepages(HugepagePolicy::Never)
         .open()
         .unwrap();
-    let mut slave = peer(&[
-        "rxonly",
-        "--role=slave",
-        "--domain=dom",
-        "--link=l0",
-        "--run-dir",
-        dir_s,
-    ]);
+    let mut slave = Command::new(built_binary("vecring"))
+        .args(["rxonly", "--role=slave", "--domain=dom", "--link=l0"])
+        .arg("--run-dir")
+        .arg(dir_s)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start vecring");
     master.wait_up(Duration::from_secs(20)).unwrap();
     let mut tx = master.sender().unwrap();
     tx.send(b"hello").unwrap();
+    // rxonly answers each line on its stdin with "rx FRAMES BYTES": ask
+    // until the one 5-byte frame is counted.
+    let mut stdin = slave.stdin.take().unwrap();
+    let mut out = BufReader::new(slave.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        writeln!(stdin).unwrap();
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        match line.trim_end() {
+            "rx 0 0" => std::thread::sleep(Duration::from_millis(10)),
+            "rx 1 5" => break,
+            other => panic!("rxonly reported '{other}', want 'rx 1 5' (the hello)"),
+        }
+    }
     // Closing its stdin ends rxonly: a clean exit.
-    drop(slave.stdin.take());
+    drop(stdin);
     let status = slave.wait().unwrap();
     assert!(status.success(), "{status}");
     assert!(master.wait_down(PROMPT));

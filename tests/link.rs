@@ -9,7 +9,7 @@ use vecring_core::memory::AttachError;
 use vecring_core::{
     Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
 };
-use vecring_tests::{assert_no_leak, resources, run_dir, Watchdog};
+use vecring_tests::{assert_no_leak, region_mappings, resources, run_dir, Watchdog};
 
 const UP: Duration = Duration::from_secs(10);
 
@@ -205,6 +205,10 @@ fn reconnects_many_times_with_fresh_generations() {
         if let Some(previous) = last_generation.replace(generation) {
             assert_eq!(generation, previous + 1, "one generation per connection");
         }
+        assert!(
+            region_mappings() > 0,
+            "the leak check sees a live link's region"
+        );
         let mut srx = s.receiver().unwrap();
         // Frames of this generation arrive; frames queued in the previous
         // generation (sent after its slave left) never do.
@@ -274,16 +278,15 @@ fn numa_node_binds_the_link_memory() {
     );
 }
 
-/// Frames `recv_batch` returns within 10 s, and how long it held them back.
+/// Frames `recv_batch` returns (the test's watchdog bounds the wait), and
+/// how long it held them back.
 fn recv_batch_some(rx: &mut vecring_core::Receiver) -> (usize, Duration) {
     let started = std::time::Instant::now();
     let mut bufs = vec![[0u8; 64]; 32];
     let mut lens = [0usize; 32];
     loop {
         match rx.recv_batch(&mut bufs, &mut lens) {
-            Ok(0) | Err(RecvError::LinkDown) => {
-                assert!(started.elapsed() < Duration::from_secs(10), "no frames");
-            }
+            Ok(0) | Err(RecvError::LinkDown) => std::hint::spin_loop(),
             Ok(n) => return (n, started.elapsed()),
             Err(e) => panic!("recv_batch: {e}"),
         }
@@ -310,7 +313,8 @@ fn receiver_hold_back_applies_to_every_generation() {
         stx.send(&[1u8; 64]).unwrap();
         let (n, _) = recv_batch_some(&mut mrx);
         assert_eq!(n, 1);
-        // Five at once: held back for the wait, then read together.
+        // Five at once: held back for the wait (a lower bound, which no
+        // load can break), then read together.
         let five = [[2u8; 64]; 5];
         assert_eq!(stx.send_batch(five.iter().map(|f| &f[..])), Ok(5));
         let (n, held) = recv_batch_some(&mut mrx);
@@ -330,10 +334,13 @@ fn receiver_hold_back_applies_to_every_generation() {
     assert_eq!(recv_batch_some(&mut mrx).0, 1);
     let five = [[2u8; 64]; 5];
     assert_eq!(stx.send_batch(five.iter().map(|f| &f[..])), Ok(5));
-    let (n, held) = recv_batch_some(&mut mrx);
-    assert_eq!(n, 5);
-    assert!(
-        held < hold.wait,
-        "held back {held:?} with the hold-back off"
+    // The five were published when send_batch returned: the first call
+    // takes them all, however long this thread was away meanwhile.
+    let mut bufs = vec![[0u8; 64]; 32];
+    let mut lens = [0usize; 32];
+    assert_eq!(
+        mrx.recv_batch(&mut bufs, &mut lens),
+        Ok(5),
+        "frames held back with the hold-back off"
     );
 }

@@ -8,10 +8,22 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use vecring_tests::{built_binary, Watchdog};
 
 const FRAMES: &str = "10000000";
+
+/// Held by each ten-million-frame test while it runs: each pair of peers
+/// busy-polls two CPUs, and two pairs at once on the same CPUs would slow
+/// each other down to their watchdogs.
+static TEN_MILLION: Mutex<()> = Mutex::new(());
+
+/// Waits until no other ten-million-frame test of this binary runs.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    // A test that failed while holding it poisons it; it guards no data.
+    TEN_MILLION.lock().unwrap_or_else(PoisonError::into_inner)
+}
 /// Where the unprivileged container's root lands on the host.
 const MAPPED_ROOT: u32 = 100_000;
 
@@ -159,6 +171,7 @@ fn assert_ten_million_each_way(master: &Output, slave: &Output) {
 #[test]
 fn privileged_container_moves_ten_million_frames_each_way() {
     require_lxc();
+    let _alone = one_at_a_time();
     let _w = Watchdog::new("lxc privileged", Duration::from_secs(600));
     let (master, slave) = run_pair("priv", false, &["--hold-back"]);
     assert_ten_million_each_way(&master, &slave);
@@ -167,6 +180,7 @@ fn privileged_container_moves_ten_million_frames_each_way() {
 #[test]
 fn unprivileged_container_gets_the_link_through_ownership_options() {
     require_lxc();
+    let _alone = one_at_a_time();
     let _w = Watchdog::new("lxc unprivileged", Duration::from_secs(600));
     let owner = format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}");
     let allow = format!("--allow-uid={MAPPED_ROOT}");

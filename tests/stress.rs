@@ -2,25 +2,29 @@
 //! memfd-backed region mapped twice (as two processes would), proving that
 //! none is lost, duplicated, reordered or altered.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
-use vecring_core::memory::{Expectation, HugepagePolicy, Region, RegionOptions};
+use vecring_core::memory::{Expectation, Region, RegionOptions, HUGEPAGE_SIZE};
 use vecring_core::ring::EndpointStats;
 use vecring_core::{abi, Consumer, Geometry, Producer, RingStorage};
-use vecring_tests::{check_frame, fill_frame, frame_len, Watchdog};
+use vecring_tests::{check_frame, fill_frame, frame_len, hugepages_required, Watchdog};
 
 const FRAMES: u64 = 10_000_000;
 const BATCH: usize = 32;
 
-/// A memfd region with the default geometry, mapped twice (as the master
-/// and the slave process would).
+/// A memfd region with the default geometry on 2 MiB hugepages (as a link
+/// gets it), mapped twice (as the master and the slave process would).
 fn region_pair() -> (Arc<Region>, Arc<Region>) {
     let geometry = Geometry::default();
+    let pages = abi::align_up(geometry.min_region_size(), HUGEPAGE_SIZE) / HUGEPAGE_SIZE;
     let opts = RegionOptions {
-        hugepages: HugepagePolicy::Prefer,
+        hugepages: hugepages_required(pages),
         numa_node: None,
     };
     let master = Arc::new(Region::create(geometry, 1, &opts).unwrap());
+    assert!(master.hugepages());
     let fd = master.fd().try_clone_to_owned().unwrap();
     let slave = Arc::new(
         Region::attach(
@@ -33,6 +37,65 @@ fn region_pair() -> (Arc<Region>, Arc<Region>) {
         .unwrap(),
     );
     (master, slave)
+}
+
+/// Set while the consuming (test) thread runs; cleared when it returns or
+/// panics, so that the producer stops instead of spinning on a full ring
+/// until the watchdog.
+struct Alive(Arc<AtomicBool>);
+
+impl Alive {
+    fn new() -> (Self, Arc<AtomicBool>) {
+        let flag = Arc::new(AtomicBool::new(true));
+        (Alive(Arc::clone(&flag)), flag)
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        // Relaxed: a stop flag; no data is published through it.
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// The producer thread as the consumer's spin loop watches it.
+struct Producing<T> {
+    thread: Option<JoinHandle<T>>,
+    result: Option<T>,
+}
+
+impl<T> Producing<T> {
+    fn new(thread: JoinHandle<T>) -> Self {
+        Producing {
+            thread: Some(thread),
+            result: None,
+        }
+    }
+
+    /// Called when a read found nothing while frame `expected` is still
+    /// due: fails with the producer's panic if it died, and fails if it had
+    /// already finished before this read (after the join everything it
+    /// published is visible, so an empty read means frames are missing).
+    fn idle(&mut self, expected: u64) {
+        assert!(
+            self.result.is_none(),
+            "the producer finished, but frame {expected} never arrived"
+        );
+        if self.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            match self.thread.take().unwrap().join() {
+                Ok(r) => self.result = Some(r),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    }
+
+    /// The producer's result, once the consumer has everything.
+    fn finish(mut self) -> T {
+        match self.result.take() {
+            Some(r) => r,
+            None => self.thread.take().unwrap().join().unwrap(),
+        }
+    }
 }
 
 /// Frame `expected` arrived as `bytes`: `len` long and intact.
@@ -62,6 +125,7 @@ fn ten_million_frames_arrive_once_in_order_intact() {
     // SAFETY: as above.
     let mut rx = unsafe { Consumer::attach(slave.ring(abi::RING_MASTER_TO_SLAVE)).unwrap() };
 
+    let (_alive, consumer) = Alive::new();
     let producer = std::thread::spawn(move || {
         let mut seq = 0u64;
         let mut scratch = vec![0u8; 9216];
@@ -91,11 +155,13 @@ fn ten_million_frames_arrive_once_in_order_intact() {
                 seq += 1;
             }
             if chunk.commit() == 0 {
+                assert!(consumer.load(Ordering::Relaxed), "the consumer died");
                 std::hint::spin_loop();
             }
         }
         tx.stats()
     });
+    let mut producer = Producing::new(producer);
 
     let mut expected = 0u64;
     let mut buf = vec![0u8; 9216];
@@ -109,10 +175,11 @@ fn ten_million_frames_arrive_once_in_order_intact() {
             got += 1;
         }
         if got == 0 {
+            producer.idle(expected);
             std::hint::spin_loop();
         }
     }
-    all_arrived(producer.join().unwrap(), &mut rx, FRAMES);
+    all_arrived(producer.finish(), &mut rx, FRAMES);
 }
 
 /// The copying batch API (`send_batch`/`recv_batch`) across two mappings:
@@ -136,6 +203,7 @@ fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
         _ => frame_len(seq),
     };
 
+    let (_alive, consumer) = Alive::new();
     let producer = std::thread::spawn(move || {
         let mut seq = 0u64;
         let mut frames: Vec<Vec<u8>> = Vec::new();
@@ -151,11 +219,13 @@ fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
             frames.drain(..n);
             seq += n as u64;
             if n == 0 {
+                assert!(consumer.load(Ordering::Relaxed), "the consumer died");
                 std::hint::spin_loop();
             }
         }
         tx.stats()
     });
+    let mut producer = Producing::new(producer);
 
     let mut expected = 0u64;
     let mut bufs = vec![vec![0u8; 9216]; BATCH];
@@ -171,8 +241,9 @@ fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
             expected += 1;
         }
         if n == 0 {
+            producer.idle(expected);
             std::hint::spin_loop();
         }
     }
-    all_arrived(producer.join().unwrap(), &mut rx, BATCH_FRAMES);
+    all_arrived(producer.finish(), &mut rx, BATCH_FRAMES);
 }

@@ -372,6 +372,13 @@ int main(int argc, char **argv)
 	if (c.link_ups != 1 || c.link_downs != 0 || c.generation != generation)
 		fail("counters: link_ups %" PRIu64 ", link_downs %" PRIu64 ", generation %" PRIu64, c.link_ups,
 		     c.link_downs, c.generation);
+	/* The receive paths under test must have run, or their checks above
+	 * proved nothing: copies of peeked frames that wrap around the ring's
+	 * end, and buffers too small for a frame refused with its length. */
+	if (copied_rx == 0)
+		fail("no peeked frame was delivered as a copy (VECRING_FRAME_COPIED): the copied-receive path never ran");
+	if (nobufs_seen == 0)
+		fail("no receive into a too-small buffer was refused with VECRING_E_NOBUFS: the no-buffer path never ran");
 	printf("peer: ok: sent %" PRIu64 ", received %" PRIu64 " (%" PRIu64 " bytes each way), "
 	       "%" PRIu64 " peeked frames copied, %" PRIu64 " too-small buffers refused\n",
 	       c.tx_frames, c.rx_frames, c.rx_bytes, copied_rx, nobufs_seen);

@@ -174,14 +174,20 @@ fn threads_racing_on_one_sender_are_refused_not_corrupted() {
     let master = p.master as usize;
     let slave = p.slave;
     let ok = AtomicU64::new(0);
+    let busy = AtomicU64::new(0);
     let mut got = 0u64;
     std::thread::scope(|s| {
         let senders: Vec<_> = (0..4u8)
             .map(|t| {
-                let ok = &ok;
+                let (ok, busy) = (&ok, &busy);
                 s.spawn(move || {
                     let frame = [t; 100];
-                    for _ in 0..20_000 {
+                    // 20 000 sends each, and on until some sender was
+                    // refused (or a bound that a try-lock never reaches).
+                    for i in 0..2_000_000 {
+                        if i >= 20_000 && busy.load(Ordering::Relaxed) > 0 {
+                            break;
+                        }
                         // SAFETY: a live handle (closed after the scope);
                         // racing here is the misuse under test.
                         let rc = unsafe {
@@ -190,7 +196,7 @@ fn threads_racing_on_one_sender_are_refused_not_corrupted() {
                         match rc {
                             VECRING_OK => ok.fetch_add(1, Ordering::Relaxed),
                             // Another sender is inside a call: refused.
-                            VECRING_E_BUSY => 0,
+                            VECRING_E_BUSY => busy.fetch_add(1, Ordering::Relaxed),
                             VECRING_E_AGAIN => {
                                 std::thread::yield_now();
                                 0
@@ -229,6 +235,10 @@ fn threads_racing_on_one_sender_are_refused_not_corrupted() {
         "every accepted send arrived, once"
     );
     assert!(got > 0);
+    assert!(
+        busy.load(Ordering::Relaxed) > 0,
+        "no sender was ever refused with VECRING_E_BUSY while another was inside a call"
+    );
 }
 
 #[test]

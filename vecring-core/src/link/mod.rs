@@ -98,22 +98,32 @@ impl Link {
             .map(|s| Arc::clone(&s.region))
     }
 
-    /// Waits until the link is up; returns its generation.
+    /// Waits until the link is up; returns its generation. A link that came
+    /// up and went down again before this call looked still counts (its
+    /// generation is returned; the next data-path call sees it down).
     ///
     /// # Errors
     /// [`LinkError::Timeout`], or (slave) why the master or its region was
     /// refused, as soon as that happens.
     pub fn wait_up(&self, timeout: Duration) -> Result<u64, LinkError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
         let mut inner = self.shared.lock();
+        // A session that comes and goes between two looks still counts:
+        // the generation it left behind tells.
+        let before = inner.generation;
         loop {
             if let Some(s) = &inner.session {
                 return Ok(s.generation);
             }
+            if inner.generation != before {
+                return Ok(inner.generation);
+            }
             if let Some(f) = &inner.failure {
                 return Err(f.clone().into());
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return Err(LinkError::Timeout(timeout));
             }
@@ -129,10 +139,19 @@ impl Link {
     /// Waits until the link is down (the peer left), for at most `timeout`.
     /// Returns whether it is down.
     pub fn wait_down(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now().checked_add(timeout);
         let mut inner = self.shared.lock();
-        while inner.session.is_some() {
-            let left = deadline.saturating_duration_since(Instant::now());
+        // The session seen now; if another replaced it meanwhile, this one
+        // went down all the same.
+        let seen = inner.session.as_ref().map(|s| s.generation);
+        loop {
+            let now = inner.session.as_ref().map(|s| s.generation);
+            if now.is_none() || now != seen {
+                return true;
+            }
+            let left = deadline.map_or(Duration::MAX, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
             if left.is_zero() {
                 return false;
             }
@@ -143,7 +162,6 @@ impl Link {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
-        true
     }
 
     /// The transmit side; can be taken once.

@@ -90,6 +90,35 @@ fn slave_first_waits_for_master() {
     assert_eq!(s.wait_up(UP).unwrap(), m.wait_up(UP).unwrap());
 }
 
+/// Durations at their largest neither panic nor hold the link: a slave
+/// retrying "never" still closes at once, and waits that long return.
+#[test]
+fn huge_intervals_and_timeouts_neither_overflow_nor_hang() {
+    let _w = Watchdog::new("huge_intervals", Duration::from_secs(60));
+    let dir = run_dir("huge");
+    let s = Link::builder("huge", "l0")
+        .run_dir(&dir)
+        .retry_interval(Duration::MAX)
+        .open()
+        .unwrap();
+    // The first attempt finds no master, then the slave waits "for ever".
+    std::thread::sleep(Duration::from_millis(100));
+    let m = Link::builder("huge", "l0")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .open()
+        .unwrap();
+    assert!(m.wait_down(Duration::MAX), "a master with no slave is down");
+    let started = std::time::Instant::now();
+    drop(s);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "closing a slave waiting Duration::MAX took {:?}",
+        started.elapsed()
+    );
+    drop(m);
+}
+
 #[test]
 fn second_slave_is_refused_and_first_undisturbed() {
     let _w = Watchdog::new("second_slave", Duration::from_secs(60));

@@ -17,6 +17,8 @@
 //! | [`port`] | probe/remove, per-port state, close |
 //! | [`lsc`] | link-state events, from the driver's own thread |
 //! | [`ops`] | the `eth_dev_ops` table |
+//! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
+//! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | queues and burst functions |
 //! | [`stats`] | counters, filter, xstats |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
@@ -28,8 +30,10 @@ pub mod devargs;
 pub mod ffi;
 pub mod log;
 pub mod lsc;
+pub mod mp;
 pub mod ops;
 pub mod port;
 pub mod rxtx;
+pub mod secondary;
 pub mod stats;
 pub mod zerocopy;

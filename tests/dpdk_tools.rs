@@ -450,6 +450,18 @@ fn dumpcap_captures_frames_sent() {
         assert_eq!(*p, frame(seq as u32), "captured frame {seq}");
     }
     assert_eq!(stat(&pmd.xstats(), "rx_good_packets"), u64::from(N));
+    // dumpcap's promiscuous change at exit was refused in the secondary.
+    let mark = |l: &str| l.starts_with("Promiscuous mode:");
+    let before = pmd.count(mark);
+    pmd.cmd("show port info 0");
+    pmd.wait_for("port info", before + 1, mark);
+    let out = pmd.output();
+    let promisc = out.lines().rfind(|l| mark(l)).unwrap_or_default();
+    assert_eq!(
+        promisc.trim_end(),
+        "Promiscuous mode: enabled",
+        "testpmd's setting kept"
+    );
     drop(tx);
     assert!(pmd.quit().success());
 }

@@ -34,6 +34,12 @@ pub fn mac_str(m: &[u8; 6]) -> String {
         .join(":")
 }
 
+/// The EAL `--file-prefix` of the testpmd session `name` of this process
+/// (its runtime directory is `/var/run/dpdk/<prefix>`).
+pub fn file_prefix(name: &str) -> String {
+    format!("vrinterop_{name}_{}", std::process::id())
+}
+
 /// Where things are, from the environment.
 pub struct Env {
     /// The PMD, canonical path.
@@ -138,10 +144,7 @@ impl Testpmd {
             .arg("-d")
             .arg(&env.so)
             .arg("--no-pci")
-            .arg(format!(
-                "--file-prefix=vrinterop_{name}_{}",
-                std::process::id()
-            ))
+            .arg(format!("--file-prefix={}", file_prefix(name)))
             .arg(format!("--lcores=(0,1)@{cpu}"))
             .args(&env.mem_args)
             .arg(format!("--vdev=eth_vecring0,{vdev}"))

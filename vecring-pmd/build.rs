@@ -101,6 +101,8 @@ fn main() {
         "rte_eth_event_type",
         "rte_proc_type_t",
         "rte_mbuf_ext_shared_info",
+        "rte_mp_msg",
+        "rte_mp_reply",
     ] {
         bg = bg.allowlist_type(t);
     }
@@ -113,6 +115,10 @@ fn main() {
         "rte_eal_process_type",
         "rte_socket_id",
         "rte_log_get_level",
+        "rte_eth_dev_attach_secondary",
+        "rte_mp_action_register",
+        "rte_mp_request_sync",
+        "rte_mp_reply",
         "vecring_.*",
     ] {
         bg = bg.allowlist_function(f);

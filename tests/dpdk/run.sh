@@ -1014,6 +1014,7 @@ test_rust_hostile() {
 ALL=(bad_devargs second_master small_frames small_frames_no_fast_free jumbo_scatter jumbo_no_scatter jumbo_9000 mac_filter
 	reconnect slave_restart lxc_txonly lxc_io lxc_master_restart rust_interop rust_hostile)
 ALL+=(rust_port); test_rust_port() { rust_tests "rust port" dpdk_port 6; } # tests/dpdk_port.rs
+ALL+=(rust_tools); test_rust_tools() { rust_tests "rust tools" dpdk_tools 3; } # tests/dpdk_tools.rs
 TESTS=("$@")
 [ ${#TESTS[@]} -eq 0 ] && TESTS=("${ALL[@]}")
 for t in "${TESTS[@]}"; do

@@ -19,6 +19,12 @@ vecring_log(uint32_t level, const char *msg)
 	rte_log(level, vecring_logtype, "VECRING: %s\n", msg);
 }
 
+int
+vecring_errno(void)
+{
+	return rte_errno;
+}
+
 const char *
 vecring_vdev_name(const struct rte_vdev_device *dev)
 {

@@ -20,6 +20,8 @@
 //! | [`addrs`] | extra unicast MACs and multicast groups (`eth_dev_ops`) |
 //! | [`qinfo`] | queue and burst-mode information (`eth_dev_ops`) |
 //! | [`handoff`] | a reopened link's ends on their way to the queues |
+//! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
+//! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | queues and burst functions |
 //! | [`stats`] | counters, filter, xstats |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
@@ -33,9 +35,11 @@ pub mod ffi;
 pub mod handoff;
 pub mod log;
 pub mod lsc;
+pub mod mp;
 pub mod ops;
 pub mod port;
 pub mod qinfo;
 pub mod rxtx;
+pub mod secondary;
 pub mod stats;
 pub mod zerocopy;

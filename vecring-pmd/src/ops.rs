@@ -314,8 +314,8 @@ unsafe extern "C" fn dev_set_link_up(dev: *mut rte_eth_dev) -> i32 {
 
 unsafe extern "C" fn dev_close(dev: *mut rte_eth_dev) -> i32 {
     guarded("dev_close", -libc::EIO, || {
-        // SAFETY: ethdev passes a valid port of ours; probe refuses
-        // secondary processes, so this is the primary.
+        // SAFETY: ethdev passes a valid port of ours; a secondary process's
+        // ports have `secondary::OPS`, so this is the primary.
         unsafe { port::close(dev) };
         0
     })

@@ -276,10 +276,11 @@ pub unsafe extern "C" fn vecring_rs_probe(dev: *mut rte_vdev_device) -> i32 {
 unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     crate::log::install();
     // SAFETY: plain query.
-    if unsafe { ffi::rte_eal_process_type() } != ffi::rte_proc_type_t::RTE_PROC_PRIMARY {
-        vlog!(ERR, "{name}: secondary processes are not supported");
-        return -libc::ENOTSUP;
+    if crate::secondary::is_secondary() {
+        // SAFETY: the bus passes a valid device.
+        return unsafe { crate::secondary::probe(dev, &name) };
     }
+    crate::mp::serve();
     // SAFETY: the bus passes a valid device.
     let raw = cstr(unsafe { ffi::vecring_vdev_args(dev) });
     let args = match Devargs::parse(&raw) {
@@ -521,6 +522,10 @@ pub unsafe extern "C" fn vecring_rs_remove(dev: *mut rte_vdev_device) -> i32 {
     let name_ptr = unsafe { ffi::vecring_vdev_name(dev) };
     let name = cstr(name_ptr);
     guarded(&name, -libc::EIO, || {
+        if crate::secondary::is_secondary() {
+            // SAFETY: a NUL-terminated name.
+            return unsafe { crate::secondary::remove(name_ptr) };
+        }
         // SAFETY: a NUL-terminated name.
         let eth = unsafe { ffi::rte_eth_dev_allocated(name_ptr) };
         if eth.is_null() {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <rte_eal.h>
+#include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
@@ -34,6 +35,8 @@ extern int vecring_logtype;
 
 /** Prints "VECRING: <msg>" through rte_log with the driver's log type. */
 void vecring_log(uint32_t level, const char *msg);
+/** rte_errno of the calling thread. */
+int vecring_errno(void);
 /** rte_vdev_device_name(). */
 const char *vecring_vdev_name(const struct rte_vdev_device *dev);
 /** rte_vdev_device_args(); never NULL ("" when there are no devargs). */

@@ -84,8 +84,13 @@ fn show(what: &str, out: &Output) -> String {
     )
 }
 
-/// Runs a host master and a containerised slave doing `stress` both ways.
-fn run_pair(name: &str, unprivileged: bool, master_extra: &[&str]) -> (Output, Output) {
+/// Runs a host master and a containerised slave doing `stress` both ways;
+/// also returns what `vecring list --json` said once it showed the link up.
+fn run_pair(
+    name: &str,
+    unprivileged: bool,
+    master_extra: &[&str],
+) -> (Output, Output, Option<String>) {
     let scratch = PathBuf::from(format!(
         "/var/tmp/vecring-lxc-{}-{name}",
         std::process::id()
@@ -136,7 +141,33 @@ fn run_pair(name: &str, unprivileged: bool, master_extra: &[&str]) -> (Output, O
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // While the pair runs, an operator on the host lists the links from a
+    // third process: the first answer that shows the link up is kept.
+    let seen_up = {
+        let (tool, run) = (tool.clone(), run.clone());
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let t = std::thread::spawn(move || {
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(out) = Command::new(&tool)
+                    .args(["list", "--json", "--run-dir"])
+                    .arg(&run)
+                    .output()
+                {
+                    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                    if text.contains("\"state\":\"up\"") {
+                        return Some(text);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            None
+        });
+        (stop, t)
+    };
     let slave_out = container.wait_with_output().unwrap();
+    seen_up.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    let listed = seen_up.1.join().unwrap();
     let master_out = if slave_out.status.success() {
         master.wait_with_output().unwrap()
     } else {
@@ -146,7 +177,7 @@ fn run_pair(name: &str, unprivileged: bool, master_extra: &[&str]) -> (Output, O
         master.wait_with_output().unwrap()
     };
     let _ = std::fs::remove_dir_all(&scratch);
-    (master_out, slave_out)
+    (master_out, slave_out, listed)
 }
 
 fn assert_ten_million_each_way(master: &Output, slave: &Output) {
@@ -173,7 +204,7 @@ fn privileged_container_moves_ten_million_frames_each_way() {
     require_lxc();
     let _alone = one_at_a_time();
     let _w = Watchdog::new("lxc privileged", Duration::from_secs(600));
-    let (master, slave) = run_pair("priv", false, &["--hold-back"]);
+    let (master, slave, _) = run_pair("priv", false, &["--hold-back"]);
     assert_ten_million_each_way(&master, &slave);
 }
 
@@ -184,8 +215,16 @@ fn unprivileged_container_gets_the_link_through_ownership_options() {
     let _w = Watchdog::new("lxc unprivileged", Duration::from_secs(600));
     let owner = format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}");
     let allow = format!("--allow-uid={MAPPED_ROOT}");
-    let (master, slave) = run_pair("unpriv", true, &[&owner, &allow]);
+    let (master, slave, listed) = run_pair("unpriv", true, &[&owner, &allow]);
     assert_ten_million_each_way(&master, &slave);
+    // `vecring list` from the host saw the link up with the container's
+    // slave attached, as the host sees its uid.
+    let listed = listed.expect("vecring list never showed the link up");
+    assert!(
+        listed.contains(&format!("\"uid\":{MAPPED_ROOT}}}"))
+            && listed.contains("\"domain\":\"lxcdom\""),
+        "{listed}"
+    );
 }
 
 #[test]
@@ -193,7 +232,7 @@ fn container_with_a_refused_uid_gets_a_clear_error() {
     require_lxc();
     let _w = Watchdog::new("lxc refused", Duration::from_secs(120));
     // Privileged container (uid 0), but the master only admits uid 4242.
-    let (_master, slave) = run_pair("refused", false, &["--allow-uid=4242"]);
+    let (_master, slave, _) = run_pair("refused", false, &["--allow-uid=4242"]);
     assert!(!slave.status.success());
     let err = String::from_utf8_lossy(&slave.stderr);
     assert!(

@@ -6,7 +6,7 @@ use crate::ring::{Consumer, HoldBack, ReadChunk, RecvError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// The receive side of a [`Link`]. Use it from one thread at a time.
+/// The receive side of a [`Link`](super::Link). Use it from one thread at a time.
 pub struct Receiver {
     ep: Endpoint<Consumer<RegionRing>>,
     /// See [`Receiver::set_hold_back`].

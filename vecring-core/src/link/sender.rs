@@ -5,7 +5,7 @@ use crate::memory::RegionRing;
 use crate::ring::{Producer, SendError, WriteChunk};
 use std::sync::atomic::Ordering;
 
-/// The transmit side of a [`Link`]. Use it from one thread at a time.
+/// The transmit side of a [`Link`](super::Link). Use it from one thread at a time.
 pub struct Sender {
     ep: Endpoint<Producer<RegionRing>>,
 }

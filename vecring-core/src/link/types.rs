@@ -60,7 +60,7 @@ pub struct LinkCounters {
     pub rejected_peers: u64,
     /// Regions of this link that peers which left still hold (master):
     /// their memory stays allocated until they let go. The master makes
-    /// no new region while [`MAX_REGIONS`] are held.
+    /// no new region while [`MAX_REGIONS`](super::MAX_REGIONS) are held.
     pub pinned_regions: u64,
     /// Frames sent.
     pub tx_frames: u64,

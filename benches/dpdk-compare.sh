@@ -47,7 +47,7 @@ LATENCY=$ROOT/target/release/core-latency
 NEAR_NS=${NEAR_NS:-100}
 
 WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
-trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; sleep 0.5; rm -f /dev/hugepages/vrb*map_*; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
 # testpmd options shared by every run. (memif needs EAL's multi-process
 # support, so no --in-memory; each process gets its own --file-prefix.)

@@ -268,10 +268,13 @@ impl<'a> Master<'a> {
         let _ = handshake::send(conn, &Msg::refusal(kind, 0, reason), None);
     }
 
-    /// Accepts every queued connection; checks each one's credentials
+    /// Accepts queued connections (a bounded number per turn); checks each one's credentials
     /// before anything else, and reads its request if it is already there.
     fn accept_all(&mut self) {
-        loop {
+        // At most this many per turn of the loop: a flood that refills the
+        // backlog as fast as it drains must not keep the loop from serving
+        // the requests it already has.
+        for _ in 0..2 * MAX_PENDING {
             let conn = match handshake::accept(&self.claim.listener) {
                 Ok(c) => c,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,

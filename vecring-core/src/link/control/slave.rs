@@ -129,6 +129,27 @@ fn recv(
     }
 }
 
+/// Connects; a full backlog (a master busy with a burst of connections,
+/// or a flood) is tried again within a millisecond for a while rather than
+/// after the retry interval, since a place frees up as soon as the master
+/// accepts.
+fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<OwnedFd> {
+    const TRIES: u32 = 200;
+    let mut tries = 0;
+    loop {
+        match handshake::connect(path) {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < TRIES => {
+                tries += 1;
+                pause(shared, Duration::from_micros(500));
+                if stopping(shared) {
+                    return Err(e);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
 /// One attempt of the slave: check the directories, connect, check who the
 /// master is, ask, check and map the region, wait for the seal.
 fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>), Attempt> {
@@ -152,7 +173,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             )))
         }
     };
-    let conn = match handshake::connect(&dirs.socket(&config.link)) {
+    let conn = match connect_soon(shared, &dirs.socket(&config.link)) {
         Ok(c) => c,
         Err(e) => {
             return Err(match e.raw_os_error() {
@@ -167,6 +188,12 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             })
         }
     };
+    // Ask at once: the request says nothing but "a region, please", and
+    // one already queued when the master accepts is served first, however
+    // many other connections flood it. Nothing the listener sends is
+    // trusted before its credentials are checked below.
+    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
+        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
     let cred = handshake::peer_credentials(&conn)
         .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
     let trusted: Vec<u32> = if config.master_uids.is_empty() {
@@ -189,8 +216,6 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             f,
         ));
     }
-    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
-        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
     let (msg, fd) = recv(shared, &conn, config.handshake_timeout)?;
     let nack = |generation: u64, reason: String, failure: Failure| {
         let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), None);

@@ -7,6 +7,7 @@
 
 use crate::pin;
 use clap::Args;
+use std::io::IsTerminal;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -46,6 +47,38 @@ pub struct BenchArgs {
     /// --help`).
     #[arg(long)]
     hold_back: bool,
+    /// Print one JSON document (schema "vecring-bench", version 1) instead
+    /// of the table.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV (a header line, then a line per frame size) instead of
+    /// the table.
+    #[arg(long)]
+    csv: bool,
+}
+
+/// One frame size's results.
+struct Row {
+    size: usize,
+    tx_pps: f64,
+    rx_pps: f64,
+    sent: u64,
+    received: u64,
+    zero_loss_pps: Option<f64>,
+    low_loss_pps: Option<f64>,
+}
+
+impl Row {
+    fn mbits(&self) -> f64 {
+        self.rx_pps * self.size as f64 * 8.0 / 1e6
+    }
+    fn throughput(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.received as f64 * 100.0 / self.sent as f64
+        }
+    }
 }
 
 struct Slave {
@@ -197,35 +230,49 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
         .map_err(|e| format!("slave did not attach: {e}"))?;
     let region = link.region().ok_or("link went down")?;
     let g = region.geometry();
-    println!(
-        "vecring bench: master (host side) on CPU {} -> slave ({where_}) on CPU {}",
-        args.master_cpu, args.slave_cpu
-    );
-    println!(
-        "  {} slots x {} B per direction, {}, batch 32, copy on both sides, {:.1} s per size",
-        g.slot_count(),
-        g.slot_size(),
-        if region.hugepages() {
-            "2 MiB hugepages"
-        } else {
-            "4 KiB pages (no hugepages)"
-        },
-        args.seconds
-    );
+    if !args.json && !args.csv {
+        println!(
+            "vecring bench: master (host side) on CPU {} -> slave ({where_}) on CPU {}",
+            args.master_cpu, args.slave_cpu
+        );
+        println!(
+            "  {} slots x {} B per direction, {}, batch 32, copy on both sides, {:.1} s per size",
+            g.slot_count(),
+            g.slot_size(),
+            if region.hugepages() {
+                "2 MiB hugepages"
+            } else {
+                "4 KiB pages (no hugepages)"
+            },
+            args.seconds
+        );
+    }
+    let (slots, slot_size, hugepages) = (g.slot_count(), g.slot_size(), region.hugepages());
     drop(region);
-    println!();
-    println!(
-        "{:>6} | {:>12} | {:>12} | {:>10} | {:>10} | {:>12} | {:>12}",
-        "frame", "TX pps", "RX pps", "Mbit/s", "throughput", "0-loss pps", "0.002% pps"
-    );
-    println!(
-        "{:-<6}-+-{:-<12}-+-{:-<12}-+-{:-<10}-+-{:-<10}-+-{:-<12}-+-{:-<12}",
-        "", "", "", "", "", "", ""
-    );
+    let table = !args.json && !args.csv;
+    let progress = std::io::stderr().is_terminal();
+    if table {
+        println!();
+        println!(
+            "{:>6} | {:>12} | {:>12} | {:>10} | {:>10} | {:>12} | {:>12}",
+            "frame", "TX pps", "RX pps", "Mbit/s", "throughput", "0-loss pps", "0.002% pps"
+        );
+        println!(
+            "{:-<6}-+-{:-<12}-+-{:-<12}-+-{:-<10}-+-{:-<10}-+-{:-<12}-+-{:-<12}",
+            "", "", "", "", "", "", ""
+        );
+    }
     let mut tx = link.sender().map_err(|e| e.to_string())?;
     pin(Some(args.master_cpu));
     let never = AtomicBool::new(false);
+    let mut rows = Vec::new();
     for &size in &args.sizes {
+        if progress {
+            eprint!(
+                "\r\x1b[Kvecring bench: {size} B: sending for {:.1} s",
+                args.seconds
+            );
+        }
         // Warm-up, not counted.
         crate::traffic::send_for(
             &mut tx,
@@ -245,29 +292,90 @@ fn measure(args: &BenchArgs, link: &Link, slave: &mut Slave, where_: &str) -> Re
         let (rx1, _) = slave.settled(&mut tx)?;
         let received = rx1 - rx0;
         let (tx_pps, rx_pps) = (sent as f64 / secs, received as f64 / secs);
-        let (zero_loss, low_loss) = if args.trial_seconds > 0.0 {
+        let (zero_loss_pps, low_loss_pps) = if args.trial_seconds > 0.0 {
+            if progress {
+                eprint!("\r\x1b[Kvecring bench: {size} B: searching the zero-loss rates");
+            }
             let trial = Duration::from_secs_f64(args.trial_seconds);
             let mut run = |rate: f64| loss_at(&mut tx, slave, size, rate, trial);
             let zero = search(tx_pps, 0.0, 0.0, &mut run)?;
             let low = search(tx_pps, zero, LOW_LOSS, &mut run)?;
-            (group(zero), group(low))
+            (Some(zero), Some(low))
         } else {
-            ("-".to_string(), "-".to_string())
+            (None, None)
         };
-        println!(
-            "{:>6} | {:>12} | {:>12} | {:>10.1} | {:>8.2} % | {:>12} | {:>12}",
+        let row = Row {
             size,
-            group(tx_pps),
-            group(rx_pps),
-            rx_pps * size as f64 * 8.0 / 1e6,
-            if sent == 0 {
-                0.0
-            } else {
-                received as f64 * 100.0 / sent as f64
-            },
-            zero_loss,
-            low_loss,
-        );
+            tx_pps,
+            rx_pps,
+            sent,
+            received,
+            zero_loss_pps,
+            low_loss_pps,
+        };
+        if progress {
+            eprint!("\r\x1b[K");
+        }
+        if table {
+            let cell = |v: Option<f64>| v.map_or("-".to_string(), group);
+            println!(
+                "{:>6} | {:>12} | {:>12} | {:>10.1} | {:>8.2} % | {:>12} | {:>12}",
+                size,
+                group(tx_pps),
+                group(rx_pps),
+                row.mbits(),
+                row.throughput(),
+                cell(zero_loss_pps),
+                cell(low_loss_pps),
+            );
+        }
+        rows.push(row);
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "vecring-bench",
+            "version": crate::ops::JSON_VERSION,
+            "master_cpu": args.master_cpu,
+            "slave_cpu": args.slave_cpu,
+            "slave": where_,
+            "slot_count": slots,
+            "slot_size": slot_size,
+            "hugepages": hugepages,
+            "seconds_per_size": args.seconds,
+            "trial_seconds": args.trial_seconds,
+            "rows": rows.iter().map(|r| serde_json::json!({
+                "frame_size": r.size,
+                "tx_pps": r.tx_pps,
+                "rx_pps": r.rx_pps,
+                "rx_mbit_s": r.mbits(),
+                "frames_sent": r.sent,
+                "frames_received": r.received,
+                "throughput_percent": r.throughput(),
+                "zero_loss_pps": r.zero_loss_pps,
+                "low_loss_pps": r.low_loss_pps,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{doc}");
+        return Ok(());
+    }
+    if args.csv {
+        println!("frame_size,tx_pps,rx_pps,rx_mbit_s,frames_sent,frames_received,throughput_percent,zero_loss_pps,low_loss_pps");
+        let cell = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.0}"));
+        for r in &rows {
+            println!(
+                "{},{:.0},{:.0},{:.1},{},{},{:.3},{},{}",
+                r.size,
+                r.tx_pps,
+                r.rx_pps,
+                r.mbits(),
+                r.sent,
+                r.received,
+                r.throughput(),
+                cell(r.zero_loss_pps),
+                cell(r.low_loss_pps)
+            );
+        }
+        return Ok(());
     }
     println!();
     println!("Mbit/s counts frame bytes only. Throughput = frames received / frames sent.");

@@ -404,6 +404,7 @@ fn stats_json(e: &Entry, s: &LinkStatus, prev: Option<&Sample>) -> Value {
             "frames": c.tx_frames,
             "bytes": c.tx_bytes,
             "lost_on_link_down": c.tx_lost_on_link_down,
+            "ring_full": c.tx_ring_full,
             "pps": rate(c.tx_frames, pc.map(|p| p.tx_frames), secs),
             "bps": rate(c.tx_bytes, pc.map(|p| p.tx_bytes), secs).map(|b| b * 8.0),
         },
@@ -478,11 +479,12 @@ pub fn stats(args: &StatsArgs) -> Result<(), String> {
                     c.pinned_regions
                 ));
                 out.push_str(&format!(
-                    "    tx {:>14} frames {:>16} bytes {:>12} pps {:>12} bit/s  lost on link down {}\n",
+                    "    tx {:>14} frames {:>16} bytes {:>12} pps {:>12} bit/s  ring full {}  lost on link down {}\n",
                     c.tx_frames,
                     c.tx_bytes,
                     fmt_rate(doc["tx"]["pps"].as_f64()),
                     fmt_rate(doc["tx"]["bps"].as_f64()),
+                    c.tx_ring_full,
                     c.tx_lost_on_link_down
                 ));
                 out.push_str(&format!(

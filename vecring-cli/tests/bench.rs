@@ -88,3 +88,37 @@ fn bench_prints_the_table_with_zero_loss_rates_and_loses_nothing_sent() {
         assert!(zero <= low && low <= tx, "{row:?}");
     }
 }
+
+#[test]
+fn bench_writes_json_and_csv_for_scripts() {
+    let (ok, out) = run_with_watchdog(
+        &["bench", "--sizes", "64,1514", "--seconds", "0.2", "--trial-seconds", "0", "--json"],
+        Duration::from_secs(120),
+    );
+    assert!(ok, "vecring bench --json failed:\n{out}");
+    let doc: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(doc["schema"], "vecring-bench");
+    assert_eq!(doc["version"], 1);
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{out}");
+    for (row, size) in rows.iter().zip([64, 1514]) {
+        assert_eq!(row["frame_size"], size);
+        assert!(row["frames_sent"].as_u64().unwrap() > 0, "{row}");
+        assert_eq!(row["frames_sent"], row["frames_received"], "{row}");
+        assert_eq!(row["zero_loss_pps"], serde_json::Value::Null, "trials were skipped");
+    }
+
+    let (ok, out) = run_with_watchdog(
+        &["bench", "--sizes", "128", "--seconds", "0.2", "--trial-seconds", "0", "--csv"],
+        Duration::from_secs(120),
+    );
+    assert!(ok, "vecring bench --csv failed:\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("frame_size,tx_pps,rx_pps"), "{out}");
+    let cells: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(cells.len(), 9, "{out}");
+    assert_eq!(cells[0], "128");
+    assert_eq!(cells[4], cells[5], "sent and received: {out}");
+}

@@ -117,6 +117,7 @@ impl LinkStatus {
             ("tx_frames", c.tx_frames),
             ("tx_bytes", c.tx_bytes),
             ("tx_lost_on_link_down", c.tx_lost_on_link_down),
+            ("tx_ring_full", c.tx_ring_full),
             ("rx_frames", c.rx_frames),
             ("rx_bytes", c.rx_bytes),
         ] {
@@ -199,6 +200,8 @@ impl LinkStatus {
                 tx_frames: need("tx_frames")?,
                 tx_bytes: need("tx_bytes")?,
                 tx_lost_on_link_down: need("tx_lost_on_link_down")?,
+                // Not said by every master: 0 when absent.
+                tx_ring_full: get("tx_ring_full").unwrap_or(0),
                 rx_frames: need("rx_frames")?,
                 rx_bytes: need("rx_bytes")?,
             },

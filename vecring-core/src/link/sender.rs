@@ -2,17 +2,27 @@
 
 use super::endpoint::Endpoint;
 use crate::memory::RegionRing;
-use crate::ring::{Producer, SendError, WriteChunk};
+use crate::ring::{Producer, PushError, SendError, WriteChunk};
 use std::sync::atomic::Ordering;
 
 /// The transmit side of a [`Link`](super::Link). Use it from one thread at a time.
 pub struct Sender {
     ep: Endpoint<Producer<RegionRing>>,
+    /// Calls that found the ring full (see [`LinkCounters::tx_ring_full`](super::LinkCounters::tx_ring_full)).
+    full: u64,
 }
 
 impl Sender {
     pub(super) fn new(ep: Endpoint<Producer<RegionRing>>) -> Self {
-        Sender { ep }
+        Sender { ep, full: 0 }
+    }
+
+    /// Counts a call that found the ring full.
+    #[cold]
+    fn found_full(&mut self) {
+        self.full += 1;
+        // Relaxed: a running total from its only writer.
+        self.ep.shared.tx.full.store(self.full, Ordering::Relaxed);
     }
 
     fn publish(&mut self) {
@@ -65,8 +75,10 @@ impl Sender {
     /// As [`Producer::send`], plus [`SendError::LinkDown`].
     pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
         let r = self.ep.ring().ok_or(SendError::LinkDown)?.send(frame);
-        if r.is_ok() {
-            self.publish();
+        match r {
+            Ok(()) => self.publish(),
+            Err(SendError::Push(PushError::Full)) => self.found_full(),
+            Err(_) => {}
         }
         r
     }
@@ -87,8 +99,10 @@ impl Sender {
             .send_batch(frames);
         // Only when the totals moved: a sender finding the ring full calls
         // again at once.
-        if matches!(r, Ok(n) if n > 0) {
-            self.publish();
+        match r {
+            Ok(n) if n > 0 => self.publish(),
+            Ok(_) | Err(SendError::Push(PushError::Full)) => self.found_full(),
+            Err(_) => {}
         }
         r
     }

@@ -31,6 +31,7 @@ pub(crate) struct TxCounters {
     pub(crate) frames: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) lost: AtomicU64,
+    pub(crate) full: AtomicU64,
 }
 
 #[derive(Default)]
@@ -144,6 +145,7 @@ impl LinkShared {
             tx_frames: r(&self.tx.frames),
             tx_bytes: r(&self.tx.bytes),
             tx_lost_on_link_down: r(&self.tx.lost),
+            tx_ring_full: r(&self.tx.full),
             rx_frames: r(&self.rx.frames),
             rx_bytes: r(&self.rx.bytes),
         }

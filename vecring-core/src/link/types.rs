@@ -68,6 +68,9 @@ pub struct LinkCounters {
     pub tx_bytes: u64,
     /// Frames sent but still unread when their generation ended.
     pub tx_lost_on_link_down: u64,
+    /// `send` and `send_batch` calls that found the ring full: the sender
+    /// was faster than the peer (chunk users see it as a short chunk).
+    pub tx_ring_full: u64,
     /// Frames received.
     pub rx_frames: u64,
     /// Bytes received.

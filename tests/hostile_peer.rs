@@ -116,12 +116,12 @@ impl GuardedRing {
         // attacked ring's span changes while the test runs.
         let all = unsafe { core::slice::from_raw_parts(self.0.region, self.0.len) };
         let span = self.span();
-        all[..span.start]
+        let outside: Vec<u8> = all[..span.start]
             .iter()
             .chain(&all[span.end..])
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-            })
+            .copied()
+            .collect();
+        vecring_core::pattern::fnv1a(&outside)
     }
 }
 

@@ -92,7 +92,16 @@ fn bench_prints_the_table_with_zero_loss_rates_and_loses_nothing_sent() {
 #[test]
 fn bench_writes_json_and_csv_for_scripts() {
     let (ok, out) = run_with_watchdog(
-        &["bench", "--sizes", "64,1514", "--seconds", "0.2", "--trial-seconds", "0", "--json"],
+        &[
+            "bench",
+            "--sizes",
+            "64,1514",
+            "--seconds",
+            "0.2",
+            "--trial-seconds",
+            "0",
+            "--json",
+        ],
         Duration::from_secs(120),
     );
     assert!(ok, "vecring bench --json failed:\n{out}");
@@ -106,11 +115,24 @@ fn bench_writes_json_and_csv_for_scripts() {
         assert_eq!(row["frame_size"], size);
         assert!(row["frames_sent"].as_u64().unwrap() > 0, "{row}");
         assert_eq!(row["frames_sent"], row["frames_received"], "{row}");
-        assert_eq!(row["zero_loss_pps"], serde_json::Value::Null, "trials were skipped");
+        assert_eq!(
+            row["zero_loss_pps"],
+            serde_json::Value::Null,
+            "trials were skipped"
+        );
     }
 
     let (ok, out) = run_with_watchdog(
-        &["bench", "--sizes", "128", "--seconds", "0.2", "--trial-seconds", "0", "--csv"],
+        &[
+            "bench",
+            "--sizes",
+            "128",
+            "--seconds",
+            "0.2",
+            "--trial-seconds",
+            "0",
+            "--csv",
+        ],
         Duration::from_secs(120),
     );
     assert!(ok, "vecring bench --csv failed:\n{out}");

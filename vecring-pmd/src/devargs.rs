@@ -381,32 +381,9 @@ fn invalid(key: &'static str, value: &str, reason: impl Into<String>) -> Devargs
 }
 
 fn parse_name(key: &'static str, v: &str) -> Result<String, DevargsError> {
-    if v.is_empty() {
-        return Err(invalid(key, v, "empty name"));
-    }
-    if v.len() > MAX_NAME_LEN {
-        return Err(invalid(
-            key,
-            v,
-            format!("name is {} bytes, at most {MAX_NAME_LEN} allowed", v.len()),
-        ));
-    }
-    if let Some(c) = v
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
-    {
-        return Err(invalid(
-            key,
-            v,
-            format!("character {c:?} not allowed (use A-Z a-z 0-9 _ . -)"),
-        ));
-    }
-    if v.starts_with(['.', '-']) {
-        return Err(invalid(key, v, "name must not start with '.' or '-'"));
-    }
-    if v.contains("..") {
-        return Err(invalid(key, v, "name must not contain '..'"));
-    }
+    // The rules are vecring-core's (one place decides what a name may be);
+    // the error names the key.
+    vecring_core::name::validate(key, v).map_err(|e| invalid(key, v, e.to_string()))?;
     Ok(v.to_owned())
 }
 

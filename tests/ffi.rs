@@ -918,3 +918,70 @@ fn c_example_builds_with_pkg_config_and_runs() {
         );
     }
 }
+
+/// The two-process example (`vecring-ffi/examples/c/master.c` and
+/// `slave.c`), built against the build tree as `docs/c-api.md` says, runs
+/// as two processes: the slave starts first, the master second, and every
+/// frame arrives in order.
+#[test]
+fn two_process_c_example_builds_from_the_build_tree_and_runs() {
+    let _w = Watchdog::new("two_process_c_example", Duration::from_secs(180));
+    let dir = scratch("two-process");
+    let docs = std::fs::read_to_string(root().join("docs/c-api.md")).unwrap();
+    for f in ["master.c", "slave.c"] {
+        assert!(
+            docs.contains(&format!("vecring-ffi/examples/c/{f}")),
+            "docs/c-api.md shows {f}"
+        );
+    }
+    let lib = lib_dir();
+    let mut exes = Vec::new();
+    for name in ["master", "slave"] {
+        let exe = dir.join(name);
+        // The build-tree line of docs/c-api.md: the header from include/,
+        // the library where cargo built it, an rpath to find it at run time.
+        let out = run(
+            Command::new(c_compiler())
+                .args(["-Wall", "-Wextra", "-Werror"])
+                .arg(root().join(format!("vecring-ffi/examples/c/{name}.c")))
+                .arg("-o")
+                .arg(&exe)
+                .arg(format!("-I{}", root().join("include").display()))
+                .arg(format!("-L{}", lib.display()))
+                .arg("-lvecring")
+                .arg(format!("-Wl,-rpath,{}", lib.display())),
+            Duration::from_secs(120),
+        );
+        assert!(out.status.success(), "cc {name}.c: {}", show(&out));
+        exes.push(exe);
+    }
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let spawn = |exe: &Path| {
+        Command::new(exe)
+            .arg(&run_dir)
+            .arg("20000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let slave = spawn(&exes[1]);
+    std::thread::sleep(Duration::from_millis(100));
+    let master = spawn(&exes[0]);
+    let slave = finish(slave, Duration::from_secs(60), "slave");
+    let master = finish(master, Duration::from_secs(60), "master");
+    assert!(slave.status.success(), "slave: {}", show(&slave));
+    assert!(master.status.success(), "master: {}", show(&master));
+    assert!(
+        String::from_utf8_lossy(&slave.stdout).contains("slave: received 20000 frames in order"),
+        "{}",
+        show(&slave)
+    );
+    assert!(
+        String::from_utf8_lossy(&master.stdout).contains("master: sent 20000 frames"),
+        "{}",
+        show(&master)
+    );
+}

@@ -60,4 +60,9 @@ sed -e "s|@PREFIX@|$prefix|g" -e "s|@LIBDIR@|$libdir|g" \
 	-e "s|@INCLUDEDIR@|$includedir|g" -e "s|@VERSION@|$version|g" \
 	"$ROOT/vecring-ffi/vecring.pc.in" >"$destdir$libdir/pkgconfig/vecring.pc"
 chmod 0644 "$destdir$libdir/pkgconfig/vecring.pc"
+# The dynamic loader's cache, so that programs find libvecring.so without
+# LD_LIBRARY_PATH (not for staged installs, which a package manager does).
+if [ -z "$destdir" ] && [ "$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then
+	ldconfig
+fi
 echo "installed vecring $version: $destdir$libdir/libvecring.{so,a}, $destdir$includedir/vecring.h, $destdir$libdir/pkgconfig/vecring.pc"

@@ -514,7 +514,35 @@ mod tests {
     fn messages_round_trip() {
         let g = Geometry::new(512, 4096).unwrap();
         let hello = Msg::hello(g, 6 << 20, 42);
-        assert_eq!(Msg::decode(&hello.encode()).unwrap(), hello);
+        // A Hello carries the geometry and the region's size, each at its
+        // place in the datagram.
+        assert_eq!(
+            (
+                hello.slot_count,
+                hello.slot_size,
+                hello.max_frame_len,
+                hello.region_size
+            ),
+            (512, 4096, g.max_frame_len(), 6 << 20)
+        );
+        let b = hello.encode();
+        assert_eq!(u32::from_le_bytes(b[32..36].try_into().unwrap()), 512);
+        assert_eq!(u64::from_le_bytes(b[24..32].try_into().unwrap()), 42);
+        assert_eq!(u64::from_le_bytes(b[48..56].try_into().unwrap()), 6 << 20);
+        let back = Msg::decode(&b).unwrap();
+        assert_eq!(back, hello);
+        assert_eq!(
+            (back.kind, back.generation, back.region_size),
+            (Kind::Hello, 42, 6 << 20)
+        );
+        assert_eq!(back.version_major, abi::VERSION_MAJOR);
+        // Every byte of a two-byte field is its own (versions of any value).
+        let odd = Msg {
+            version_major: 0x0102,
+            version_minor: 0x0304,
+            ..Msg::new(Kind::Request, 7)
+        };
+        assert_eq!(Msg::decode(&odd.encode()).unwrap(), odd);
         let nack = Msg::refusal(
             Kind::Nack,
             3,
@@ -527,7 +555,16 @@ mod tests {
     fn long_reasons_are_cut_at_a_char_boundary() {
         let reason = "é".repeat(200);
         let msg = Msg::decode(&Msg::refusal(Kind::Reject, 0, &reason).encode()).unwrap();
-        assert_eq!(msg.text.chars().count(), TEXT_LEN / 2);
+        // Whole characters only: no half of a two-byte one at the cut.
+        assert_eq!(msg.text, "é".repeat(TEXT_LEN / 2));
+        // A cut that lands inside a character backs off to its start.
+        let odd = format!("a{}", "é".repeat(200));
+        let msg = Msg::decode(&Msg::refusal(Kind::Reject, 0, &odd).encode()).unwrap();
+        assert_eq!(msg.text, format!("a{}", "é".repeat((TEXT_LEN - 1) / 2)));
+        // A reason that fits exactly is kept whole.
+        let exact = "x".repeat(TEXT_LEN);
+        let msg = Msg::decode(&Msg::refusal(Kind::Reject, 0, &exact).encode()).unwrap();
+        assert_eq!(msg.text, exact);
     }
 
     #[test]

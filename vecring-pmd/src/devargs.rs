@@ -84,10 +84,12 @@ pub const KEY_SOCKET_MODE: &str = "socket_mode";
 
 /// Longest accepted `domain` or `link` name (vecring-core's limit).
 pub const MAX_NAME_LEN: usize = vecring_core::name::MAX_NAME_LEN;
-/// Largest accepted `slots` (the ring format bounds it further).
-pub const MAX_SLOTS: u32 = 1 << 24;
-/// Largest accepted `slot_size` in bytes.
-pub const MAX_SLOT_SIZE: u32 = 1 << 16;
+/// Largest accepted `slots`: the ring format's limit (vecring-core's
+/// `abi::MAX_SLOT_COUNT`; the geometry may bound it further).
+pub const MAX_SLOTS: u32 = vecring_core::abi::MAX_SLOT_COUNT;
+/// Largest accepted `slot_size` in bytes (vecring-core's
+/// `abi::MAX_SLOT_SIZE`).
+pub const MAX_SLOT_SIZE: u32 = vecring_core::abi::MAX_SLOT_SIZE;
 
 /// Which hugepage policy the link's memory follows (`hugepages=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -405,11 +407,14 @@ fn parse_u32(key: &'static str, v: &str) -> Result<u32, DevargsError> {
 
 fn parse_slots(key: &'static str, v: &str) -> Result<u32, DevargsError> {
     let n = parse_u32(key, v)?;
-    if n < 2 || !n.is_power_of_two() || n > MAX_SLOTS {
+    if n < vecring_core::abi::MIN_SLOT_COUNT || !n.is_power_of_two() || n > MAX_SLOTS {
         return Err(invalid(
             key,
             v,
-            format!("expected a power of two from 2 to {MAX_SLOTS}"),
+            format!(
+                "expected a power of two from {} to {MAX_SLOTS}",
+                vecring_core::abi::MIN_SLOT_COUNT
+            ),
         ));
     }
     Ok(n)
@@ -417,11 +422,14 @@ fn parse_slots(key: &'static str, v: &str) -> Result<u32, DevargsError> {
 
 fn parse_slot_size(key: &'static str, v: &str) -> Result<u32, DevargsError> {
     let n = parse_u32(key, v)?;
-    if n < 64 || !n.is_power_of_two() || n > MAX_SLOT_SIZE {
+    if n < vecring_core::abi::MIN_SLOT_SIZE || !n.is_power_of_two() || n > MAX_SLOT_SIZE {
         return Err(invalid(
             key,
             v,
-            format!("expected a power of two from 64 to {MAX_SLOT_SIZE} (bytes)"),
+            format!(
+                "expected a power of two from {} to {MAX_SLOT_SIZE} (bytes)",
+                vecring_core::abi::MIN_SLOT_SIZE
+            ),
         ));
     }
     Ok(n)
@@ -762,8 +770,9 @@ mod tests {
             );
         }
         assert_eq!(ok("domain=a,link=b,slot_size=64").slot_size, Some(64));
-        assert_eq!(ok("domain=a,link=b,slot_size=65536").slot_size, Some(65536));
-        for bad in ["0", "32", "96", "100", "131072", "2k"] {
+        // The ring format's limits, as vecring-core states them.
+        assert_eq!(ok("domain=a,link=b,slot_size=32768").slot_size, Some(32768));
+        for bad in ["0", "32", "96", "100", "65536", "131072", "2k"] {
             assert_eq!(
                 err(&format!("domain=a,link=b,slot_size={bad}")).key(),
                 Some(KEY_SLOT_SIZE),
@@ -793,6 +802,36 @@ mod tests {
             err("domain=a,link=b,hugepages=always").key(),
             Some(KEY_HUGEPAGES)
         );
+    }
+
+    /// The edges of the ranges: the largest values are accepted, one past
+    /// them and each kind of malformed value refused.
+    #[test]
+    fn range_edges() {
+        assert_eq!(
+            ok("domain=a,link=b,master=1,slots=1048576").slots,
+            Some(1 << 20)
+        );
+        assert_eq!(
+            err("domain=a,link=b,master=1,slots=2097152").key(),
+            Some(KEY_SLOTS)
+        );
+        assert_eq!(
+            ok("domain=a,link=b,master=1,socket_mode=0777").socket_mode,
+            Some(0o777)
+        );
+        for bad in [
+            "socket_mode=",
+            "socket_mode=00660",
+            "socket_mode=1000",
+            "socket_mode=0o",
+        ] {
+            assert_eq!(
+                err(&format!("domain=a,link=b,master=1,{bad}")).key(),
+                Some(KEY_SOCKET_MODE),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

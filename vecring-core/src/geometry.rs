@@ -114,10 +114,13 @@ impl Geometry {
         self.max_frame_len
     }
 
-    /// Slots a frame of `len` bytes occupies.
+    /// Slots a frame of `len` bytes occupies: the one place that sizes a
+    /// frame in slots (the ring, the driver's reservations and the
+    /// handshake's checks all ask here). A shift, not a division: slot
+    /// sizes are powers of two.
     #[inline]
     pub const fn slots_for(&self, len: usize) -> u32 {
-        len.div_ceil(self.slot_size as usize) as u32
+        slots_for_shift(len, self.slot_size.trailing_zeros())
     }
 
     /// Slots the largest frame occupies.
@@ -135,6 +138,15 @@ impl Default for Geometry {
     fn default() -> Self {
         Self::DEFAULT
     }
+}
+
+/// Slots a frame of `len` bytes occupies in slots of `1 << slot_shift`
+/// bytes, for code that keeps the shift rather than a [`Geometry`] (the
+/// ring's hot paths). Never overflows.
+#[inline]
+pub const fn slots_for_shift(len: usize, slot_shift: u32) -> u32 {
+    let mask = (1usize << slot_shift) - 1;
+    ((len >> slot_shift) + (len & mask != 0) as usize) as u32
 }
 
 #[cfg(test)]
@@ -182,5 +194,15 @@ mod tests {
         assert_eq!(g.slots_for(2048), 1);
         assert_eq!(g.slots_for(2049), 2);
         assert_eq!(g.slots_for(9216), 5);
+        assert_eq!(g.slots_for(0), 0);
+        for shift in 6..=15 {
+            for len in [0, 1, 63, 64, 65, 1514, 9216, usize::MAX >> 1, usize::MAX] {
+                assert_eq!(
+                    slots_for_shift(len, shift) as usize,
+                    len.div_ceil(1 << shift) as u32 as usize,
+                    "{len} in slots of 2^{shift}"
+                );
+            }
+        }
     }
 }

@@ -33,10 +33,13 @@ pub enum HugepagePolicy {
     Never,
 }
 
+/// Parses `prefer`, `require` or `never`, in any case: the one spelling the
+/// driver's `hugepages=` devarg, the tool's `--hugepages` and the C API
+/// accept.
 impl std::str::FromStr for HugepagePolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
+        match s.to_ascii_lowercase().as_str() {
             "prefer" => Ok(Self::Prefer),
             "require" => Ok(Self::Require),
             "never" => Ok(Self::Never),

@@ -281,6 +281,10 @@ pub(crate) fn recv_error(e: RecvError) -> Error {
 }
 
 /// The text of an error code: a static string, never null.
+///
+/// # Safety
+/// Safe for any code. The string is static: the caller must not free or
+/// write it.
 #[no_mangle]
 pub extern "C" fn vecring_strerror(code: c_int) -> *const c_char {
     ERROR_CODES
@@ -292,6 +296,10 @@ pub extern "C" fn vecring_strerror(code: c_int) -> *const c_char {
 
 /// What the last failed call on this thread said, or `""`; valid until the
 /// next failing vecring call on this thread. Never null.
+///
+/// # Safety
+/// Safe to call at any time. The caller must not free or write the
+/// string, nor use it after the thread's next failing vecring call.
 #[no_mangle]
 pub extern "C" fn vecring_last_error_message() -> *const c_char {
     let read = || {

@@ -273,6 +273,10 @@ pub unsafe extern "C" fn vecring_counters(
 }
 
 /// The library's version, e.g. `"0.1.0"`.
+///
+/// # Safety
+/// Safe to call at any time. The string is static: the caller must not
+/// free or write it.
 #[no_mangle]
 pub extern "C" fn vecring_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()

@@ -6,15 +6,20 @@
 //! `uc_all_hash_table_set` fails with `-ENOTSUP` and a log line naming it
 //! (ethdev refuses `uc_hash_table_set` itself: `max_hash_mac_addrs` is 0).
 
+use crate::dev::Dev;
 use crate::devargs::format_mac;
 use crate::ffi::{self, rte_eth_dev};
-use crate::ops::Dev;
 use crate::stats::{MAX_MACS, MAX_MC_ADDRS};
 use crate::vlog;
 
 /// `eth_dev_ops::mac_addr_add`: ethdev chose the free entry `index` of
 /// `mac_addrs` (below `max_mac_addrs`, [`MAX_MACS`]) and stores the address
 /// there after we succeed.
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn mac_addr_add(
     dev: *mut rte_eth_dev,
     addr: *mut ffi::rte_ether_addr,
@@ -45,6 +50,11 @@ pub(crate) unsafe extern "C" fn mac_addr_add(
 }
 
 /// `eth_dev_ops::mac_addr_remove`: ethdev clears `mac_addrs[index]` after.
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn mac_addr_remove(dev: *mut rte_eth_dev, index: u32) {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
@@ -60,6 +70,11 @@ pub(crate) unsafe extern "C" fn mac_addr_remove(dev: *mut rte_eth_dev, index: u3
 
 /// `eth_dev_ops::set_mc_addr_list`: replaces the multicast groups (an empty
 /// list removes them all).
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn set_mc_addr_list(
     dev: *mut rte_eth_dev,
     set: *mut ffi::rte_ether_addr,
@@ -116,6 +131,11 @@ fn unsupported(dev: Dev, what: &str, why: &str) -> i32 {
 }
 
 /// `eth_dev_ops::uc_all_hash_table_set` (testpmd `set port N uta all on`).
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn uc_all_hash_table_set(dev: *mut rte_eth_dev, _on: u8) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };

@@ -32,6 +32,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use vecring_core::HugepagePolicy;
 
 /// Every key the driver accepts, in the order the docs list them.
 pub const VALID_KEYS: &[&str] = &[
@@ -91,18 +92,6 @@ pub const MAX_SLOTS: u32 = vecring_core::abi::MAX_SLOT_COUNT;
 /// `abi::MAX_SLOT_SIZE`).
 pub const MAX_SLOT_SIZE: u32 = vecring_core::abi::MAX_SLOT_SIZE;
 
-/// Which hugepage policy the link's memory follows (`hugepages=`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Hugepages {
-    /// Use hugepages, fall back to ordinary pages with a warning.
-    #[default]
-    Prefer,
-    /// Fail when hugepages are not available.
-    Require,
-    /// Never use hugepages.
-    Never,
-}
-
 /// Validated device arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Devargs {
@@ -122,8 +111,8 @@ pub struct Devargs {
     pub slot_size: Option<u32>,
     /// `run_dir=`.
     pub run_dir: Option<PathBuf>,
-    /// `hugepages=`.
-    pub hugepages: Hugepages,
+    /// `hugepages=`, parsed by vecring-core ([`HugepagePolicy`]'s `FromStr`).
+    pub hugepages: HugepagePolicy,
     /// `zero_copy=`: zero-copy receive (see [`crate::zerocopy`]).
     pub zero_copy: bool,
     /// `hold_back=`: rx bursts leave a few frames for up to 250 ns while
@@ -506,13 +495,8 @@ fn parse_mode(key: &'static str, v: &str) -> Result<u32, DevargsError> {
     Ok(mode)
 }
 
-fn parse_hugepages(key: &'static str, v: &str) -> Result<Hugepages, DevargsError> {
-    match v.to_ascii_lowercase().as_str() {
-        "prefer" => Ok(Hugepages::Prefer),
-        "require" => Ok(Hugepages::Require),
-        "never" => Ok(Hugepages::Never),
-        _ => Err(invalid(key, v, "expected prefer|require|never")),
-    }
+fn parse_hugepages(key: &'static str, v: &str) -> Result<HugepagePolicy, DevargsError> {
+    v.parse().map_err(|e| invalid(key, v, e))
 }
 
 #[cfg(test)]
@@ -566,7 +550,7 @@ mod tests {
         assert_eq!(d.slots, None);
         assert_eq!(d.slot_size, None);
         assert_eq!(d.run_dir, None);
-        assert_eq!(d.hugepages, Hugepages::Prefer);
+        assert_eq!(d.hugepages, HugepagePolicy::Prefer);
         assert!(!d.zero_copy);
         assert!(!d.hold_back);
     }
@@ -584,7 +568,7 @@ mod tests {
         assert_eq!(d.slots, Some(4096));
         assert_eq!(d.slot_size, Some(2048));
         assert_eq!(d.run_dir, Some(PathBuf::from("/var/run/vr")));
-        assert_eq!(d.hugepages, Hugepages::Require);
+        assert_eq!(d.hugepages, HugepagePolicy::Require);
         assert!(d.zero_copy);
         assert!(d.hold_back);
     }
@@ -792,11 +776,11 @@ mod tests {
         }
         assert_eq!(
             ok("domain=a,link=b,hugepages=Never").hugepages,
-            Hugepages::Never
+            HugepagePolicy::Never
         );
         assert_eq!(
             ok("domain=a,link=b,hugepages=prefer").hugepages,
-            Hugepages::Prefer
+            HugepagePolicy::Prefer
         );
         assert_eq!(
             err("domain=a,link=b,hugepages=always").key(),

@@ -14,15 +14,20 @@
 //! | `glue.c` | `RTE_PMD_REGISTER_*`, the log type, wrappers of DPDK `static inline` helpers |
 //! | [`ffi`] | bindgen bindings and mirrored constants |
 //! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
-//! | [`port`] | probe/remove, per-port state, close |
-//! | [`lsc`] | link-state events, from the driver's own thread |
-//! | [`ops`] | the `eth_dev_ops` table: start/stop, link up/down, configuration |
+//! | [`probe`] | the vdev entry points: probe and remove |
+//! | [`port`] | per-port state: the link, its ends, counters of closed links |
+//! | [`close`] | closing a port (`dev_close`, remove) |
+//! | [`guard`] | no panic unwinds into C |
+//! | [`lsc`] | link status in `dev_link`, link-state events from the driver's own thread |
+//! | [`dev`] | the ethdev port during a control operation |
+//! | [`ops`] | the `eth_dev_ops` table: start/stop, link up/down, configuration, stats |
+//! | [`queues`] | queue setup and release |
 //! | [`addrs`] | extra unicast MACs and multicast groups (`eth_dev_ops`) |
 //! | [`qinfo`] | queue and burst-mode information (`eth_dev_ops`) |
 //! | [`handoff`] | a reopened link's ends on their way to the queues |
 //! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
 //! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
-//! | [`rxtx`] | queues and burst functions |
+//! | [`rxtx`] | the queues' state and burst functions |
 //! | [`stats`] | counters, filter, xstats |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
 //! | [`log`] | `rte_log` output (`VECRING: ...`) |
@@ -30,15 +35,20 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod addrs;
+pub mod close;
+pub mod dev;
 pub mod devargs;
 pub mod ffi;
+pub mod guard;
 pub mod handoff;
 pub mod log;
 pub mod lsc;
 pub mod mp;
 pub mod ops;
 pub mod port;
+pub mod probe;
 pub mod qinfo;
+pub mod queues;
 pub mod rxtx;
 pub mod secondary;
 pub mod stats;

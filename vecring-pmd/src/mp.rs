@@ -26,7 +26,7 @@
 //! (`-ENODEV`), like a telemetry request can.
 
 use crate::ffi::{self, rte_eth_dev, rte_mp_msg};
-use crate::port::guarded;
+use crate::guard::guarded;
 use crate::stats::XSTATS;
 use crate::vlog;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -324,6 +324,9 @@ pub fn serve() {
 }
 
 /// The IPC action (`rte_mp_t`): answers one request from a secondary.
+///
+/// # Safety
+/// EAL calls it with a message and a peer name valid for the call.
 unsafe extern "C" fn on_request(msg: *const rte_mp_msg, peer: *const c_void) -> c_int {
     // SAFETY: EAL passes a valid message for the duration of the call.
     let msg = unsafe { &*msg };

@@ -3,8 +3,8 @@
 //! queue (`rx_burst_mode_get`, `tx_burst_mode_get`; testpmd prints it in
 //! the same commands).
 
+use crate::dev::Dev;
 use crate::ffi::{self, rte_eth_dev};
-use crate::ops::Dev;
 use crate::rxtx::{RxQueue, TxQueue};
 use std::ffi::c_void;
 
@@ -29,6 +29,11 @@ fn write_info(mode: &mut ffi::rte_eth_burst_mode, text: &str) {
 
 /// `eth_dev_ops::rxq_info_get`; ethdev checked `qid` and that the queue is
 /// set up, and zeroed `info`.
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn rxq_info_get(
     dev: *mut rte_eth_dev,
     qid: u16,
@@ -61,6 +66,11 @@ pub(crate) unsafe extern "C" fn rxq_info_get(
 }
 
 /// `eth_dev_ops::txq_info_get`; as [`rxq_info_get`].
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn txq_info_get(
     dev: *mut rte_eth_dev,
     qid: u16,
@@ -88,6 +98,11 @@ pub(crate) unsafe extern "C" fn txq_info_get(
 
 /// `eth_dev_ops::rx_burst_mode_get`: how the RX burst function chosen at
 /// start moves frames.
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn rx_burst_mode_get(
     dev: *mut rte_eth_dev,
     qid: u16,
@@ -118,6 +133,11 @@ pub(crate) unsafe extern "C" fn rx_burst_mode_get(
 }
 
 /// `eth_dev_ops::tx_burst_mode_get`.
+///
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 pub(crate) unsafe extern "C" fn tx_burst_mode_get(
     dev: *mut rte_eth_dev,
     qid: u16,

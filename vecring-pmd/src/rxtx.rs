@@ -28,7 +28,6 @@ use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::ptr;
 use std::slice;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use vecring_core::{PushError, Receiver, Sender};
 
@@ -273,17 +272,10 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // Reserve the slots this burst needs, no more: the ring re-reads the
     // consumer's index only when its cached view has fewer free slots than
     // asked for, so asking for exactly what fits keeps that shared cache
-    // line out of most bursts. (If the slot size changed with a new master
-    // before the control path noticed, the reservation is merely off: pushes
-    // stop at `Full` and the rest is left to the application.)
-    let shift = q.shared.slot_shift.load(Ordering::Relaxed);
-    let slot_mask = (1usize << shift) - 1;
-    let need: usize = mbufs
-        .iter()
-        // SAFETY: every pointer of the array is a valid mbuf.
-        .map(|&m| (unsafe { (*m).pkt_len } as usize + slot_mask) >> shift)
-        .sum();
-    let mut chunk = match q.sender.write_chunk(need.max(1)) {
+    // line out of most bursts.
+    // SAFETY: every pointer of the array is a valid mbuf.
+    let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
+    let mut chunk = match q.sender.write_chunk_for(lens) {
         Ok(c) => c,
         Err(_) => {
             // Link down, or the peer corrupted the ring (the link counts and

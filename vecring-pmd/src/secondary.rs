@@ -22,8 +22,8 @@
 //!   `rte_eth_rx_burst`/`rte_eth_tx_burst`.
 
 use crate::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
+use crate::guard::guarded;
 use crate::mp::{self, Op, Request};
-use crate::port::guarded;
 use crate::stats::{self, XSTATS};
 use crate::vlog;
 use std::ffi::{c_void, CStr, CString};
@@ -149,12 +149,22 @@ unsafe fn ask(dev: *mut rte_eth_dev, op: Op) -> Result<Vec<u64>, i32> {
     answer
 }
 
+/// `eth_dev_ops::dev_close`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn dev_close(_dev: *mut rte_eth_dev) -> i32 {
     // Nothing of this process to free: ethdev then releases its view of the
     // port, and the primary's port is untouched.
     0
 }
 
+/// `eth_dev_ops::dev_infos_get`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_eth_dev_info) -> i32 {
     guarded("dev_infos_get", -libc::EIO, || {
         // SAFETY: ethdev passes a valid port and info struct.
@@ -166,11 +176,21 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
     })
 }
 
+/// `eth_dev_ops::link_update`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn link_update(_dev: *mut rte_eth_dev, _wait_to_complete: i32) -> i32 {
     // The primary keeps `dev_link` in the shared data current.
     0
 }
 
+/// `eth_dev_ops::stats_get`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn stats_get(dev: *mut rte_eth_dev, out: *mut ffi::rte_eth_stats) -> i32 {
     guarded("stats_get", -libc::EIO, || {
         // SAFETY: ethdev passes a valid port and stats struct.
@@ -182,6 +202,11 @@ unsafe extern "C" fn stats_get(dev: *mut rte_eth_dev, out: *mut ffi::rte_eth_sta
     })
 }
 
+/// `eth_dev_ops::xstats_get`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn xstats_get(
     dev: *mut rte_eth_dev,
     out: *mut ffi::rte_eth_xstat,
@@ -214,6 +239,11 @@ unsafe extern "C" fn xstats_get(
     })
 }
 
+/// `eth_dev_ops::xstats_get_names`.
+/// # Safety
+/// ethdev calls it with a valid port of this driver and, where it passes
+/// them, pointers valid for the call; control operations of one port are
+/// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn xstats_get_names(
     _dev: *mut rte_eth_dev,
     names: *mut ffi::rte_eth_xstat_name,
@@ -233,12 +263,18 @@ unsafe extern "C" fn xstats_get_names(
 
 /// RX burst of a secondary process: the primary owns the ring's receiving
 /// end, so nothing is received here.
+///
+/// # Safety
+/// Safe for any arguments: it touches none of them.
 unsafe extern "C" fn rx_nothing(_q: *mut c_void, _mbufs: *mut *mut rte_mbuf, _n: u16) -> u16 {
     0
 }
 
 /// TX burst of a secondary process: nothing is sent, every mbuf is left to
 /// the caller.
+///
+/// # Safety
+/// Safe for any arguments: it touches none of them.
 unsafe extern "C" fn tx_nothing(_q: *mut c_void, _mbufs: *mut *mut rte_mbuf, _n: u16) -> u16 {
     0
 }

@@ -10,7 +10,7 @@
 
 use crate::ffi;
 use crate::handoff::Handoff;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use vecring_core::{Receiver, Sender};
 
 /// A counter with a single writer (see the module doc).
@@ -150,10 +150,6 @@ pub struct Shared {
     pub macs: AddrTable<MAX_MACS>,
     /// The multicast groups of `set_mc_addr_list`.
     pub mc_addrs: AddrTable<MAX_MC_ADDRS>,
-    /// `log2` of the ring's slot size, as last learnt from the link (the
-    /// master decides the geometry; see [`Shared::learn_slot_size`]). TX uses
-    /// it only to size its reservation, never for bounds.
-    pub slot_shift: AtomicU32,
     /// A sending end of a reopened link, for the TX queue to take.
     pub tx_next: Handoff<Sender>,
     /// A receiving end of a reopened link, for the RX queue to take.
@@ -161,13 +157,6 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Records the ring's slot size (a power of two).
-    pub fn learn_slot_size(&self, slot_size: u32) {
-        debug_assert!(slot_size.is_power_of_two());
-        self.slot_shift
-            .store(slot_size.trailing_zeros(), Ordering::Relaxed);
-    }
-
     /// Sets the filter mode from ethdev's promiscuous/all-multicast flags.
     pub fn set_filter(&self, promiscuous: bool, all_multicast: bool) {
         let mode = if promiscuous {

@@ -21,7 +21,7 @@
 #include <ethdev_vdev.h>
 #include <bus_vdev_driver.h>
 
-/* ---- implemented in Rust (src/port.rs) ---------------------------------- */
+/* ---- implemented in Rust (src/probe.rs) --------------------------------- */
 
 /** vdev probe: parse devargs, open the link, create the ethdev port. */
 int vecring_rs_probe(struct rte_vdev_device *dev);

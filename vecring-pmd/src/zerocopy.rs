@@ -130,6 +130,11 @@ impl ZcSlots {
 
 /// DPDK's callback when the last mbuf attached to a slot is freed, on
 /// whatever lcore freed it.
+///
+/// # Safety
+/// DPDK calls it once, when the last mbuf attached in [`ZcSlots::attach`] is
+/// freed, with that call's `opaque` (a counted `Arc<ZcSlots>`) and an
+/// address inside that ring's slots.
 unsafe extern "C" fn free_slot(addr: *mut c_void, opaque: *mut c_void) {
     let zc = opaque.cast_const().cast::<ZcSlots>();
     // SAFETY: `opaque` is the `Arc::into_raw` made in `attach`, still

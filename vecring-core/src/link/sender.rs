@@ -69,6 +69,29 @@ impl Sender {
         Ok(ring.write_chunk(max_slots)?)
     }
 
+    /// Reserves exactly the slots that frames of the lengths `frame_lens`
+    /// need in the current ring (sized by [`Geometry::slots_for`](crate::Geometry::slots_for)),
+    /// at least one: a caller that knows its burst asks for no more than
+    /// it uses, so the ring re-reads the consumer's index only when its
+    /// cached view holds less.
+    ///
+    /// # Errors
+    /// As [`write_chunk`](Self::write_chunk).
+    #[inline]
+    pub fn write_chunk_for(
+        &mut self,
+        frame_lens: impl IntoIterator<Item = usize>,
+    ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+        self.publish();
+        let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
+        let g = ring.geometry();
+        let need: usize = frame_lens
+            .into_iter()
+            .map(|len| g.slots_for(len) as usize)
+            .sum();
+        Ok(ring.write_chunk(need.max(1))?)
+    }
+
     /// Copies one frame into the link.
     ///
     /// # Errors

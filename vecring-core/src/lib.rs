@@ -6,6 +6,8 @@
 //! and the [`Link`]: two processes (a master, typically on the host, and a
 //! slave, typically in a container) that open the same link by name and
 //! exchange frames, following each other through exits and restarts.
+//! `docs/ARCHITECTURE.md` in the repository draws how these layers fit,
+//! the region's layout, the handshake, and the path of one frame.
 //!
 //! A ring moves frames of 1 to 9216 bytes; a frame larger than a slot
 //! continues in the following slots. Each side caches the other's index and

@@ -4,9 +4,9 @@
 //! ```text
 //!  slave                                   master
 //!    | connect ----------------------------> | accept, SO_PEERCRED check
-//!    | SO_PEERCRED check of the master       | (REJECT if not allowed)
-//!    | REQUEST ----------------------------> | one-slave check, bound on
-//!    |                                       | regions, back-off; new region
+//!    | REQUEST ----------------------------> | (REJECT if not allowed)
+//!    | SO_PEERCRED check of the master       | one-slave check, bound on
+//!    | (nothing it sends is read before)     | regions, back-off; new region
 //!    | <------------- HELLO + memfd (SCM_RIGHTS), or REJECT / BUSY(reason)
 //!    | check message, seals, size, header    |
 //!    | ACK(generation) or NACK(reason) ----> |

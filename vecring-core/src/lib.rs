@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+mod counters;
 #[cfg(not(loom))]
 pub mod dirs;
 pub mod geometry;

@@ -270,7 +270,7 @@ impl Region {
     }
 
     /// Maps a region received from the master and checks it: the fd must be
-    /// sealed against shrinking, its size must match the header, and every
+    /// sealed against shrinking and growing, its size must match the header, and every
     /// header field must be valid and match `expect` where given.
     ///
     /// # Errors
@@ -320,7 +320,7 @@ impl Region {
         // SAFETY: the mapping holds at least HEADER_AREA bytes, page aligned.
         let header = unsafe { (map.as_ptr() as *const RegionHeader).read_volatile() };
         let geometry = validate_header(&header, size, expect)?;
-        // SAFETY: statfs-style check of the fd's filesystem.
+        // SAFETY: `statfs` is plain data, for which all-zero bytes are valid.
         let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: fstatfs writes into `fs`, which outlives the call.
         let hugepages =

@@ -13,8 +13,8 @@
 //! The asker treats the answer as untrusted: it is bounded in size, and
 //! every value is parsed and checked.
 
+use crate::counters::LinkCounters;
 use crate::handshake::{self, Kind, Msg};
-use crate::link::LinkCounters;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;

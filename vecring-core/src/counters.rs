@@ -1,0 +1,35 @@
+//! [`LinkCounters`]: a snapshot of a link's counters, as the link reports
+//! them and as its master's status answer ([`crate::status`]) carries them.
+//! Plain data below both, so that neither imports the other.
+
+/// A snapshot of a link's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    /// Current (or last) generation.
+    pub generation: u64,
+    /// Times the link came up.
+    pub link_ups: u64,
+    /// Times the link went down.
+    pub link_downs: u64,
+    /// Generations ended because the peer corrupted the memory.
+    pub peer_corruptions: u64,
+    /// Peers refused (bad credentials, second slave, bad handshake).
+    pub rejected_peers: u64,
+    /// Regions of this link that peers which left still hold (master):
+    /// their memory stays allocated until they let go. The master makes
+    /// no new region while [`MAX_REGIONS`](crate::link::MAX_REGIONS) are held.
+    pub pinned_regions: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames sent but still unread when their generation ended.
+    pub tx_lost_on_link_down: u64,
+    /// `send` and `send_batch` calls that found the ring full: the sender
+    /// was faster than the peer (chunk users see it as a short chunk).
+    pub tx_ring_full: u64,
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+}

@@ -1,5 +1,19 @@
-//! `vecring`: open a link from the command line, move and check traffic,
-//! and benchmark a host↔container link.
+//! `vecring`: the operator's tool for vecring links.
+//!
+//! - Traffic: `txonly` and `rxonly` open one end of a link (master or
+//!   slave) and send or count frames, with labelled counts and rates;
+//!   `bench` starts a slave in its own namespaces (standing in for a
+//!   container) and prints the seed-style table per frame size
+//!   ([`bench`]).
+//! - Operations: `list` and `stats` ask each link's master for its state
+//!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
+//!   the host and a container's configuration ([`doctor`]); `prepare`
+//!   creates a domain directory for a container's bind mount ([`prepare`]).
+//! - Every option is checked against vecring-core's limits before a link
+//!   opens; `--json` gives scripts the same figures.
+//!
+//! `docs/operations.md` in the repository is the guide; `vecring --help`
+//! and `vecring <command> --help` the reference.
 
 mod bench;
 mod doctor;

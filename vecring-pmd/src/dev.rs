@@ -1,4 +1,4 @@
-//! [`Dev`]: an ethdev port of this driver during one control operation,
+//! `Dev`: an ethdev port of this driver during one control operation,
 //! with typed access to the fields of `rte_eth_dev_data` the operations
 //! read and write.
 

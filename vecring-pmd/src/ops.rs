@@ -2,7 +2,7 @@
 //!
 //! One `static` table, [`OPS`]. Each operation wraps ethdev's pointer in a
 //! `Dev` handle (the one `unsafe` step: ethdev vouches for the pointer),
-//! then runs safe code on the [`Port`] under [`guarded`], so that a bug
+//! then runs safe code on the [`Port`](crate::port::Port) under [`guarded`], so that a bug
 //! reports an error instead of unwinding into C. Control operations of one
 //! port are not concurrent (DPDK's threading rule for applications).
 

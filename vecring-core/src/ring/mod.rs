@@ -46,7 +46,7 @@ mod read_chunk;
 mod stats;
 mod storage;
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 mod write_chunk;
 
 pub use consumer::Consumer;

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 /// the producer wrote it, and the producer then writes its next lines
 /// against the consumer's reads and prefetches: on this project's machine
 /// that made zero-copy 64-byte frames two to four times slower than when the
-/// consumer lags behind (see `docs/BENCHMARKS.md`, session 12). Holding
-/// back puts the consumer behind once; it then stays behind by itself, so
-/// a steady stream is rarely held back at all.
+/// consumer lags behind (measured in `docs/BENCHMARKS.md`, "The 64-byte
+/// modes" and "The hold-back"). Holding back puts the consumer behind
+/// once; it then stays behind by itself, so a steady stream is rarely held
+/// back at all.
 ///
 /// A batch read ([`Consumer::read_chunk`], [`Consumer::recv_batch`]) of a
 /// stream of one-slot frames (as the last frame read was; 64 bytes or

@@ -212,7 +212,8 @@ impl<S: RingStorage> Consumer<S> {
             let shape = self.shape;
             let ready = self.cached_head.wrapping_sub(self.tail);
             // Relaxed: the Acquire load of `head` that covered this slot
-            // made the descriptor visible.
+            // (`Consumer::refresh_head` or `Consumer::attach`) made the
+            // descriptor visible.
             let word = shape.desc(self.tail).0.load(Ordering::Relaxed);
             let seen = self.seen;
             if word == seen.word
@@ -338,7 +339,8 @@ impl<S: RingStorage> Consumer<S> {
             let pos = start.wrapping_add(off);
             let ready = avail - off;
             // Relaxed: ordered after the Acquire load of `head` that
-            // produced `avail`; read once, checked, then used.
+            // produced `avail` (`Consumer::refresh_head` or
+            // `Consumer::attach`); read once, checked, then used.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);
             let checked = match shape.frame_of(word, ready, &mut seen) {
                 Some(frame) => Ok(frame),

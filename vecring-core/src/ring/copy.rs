@@ -151,7 +151,8 @@ impl Shape {
         let mut copied = 0;
         for buf in bufs.iter_mut() {
             // Relaxed: ordered after the Acquire load of `head` that
-            // published the slot; read once.
+            // published the slot (`Consumer::refresh_head` or
+            // `Consumer::attach`); read once.
             // SAFETY: the descriptor of a frame before `clear`, within the
             // array (the caller's contract).
             let seen_again = unsafe { &*desc }.0.load(Ordering::Relaxed);
@@ -174,7 +175,7 @@ impl Shape {
 
     /// Copies `frame` into the slots from free-running `index` and writes
     /// its descriptor (Relaxed: published by the producer's next Release
-    /// store of `head`).
+    /// store of `head`, in `Producer::publish`).
     ///
     /// # Safety
     /// `frame` must be 1 to `max_frame` bytes, must not overlap the slots

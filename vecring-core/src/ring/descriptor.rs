@@ -191,7 +191,8 @@ impl Shape {
         // SAFETY: the masked slot is below `slot_count`.
         let descs = unsafe { self.descs.add(self.slot(index)) };
         // Frame `i`'s descriptor. Relaxed: ordered after the Acquire load of
-        // `head` that published these slots.
+        // `head` that published these slots (`Consumer::refresh_head` or
+        // `Consumer::attach`).
         let word_of = |i: u64| {
             // SAFETY: called for `i < limit` only: a descriptor of the
             // caller's slots.
@@ -379,7 +380,7 @@ impl Shape {
 #[inline(always)]
 pub(super) fn put_desc(desc: &SlotDesc, word: u32) {
     // Relaxed, both: published by the producer's next Release store of
-    // `head`.
+    // `head`, in `Producer::publish`.
     if desc.0.load(Ordering::Relaxed) != word {
         desc.0.store(word, Ordering::Relaxed);
     }
@@ -452,8 +453,8 @@ pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
 #[inline(always)]
 unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
     // Relaxed: the values are only compared. The consumer's loads are
-    // ordered after its Acquire load of `head`; the producer compares its
-    // own earlier stores.
+    // ordered after its Acquire load of `head` (`Consumer::refresh_head` or
+    // `Consumer::attach`); the producer compares its own earlier stores.
     let differs = (0..count).fold(0, |acc, i| {
         // SAFETY: `i < count`: one of the caller's descriptors.
         let desc = unsafe { &*descs.add(i) };
@@ -471,7 +472,8 @@ unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
 /// differs from the one compared only fails the group's test, and one that
 /// equals it is that word: a word already validated. Ordered as the
 /// Relaxed loads it stands for: after the consumer's Acquire load of
-/// `head`, or after the producer's own earlier stores.
+/// `head` (`Consumer::refresh_head` or `Consumer::attach`), or after the
+/// producer's own earlier stores.
 ///
 /// # Safety
 /// The four descriptors from `descs` are within the descriptor array.

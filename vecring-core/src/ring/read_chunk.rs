@@ -153,7 +153,8 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         };
         if ready != 0 {
             // Relaxed: ordered after the Acquire load of `head` that
-            // produced `end`. The value is used only if it passes the
+            // produced `end` (`Consumer::refresh_head` or
+            // `Consumer::attach`). The value is used only if it passes the
             // check; otherwise `peek_slow` loads and checks it afresh.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);
             if let Some((len, slots)) = shape.frame_of(word, ready, &mut self.seen) {
@@ -349,7 +350,8 @@ fn peek_slow<S: RingStorage>(
         return Ok(None);
     }
     // Relaxed: ordered after the Acquire load of `head` that produced the
-    // chunk's end; read exactly once.
+    // chunk's end (`Consumer::refresh_head` or `Consumer::attach`); read
+    // exactly once.
     let word = shape.desc(pos).0.load(Ordering::Relaxed);
     match shape.diagnose(pos, word, ready) {
         Ok((len, slots)) => Ok(Some(SeenDesc { word, len, slots })),

@@ -761,4 +761,22 @@ mod tests {
         assert!(!nodes.is_empty());
         assert!(nodes.iter().all(|&n| n == 0), "{nodes:?}");
     }
+
+    /// The ring's conformance suite on a ring of a memfd region: the
+    /// second ring, whose place follows from the first's size, in ordinary
+    /// pages so that it runs without hugepages.
+    mod ring_on_region {
+        use super::*;
+
+        fn region_ring(geometry: Geometry) -> RegionRing {
+            let opts = RegionOptions {
+                hugepages: HugepagePolicy::Never,
+                numa_node: None,
+            };
+            let region = Region::create(geometry, 1, &opts).unwrap();
+            Arc::new(region).ring(abi::RING_SLAVE_TO_MASTER)
+        }
+
+        crate::ring::tests::ring_suite!(region_ring);
+    }
 }

@@ -1,0 +1,122 @@
+//! Moving a frame's bytes and hinting the cache: the copies of the hot
+//! paths (small frames without a `memcpy` call) and the prefetches.
+
+use core::ptr;
+
+/// Copies `len` bytes; frames of up to 64 bytes with a few overlapping
+/// unaligned loads and stores instead of a `memcpy` call, which dominates
+/// the cost of a small frame.
+///
+/// # Safety
+/// `src..src+len` must be readable, `dst..dst+len` writable, and the two
+/// must not overlap.
+#[inline(always)]
+pub(super) unsafe fn copy_bytes(dst: *mut u8, src: *const u8, len: usize) {
+    use core::ptr::{read_unaligned as rd, write_unaligned as wr};
+    // SAFETY: every access below lies within the first or the last
+    // `k <= len` bytes of the two ranges the caller guarantees.
+    unsafe {
+        if len > 64 {
+            ptr::copy_nonoverlapping(src, dst, len);
+        } else if len >= 32 {
+            copy_32_to_64(dst, src, len);
+        } else if len >= 16 {
+            let (a, b) = (rd(src.cast::<u128>()), rd(src.add(len - 16).cast::<u128>()));
+            wr(dst.cast::<u128>(), a);
+            wr(dst.add(len - 16).cast::<u128>(), b);
+        } else if len >= 8 {
+            let (a, b) = (rd(src.cast::<u64>()), rd(src.add(len - 8).cast::<u64>()));
+            wr(dst.cast::<u64>(), a);
+            wr(dst.add(len - 8).cast::<u64>(), b);
+        } else {
+            for i in 0..len {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+    }
+}
+
+/// How a loop over frames of one length copies each: chosen once for the
+/// length, not per frame.
+pub(super) const COPY_32_TO_64: u8 = 0;
+/// Longer than 64 bytes: `memcpy`, without [`copy_bytes`]'s dispatch.
+pub(super) const COPY_MEMCPY: u8 = 1;
+/// Any length: [`copy_bytes`].
+pub(super) const COPY_ANY: u8 = 2;
+
+/// Copies `len` bytes from `src` to `dst` the way `HOW` names.
+///
+/// # Safety
+/// As for [`copy_bytes`], and `len` is 32 to 64 for [`COPY_32_TO_64`].
+#[inline(always)]
+pub(super) unsafe fn copy_as<const HOW: u8>(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match HOW {
+            COPY_32_TO_64 => copy_32_to_64(dst, src, len),
+            COPY_MEMCPY => ptr::copy_nonoverlapping(src, dst, len),
+            _ => copy_bytes(dst, src, len),
+        }
+    }
+}
+
+/// [`copy_bytes`] for 32 to 64 bytes: four 16-byte moves (not two
+/// `[u8; 32]`s: those go through the stack).
+///
+/// # Safety
+/// As for `copy_bytes`, and `32 <= len <= 64`.
+#[inline(always)]
+pub(super) unsafe fn copy_32_to_64(dst: *mut u8, src: *const u8, len: usize) {
+    use core::ptr::{read_unaligned as rd, write_unaligned as wr};
+    let tail = len - 32;
+    // SAFETY: every access lies within the first or the last 32 of the
+    // `len >= 32` bytes of the two ranges the caller guarantees.
+    unsafe {
+        let (a, b) = (rd(src.cast::<u128>()), rd(src.add(16).cast::<u128>()));
+        let (c, d) = (
+            rd(src.add(tail).cast::<u128>()),
+            rd(src.add(tail + 16).cast::<u128>()),
+        );
+        wr(dst.cast::<u128>(), a);
+        wr(dst.add(16).cast::<u128>(), b);
+        wr(dst.add(tail).cast::<u128>(), c);
+        wr(dst.add(tail + 16).cast::<u128>(), d);
+    }
+}
+
+/// Hints the CPU to fetch the cache line at `p` (no effect on other
+/// architectures). Prefetching never faults, whatever the address.
+#[inline(always)]
+pub(super) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch instructions do not access memory architecturally
+    // and cannot fault; SSE is part of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// Hints the CPU to fetch the cache line at `p` for writing (`PREFETCHW`;
+/// no effect on other architectures). Never faults, whatever the address.
+#[inline(always)]
+pub(super) fn prefetch_for_write(p: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: PREFETCHW does not access memory architecturally and cannot
+    // fault; processors without it execute the encoding as a NOP.
+    unsafe {
+        core::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    let _ = p;
+}
+
+/// How far ahead, in slots, the consumer prefetches published slots (and
+/// twice as far, their descriptors): enough small frames to cover a
+/// cross-core transfer. (The producer does not prefetch ahead of a batch:
+/// a `PREFETCHW` of slots ahead measured no better, of the next frame's
+/// lines at 1514 bytes much worse, and outside its reservation it would
+/// take lines the consumer may still be reading. It only primes one free
+/// slot after publishing a single frame: `Producer::prime_next_slot`.)
+pub(super) const PREFETCH_SLOTS: u64 = 8;

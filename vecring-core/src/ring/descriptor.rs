@@ -1,0 +1,521 @@
+//! Slot descriptors and the ring's shape: decoding and checking the
+//! descriptor words a peer wrote, planning the words of a length, storing
+//! and comparing descriptors (a group at a time), and [`Shape`], the
+//! geometry in the form the hot paths use.
+
+use super::bytes::{prefetch, PREFETCH_SLOTS};
+use super::error::{Corruption, PushError};
+use super::storage::RingStorage;
+use crate::abi::{SlotDesc, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
+use crate::sync::Ordering;
+
+/// The last descriptor word the consumer validated, decoded: a stream of
+/// one frame size then costs one comparison per frame (see
+/// [`Shape::frame_of`]).
+#[derive(Clone, Copy)]
+pub(super) struct SeenDesc {
+    pub(super) word: u32,
+    pub(super) len: usize,
+    pub(super) slots: u64,
+}
+
+impl SeenDesc {
+    /// Matches no valid frame: word 0 is never valid, and `slots` fails
+    /// every published-slots check, so a 0 descriptor still goes to
+    /// [`Shape::diagnose`].
+    pub(super) const NONE: SeenDesc = SeenDesc {
+        word: 0,
+        len: 0,
+        slots: u64::MAX,
+    };
+}
+
+/// A valid frame length with its slot count, descriptor word and stride
+/// (bytes its slots span): the producer's twin of [`SeenDesc`].
+#[derive(Clone, Copy)]
+pub(super) struct LenPlan {
+    pub(super) len: usize,
+    pub(super) slots: u64,
+    pub(super) word: u32,
+    pub(super) stride: usize,
+}
+
+impl LenPlan {
+    /// Plans no length: its `slots` fits no room, and length 0 is never
+    /// valid.
+    pub(super) const NONE: LenPlan = LenPlan {
+        len: 0,
+        slots: u64::MAX,
+        word: 0,
+        stride: 0,
+    };
+}
+
+/// The slots from free-running `start` to the end of the data area: a
+/// frame that lies within them is at `base` plus its offset, with no wrap
+/// to handle (all frames of a batch but at most one per lap).
+#[derive(Clone, Copy)]
+pub(super) struct Run {
+    pub(super) start: u64,
+    /// The first byte of slot `start`.
+    pub(super) base: *mut u8,
+    /// The descriptor of slot `start`.
+    pub(super) descs: *const SlotDesc,
+    /// Slots from `start` to the end of the data area.
+    pub(super) to_end: u64,
+}
+
+impl Run {
+    /// Slots from descriptor `from` to descriptor `to` (`to` may lie past
+    /// the end of the array, as a wrapping cursor does).
+    #[inline(always)]
+    pub(super) fn slots_between(from: *const SlotDesc, to: *const SlotDesc) -> u64 {
+        ((to as usize).wrapping_sub(from as usize) / size_of::<SlotDesc>()) as u64
+    }
+}
+
+/// Geometry in the form the hot path wants, copied out of the storage once.
+#[derive(Clone, Copy)]
+pub(super) struct Shape {
+    pub(super) mask: u64,
+    pub(super) slot_size: usize,
+    pub(super) slot_shift: u32,
+    pub(super) max_frame: usize,
+    pub(super) slot_count: u32,
+    /// `storage.data()`, cached: valid while the storage lives (the
+    /// `RingStorage` contract), which every holder of a `Shape` outlives.
+    pub(super) data: *mut u8,
+    /// `storage.descs()`, cached likewise (`slot_count` entries).
+    pub(super) descs: *const SlotDesc,
+}
+
+/// [`Shape::decode`], for a ring of `1 << slot_shift`-byte slots carrying
+/// frames of at most `max_frame` bytes.
+#[inline(never)]
+fn decode_desc(word: u32, max_frame: usize, slot_shift: u32) -> Option<SeenDesc> {
+    let (len, flags) = SlotDesc::unpack(word);
+    let len = len as usize;
+    let more = len > 1 << slot_shift;
+    let valid = len.wrapping_sub(1) < max_frame && flags == if more { SLOT_FLAG_MORE } else { 0 };
+    valid.then(|| SeenDesc {
+        word,
+        len,
+        slots: len.div_ceil(1 << slot_shift) as u64,
+    })
+}
+
+impl Shape {
+    pub(super) fn of<S: RingStorage>(storage: &S) -> Self {
+        let g = storage.geometry();
+        let descs = storage.descs();
+        debug_assert_eq!(descs.len(), g.slot_count() as usize);
+        Shape {
+            mask: u64::from(g.slot_count()) - 1,
+            slot_size: g.slot_size() as usize,
+            slot_shift: g.slot_size().trailing_zeros(),
+            max_frame: g.max_frame_len() as usize,
+            slot_count: g.slot_count(),
+            data: storage.data(),
+            descs: descs.as_ptr(),
+        }
+    }
+
+    /// The descriptor of the slot of free-running `index`.
+    #[inline]
+    pub(super) fn desc(&self, index: u64) -> &SlotDesc {
+        // SAFETY: the masked slot is below `slot_count`, the length of the
+        // descriptor array, which lives as long as the storage.
+        unsafe { &*self.descs.add(self.slot(index)) }
+    }
+
+    /// The first byte of the slot of free-running `index`.
+    #[inline]
+    pub(super) fn slot_ptr(&self, index: u64) -> *mut u8 {
+        // SAFETY: the masked slot is below `slot_count`, so the offset stays
+        // inside the data area of `slot_count * slot_size` bytes.
+        unsafe { self.data.add(self.slot(index) << self.slot_shift) }
+    }
+
+    #[inline]
+    pub(super) fn slot(&self, index: u64) -> usize {
+        (index & self.mask) as usize
+    }
+
+    #[inline]
+    pub(super) fn slots_for(&self, len: usize) -> u64 {
+        // Wrapping: for an absurd length (within `slot_size` of
+        // `usize::MAX`) the count is wrong, never a panic, and every caller
+        // refuses such a length whatever the count.
+        (len.wrapping_add(self.slot_size - 1) >> self.slot_shift) as u64
+    }
+
+    /// Where a frame of `len` bytes starting at free-running `index` lies:
+    /// its first byte and how many of its bytes come before the end of the
+    /// data area. The rest, if any, continues at the start of the data area.
+    #[inline]
+    pub(super) fn span(&self, index: u64, len: usize) -> (*mut u8, usize) {
+        let slot = self.slot(index);
+        let room = (self.slot_count as usize - slot) << self.slot_shift;
+        (self.slot_ptr(index), len.min(room))
+    }
+
+    /// The length and slot count of the frame whose first descriptor holds
+    /// `word`, if the descriptor is valid and the frame lies within the
+    /// `ready` published slots: the hot-path check. When `word` is the
+    /// descriptor validated last (`seen`), the answer comes from `seen`
+    /// with one comparison; otherwise `word` is decoded out of line and, if
+    /// valid, becomes `seen`.
+    #[inline(always)]
+    pub(super) fn frame_of(
+        &self,
+        word: u32,
+        ready: u64,
+        seen: &mut SeenDesc,
+    ) -> Option<(usize, u64)> {
+        if word != seen.word {
+            *seen = self.decode(word)?;
+        }
+        (seen.slots <= ready).then_some((seen.len, seen.slots))
+    }
+
+    /// How many of the `limit` frames of `slots` slots each, back to back
+    /// from free-running `index`, have the descriptor word `word`, counted
+    /// until the first that differs. Each descriptor is loaded once.
+    ///
+    /// # Safety
+    /// The `limit * slots` slots from `index` are published and lie before
+    /// the end of the data area.
+    #[inline(always)]
+    pub(super) unsafe fn count_like(&self, index: u64, word: u32, slots: u64, limit: u64) -> u64 {
+        // From the array's pointer (see `run_from`).
+        // SAFETY: the masked slot is below `slot_count`.
+        let descs = unsafe { self.descs.add(self.slot(index)) };
+        // Frame `i`'s descriptor. Relaxed: ordered after the Acquire load of
+        // `head` that published these slots (`Consumer::refresh_head` or
+        // `Consumer::attach`).
+        let word_of = |i: u64| {
+            // SAFETY: called for `i < limit` only: a descriptor of the
+            // caller's slots.
+            unsafe { &*descs.add((i * slots) as usize) }
+                .0
+                .load(Ordering::Relaxed)
+        };
+        let mut n = 0;
+        if slots == 1 {
+            // One-slot frames: descriptors `n..n + DESC_GROUP` are theirs.
+            // SAFETY: `n + DESC_GROUP <= limit`: the caller's descriptors.
+            while n + DESC_GROUP as u64 <= limit && unsafe { all_hold(descs.add(n as usize), word) }
+            {
+                n += DESC_GROUP as u64;
+            }
+        }
+        while n < limit && word_of(n) == word {
+            n += 1;
+        }
+        n
+    }
+
+    /// `word` decoded and validated, but for the published-slots check.
+    /// Out of line, and handed two numbers rather than the shape: a shape
+    /// passed by address would pin its holder (a chunk, a loop's locals) in
+    /// memory for the whole loop.
+    #[inline(always)]
+    fn decode(&self, word: u32) -> Option<SeenDesc> {
+        decode_desc(word, self.max_frame, self.slot_shift)
+    }
+
+    /// What is wrong with the frame descriptor `word` at free-running
+    /// `index`, with `ready` published slots from there; `Ok` (length and
+    /// slots) if nothing is.
+    #[cold]
+    pub(super) fn diagnose(
+        &self,
+        index: u64,
+        word: u32,
+        ready: u64,
+    ) -> Result<(usize, u64), Corruption> {
+        let slot = self.slot(index) as u32;
+        let (len16, flags) = SlotDesc::unpack(word);
+        let len = len16 as usize;
+        Err(if flags & !SLOT_FLAGS_KNOWN != 0 {
+            Corruption::Flags { slot, flags }
+        } else if len == 0 || flags != self.flags_for(len) {
+            Corruption::Length {
+                slot,
+                len: len16,
+                flags,
+            }
+        } else if len > self.max_frame {
+            Corruption::FrameTooLong {
+                slot,
+                max: self.max_frame as u32,
+            }
+        } else if self.slots_for(len) > ready {
+            Corruption::Truncated { slot }
+        } else {
+            return Ok((len, self.slots_for(len)));
+        })
+    }
+
+    /// Prefetches the slot `PREFETCH_SLOTS` after `index` and the
+    /// descriptor twice as far, each only if published (`ready` slots from
+    /// `index` are): a line the producer is still writing would be pulled
+    /// away from it.
+    #[inline(always)]
+    pub(super) fn prefetch_ahead(&self, index: u64, ready: u64) {
+        if PREFETCH_SLOTS < ready {
+            prefetch(self.slot_ptr(index.wrapping_add(PREFETCH_SLOTS)));
+            if 2 * PREFETCH_SLOTS < ready {
+                let desc = self.desc(index.wrapping_add(2 * PREFETCH_SLOTS));
+                prefetch((desc as *const SlotDesc).cast());
+            }
+        }
+    }
+
+    /// The run of slots from free-running `start` (see [`Run`]).
+    #[inline(always)]
+    pub(super) fn run_from(&self, start: u64) -> Run {
+        Run {
+            start,
+            base: self.slot_ptr(start),
+            // From the array's pointer, not from `desc(start)`: a pointer
+            // taken from a reference to one descriptor may not reach the
+            // next ones.
+            // SAFETY: the masked slot is below `slot_count`, the length of
+            // the descriptor array.
+            descs: unsafe { self.descs.add(self.slot(start)) },
+            to_end: u64::from(self.slot_count) - (start & self.mask),
+        }
+    }
+
+    /// The data and descriptor cursors `used` slots into `run`: the first
+    /// byte of that slot and its descriptor. Wrapping: a cursor one past
+    /// the end (after the last frame before it) is never dereferenced.
+    #[inline(always)]
+    pub(super) fn cursors(&self, run: &Run, used: u64) -> (*mut u8, *const SlotDesc) {
+        (
+            run.base.wrapping_add((used as usize) << self.slot_shift),
+            run.descs.wrapping_add(used as usize),
+        )
+    }
+
+    /// The descriptor `used` slots into `run`.
+    ///
+    /// # Safety
+    /// `used < run.to_end` (before the end of the descriptor array).
+    #[inline(always)]
+    pub(super) unsafe fn desc_in_run(run: &Run, used: u64) -> &SlotDesc {
+        // SAFETY: slot `start + used` is `used` entries after `run.descs`
+        // in the array, before its end per the caller.
+        unsafe { &*run.descs.add(used as usize) }
+    }
+
+    /// The plan of a frame of `len` bytes; for an invalid length, one
+    /// whose `slots` fits no room. Cold: a stream of one size needs it
+    /// once.
+    #[cold]
+    #[inline]
+    pub(super) fn plan(&self, len: usize) -> LenPlan {
+        if len.wrapping_sub(1) >= self.max_frame {
+            return LenPlan {
+                len,
+                ..LenPlan::NONE
+            };
+        }
+        let slots = self.slots_for(len);
+        LenPlan {
+            len,
+            slots,
+            word: SlotDesc::pack(len as u16, self.flags_for(len)),
+            stride: (slots as usize) << self.slot_shift,
+        }
+    }
+
+    /// Stores the descriptor of a frame of `len` bytes in `desc`.
+    #[inline(always)]
+    pub(super) fn store_desc(&self, desc: &SlotDesc, len: usize) {
+        put_desc(desc, SlotDesc::pack(len as u16, self.flags_for(len)));
+    }
+
+    /// Writes the descriptor of a frame of `len` (valid) bytes starting at
+    /// free-running `index`.
+    #[inline(always)]
+    pub(super) fn write_desc(&self, index: u64, len: usize) {
+        self.store_desc(self.desc(index), len);
+    }
+
+    /// Why a frame of `len` bytes can never be sent, if it cannot.
+    #[cold]
+    pub(super) fn bad_length(&self, len: usize) -> Option<PushError> {
+        let max = self.max_frame;
+        if len == 0 {
+            Some(PushError::Empty)
+        } else if len > max {
+            Some(PushError::TooLarge { len, max })
+        } else {
+            None
+        }
+    }
+
+    /// The head-descriptor flags of a frame of `len` bytes.
+    #[inline]
+    pub(super) fn flags_for(&self, len: usize) -> u16 {
+        if len > self.slot_size {
+            SLOT_FLAG_MORE
+        } else {
+            0
+        }
+    }
+}
+
+/// Stores `word` in `desc` unless it holds that word already.
+///
+/// A stream of one frame size finds every descriptor holding its word from
+/// the lap before, so the descriptor lines stay shared between the two
+/// cores instead of moving to the producer and back every lap: a store
+/// would first take the line from the consumer's cache. (Measured: 64-byte
+/// frames between vCPUs ~215 ns apart, 31 against 40 Mfps, the latter as
+/// fast as rtrb.) The value read is only compared: whatever the peer wrote
+/// there, the descriptor ends up holding `word`.
+#[inline(always)]
+pub(super) fn put_desc(desc: &SlotDesc, word: u32) {
+    // Relaxed, both: published by the producer's next Release store of
+    // `head`, in `Producer::publish`.
+    if desc.0.load(Ordering::Relaxed) != word {
+        desc.0.store(word, Ordering::Relaxed);
+    }
+}
+
+/// One-slot frames' descriptors checked together, by [`all_hold`].
+const DESC_GROUP: usize = 8;
+
+/// Whether the [`DESC_GROUP`] descriptors from `descs` all hold `word`:
+/// one load of each and one test for the group.
+///
+/// # Safety
+/// The `DESC_GROUP` descriptors from `descs` are within the descriptor
+/// array.
+#[inline(always)]
+unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
+    const { assert!(DESC_GROUP == 8) };
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: the two fours of descriptors are the caller's eight; the rest
+    // is SSE2 (x86_64 baseline) on registers.
+    unsafe {
+        use core::arch::x86_64::{
+            _mm_and_si128, _mm_cmpeq_epi32, _mm_movemask_epi8, _mm_set1_epi32,
+        };
+        let want = _mm_set1_epi32(word as i32);
+        let same = _mm_and_si128(
+            _mm_cmpeq_epi32(load_four(descs), want),
+            _mm_cmpeq_epi32(load_four(descs.add(4)), want),
+        );
+        _mm_movemask_epi8(same) == 0xffff
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    // SAFETY: the caller's.
+    unsafe {
+        each_holds(descs, DESC_GROUP, word)
+    }
+}
+
+/// Whether the four descriptors from `descs` all hold `word`, as
+/// [`all_hold`] for eight.
+///
+/// # Safety
+/// The four descriptors from `descs` are within the descriptor array.
+#[inline(always)]
+pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: the four descriptors are the caller's; the rest is SSE2
+    // (x86_64 baseline) on registers.
+    unsafe {
+        use core::arch::x86_64::{_mm_cmpeq_epi32, _mm_movemask_epi8, _mm_set1_epi32};
+        _mm_movemask_epi8(_mm_cmpeq_epi32(
+            load_four(descs),
+            _mm_set1_epi32(word as i32),
+        )) == 0xffff
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    // SAFETY: the caller's.
+    unsafe {
+        each_holds(descs, 4, word)
+    }
+}
+
+/// [`all_hold`] and [`four_hold`] with one atomic load of each of the
+/// `count` descriptors from `descs` (under loom and Miri, and on other
+/// targets).
+///
+/// # Safety
+/// The `count` descriptors from `descs` are within the descriptor array.
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+#[inline(always)]
+unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
+    // Relaxed: the values are only compared. The consumer's loads are
+    // ordered after its Acquire load of `head` (`Consumer::refresh_head` or
+    // `Consumer::attach`); the producer compares its own earlier stores.
+    let differs = (0..count).fold(0, |acc, i| {
+        // SAFETY: `i < count`: one of the caller's descriptors.
+        let desc = unsafe { &*descs.add(i) };
+        acc | (desc.0.load(Ordering::Relaxed) ^ word)
+    });
+    differs == 0
+}
+
+/// Four descriptors from `descs` in one 16-byte load: for eight, 7
+/// instructions to load and compare them instead of 24.
+///
+/// In `asm!`, because the peer may store to these words at any time: the
+/// compiler must not assume them unchanged, as it may for a plain load.
+/// Whatever the peer did (a torn or changing value included), a word that
+/// differs from the one compared only fails the group's test, and one that
+/// equals it is that word: a word already validated. Ordered as the
+/// Relaxed loads it stands for: after the consumer's Acquire load of
+/// `head` (`Consumer::refresh_head` or `Consumer::attach`), or after the
+/// producer's own earlier stores.
+///
+/// # Safety
+/// The four descriptors from `descs` are within the descriptor array.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+unsafe fn load_four(descs: *const SlotDesc) -> core::arch::x86_64::__m128i {
+    let four;
+    // SAFETY: 16 readable bytes at `descs` (the caller's); the load writes
+    // only `four`.
+    unsafe {
+        core::arch::asm!(
+            "movdqu {four}, [{p}]",
+            p = in(reg) descs,
+            four = out(xmm_reg) four,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    four
+}
+
+/// [`put_desc`] for `count` frames whose first descriptors lie `step`
+/// entries apart from `descs`. One-slot frames go a group at a time: a
+/// group whose descriptors all hold `word` already (a stream of one size,
+/// from the lap before) costs its loads and one test.
+///
+/// # Safety
+/// The `count` descriptors are within the descriptor array.
+#[inline(always)]
+pub(super) unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u32) {
+    // SAFETY: called for `j < count` only: one of the caller's descriptors.
+    let desc = |j: usize| unsafe { &*descs.add(j * step) };
+    let mut j = 0;
+    if step == 1 {
+        while j + DESC_GROUP <= count {
+            // SAFETY: `j + DESC_GROUP <= count`: the caller's descriptors.
+            if !unsafe { all_hold(descs.add(j), word) } {
+                (0..DESC_GROUP).for_each(|i| put_desc(desc(j + i), word));
+            }
+            j += DESC_GROUP;
+        }
+    }
+    for j in j..count {
+        put_desc(desc(j), word);
+    }
+}

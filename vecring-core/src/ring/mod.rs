@@ -1,0 +1,61 @@
+//! The single-producer/single-consumer frame ring.
+//!
+//! A Lamport ring with free-running indices (as in rtrb and DPDK's
+//! `rte_ring`), each side caching the other's index so that the shared index
+//! lines are read only when the cached view runs out, and written once per
+//! batch:
+//!
+//! - the producer fills slots and each frame's descriptor, then publishes `head`
+//!   with one `Release` store per [`WriteChunk::commit`];
+//! - the consumer loads `head` with `Acquire` only when it has consumed
+//!   everything it knew of, reads the frames, then publishes `tail` with one
+//!   `Release` store per [`ReadChunk::release`].
+//!
+//! The copying calls sit on the chunks: `send_batch` and `recv_batch` are a
+//! chunk's loop flattened, and [`Producer::send`] and [`Consumer::recv`]
+//! handle the common single frame in straight-line code (a ping-pong's
+//! latency is mostly these two calls), taking a chunk for everything else.
+//!
+//! The other side may be a hostile process. Every value read from shared
+//! memory (the peer's index, every descriptor) is loaded once into a local,
+//! checked, and only then used. A bad value *poisons* the endpoint: it
+//! returns [`Corruption`] from then on, counts it, and never touches memory
+//! outside the ring. The endpoint's own index is private and never re-read.
+
+// The files, each importing only from those on the lines above its own
+// (this file re-exports what is public):
+// - `error`, `stats`, `storage`: what an endpoint reports, and the memory
+//   a ring lives in;
+// - `bytes`: byte copies and prefetches;
+// - `descriptor`: descriptor words and the ring's shape;
+// - `frame`: received frames, read in place;
+// - `copy`: the copy loops;
+// - `producer`, then `write_chunk`: the writing end;
+// - `consumer`, then `hold_back` and `read_chunk`: the reading end;
+// - `heap`: the heap backend.
+mod bytes;
+mod consumer;
+mod copy;
+mod descriptor;
+mod error;
+mod frame;
+mod heap;
+mod hold_back;
+mod producer;
+mod read_chunk;
+mod stats;
+mod storage;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod tests;
+mod write_chunk;
+
+pub use consumer::Consumer;
+pub use error::{Corruption, IndexKind, PushError, RecvError, SendError};
+pub use frame::{Frame, FrameArrays, FrameRun};
+pub use heap::{heap_channel, HeapRing, HeapRingInner};
+pub use hold_back::HoldBack;
+pub use producer::Producer;
+pub use read_chunk::ReadChunk;
+pub use stats::EndpointStats;
+pub use storage::RingStorage;
+pub use write_chunk::{FrameWriter, WriteChunk};

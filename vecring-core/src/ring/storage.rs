@@ -1,0 +1,62 @@
+//! The memory a ring lives in ([`RingStorage`]), and the hooks through
+//! which the ring tells loom when it touches a slot's bytes.
+
+use crate::abi::{RingControl, SlotDesc};
+use crate::geometry::Geometry;
+
+/// Memory that holds one ring: its control block, descriptors and slot data.
+///
+/// Implemented for the heap ([`HeapRing`]) and for a shared-memory region
+/// ([`crate::memory::RegionRing`]); the ring code is the same for both.
+///
+/// # Safety
+/// `control`, `descs` and `data` must stay valid for as long as the storage
+/// (or any clone of it) lives: `descs()` has `geometry().slot_count()`
+/// entries and `data()` points to `slot_count * slot_size` bytes, valid for
+/// reads and writes and aligned to 64 bytes. The geometry must never change.
+///
+/// [`HeapRing`]: super::HeapRing
+pub unsafe trait RingStorage: Send + Sync {
+    /// The ring's control block.
+    fn control(&self) -> &RingControl;
+    /// The slot descriptors, `slot_count` of them.
+    fn descs(&self) -> &[SlotDesc];
+    /// The first byte of slot 0.
+    fn data(&self) -> *mut u8;
+    /// The ring's shape.
+    fn geometry(&self) -> Geometry;
+    /// Under loom only: the ring reads (`write` false) or writes the bytes
+    /// of the `slots` slots from free-running `index` now. [`HeapRing`]
+    /// records it in a loom cell per slot, so that loom reports a slot
+    /// written while the other side may still read it, or read before the
+    /// write is visible. The ring calls it through `model_read` and
+    /// `model_write`; storage that does not record does nothing.
+    #[cfg(loom)]
+    fn slot_access(&self, index: u64, slots: u64, write: bool) {
+        let _ = (index, slots, write);
+    }
+}
+
+/// The consumer reads the `slots` slots from free-running `index` now:
+/// after the Acquire load of `head` that published them, before the Release
+/// store of `tail` that frees them. Tells loom (see
+/// `RingStorage::slot_access`, a method only under loom); compiles to
+/// nothing otherwise.
+#[inline(always)]
+pub(super) fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, false);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
+}
+
+/// The producer writes the `slots` slots from free-running `index` now:
+/// after the Acquire load of `tail` that freed them, before the Release
+/// store of `head` that publishes them. As [`model_read`].
+#[inline(always)]
+pub(super) fn model_write<S: RingStorage>(storage: &S, index: u64, slots: u64) {
+    #[cfg(loom)]
+    storage.slot_access(index, slots, true);
+    #[cfg(not(loom))]
+    let _ = (storage, index, slots);
+}

@@ -120,7 +120,14 @@ impl Geometry {
     /// sizes are powers of two.
     #[inline]
     pub const fn slots_for(&self, len: usize) -> u32 {
-        slots_for_shift(len, self.slot_size.trailing_zeros())
+        slots_for_shift(len, self.slot_size.trailing_zeros()) as u32
+    }
+
+    /// The slot a free-running ring index falls on (indices grow without
+    /// bound; the slot count is a power of two).
+    #[inline]
+    pub const fn slot_of(&self, index: u64) -> usize {
+        (index & (self.slot_count as u64 - 1)) as usize
     }
 
     /// Slots the largest frame occupies.
@@ -141,12 +148,13 @@ impl Default for Geometry {
 }
 
 /// Slots a frame of `len` bytes occupies in slots of `1 << slot_shift`
-/// bytes, for code that keeps the shift rather than a [`Geometry`] (the
-/// ring's hot paths). Never overflows.
-#[inline]
-pub const fn slots_for_shift(len: usize, slot_shift: u32) -> u32 {
-    let mask = (1usize << slot_shift) - 1;
-    ((len >> slot_shift) + (len & mask != 0) as usize) as u32
+/// bytes: the one formula behind [`Geometry::slots_for`] and the ring's
+/// hot paths (which keep the shift rather than a [`Geometry`]). A length
+/// within a slot of `usize::MAX` wraps to a wrong count, never a panic;
+/// every caller refuses such a length whatever the count.
+#[inline(always)]
+pub const fn slots_for_shift(len: usize, slot_shift: u32) -> u64 {
+    (len.wrapping_add((1usize << slot_shift) - 1) >> slot_shift) as u64
 }
 
 #[cfg(test)]
@@ -195,11 +203,15 @@ mod tests {
         assert_eq!(g.slots_for(2049), 2);
         assert_eq!(g.slots_for(9216), 5);
         assert_eq!(g.slots_for(0), 0);
+        assert_eq!(g.slot_of(0), 0);
+        assert_eq!(g.slot_of(1023), 1023);
+        assert_eq!(g.slot_of(1024), 0);
+        assert_eq!(g.slot_of(u64::MAX), 1023);
         for shift in 6..=15 {
-            for len in [0, 1, 63, 64, 65, 1514, 9216, usize::MAX >> 1, usize::MAX] {
+            for len in [0, 1, 63, 64, 65, 1514, 9216, 1 << 40] {
                 assert_eq!(
-                    slots_for_shift(len, shift) as usize,
-                    len.div_ceil(1 << shift) as u32 as usize,
+                    slots_for_shift(len, shift),
+                    len.div_ceil(1 << shift) as u64,
                     "{len} in slots of 2^{shift}"
                 );
             }

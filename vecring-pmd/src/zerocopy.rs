@@ -30,7 +30,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU16, AtomicU8, Ordering};
 use std::sync::Arc;
 use vecring_core::memory::RegionRing;
-use vecring_core::{Frame, Receiver, RingStorage};
+use vecring_core::{Frame, Geometry, Receiver, RingStorage};
 
 /// Smaller frames are copied even in zero-copy mode: copying them costs
 /// less than attaching and freeing an external buffer.
@@ -40,10 +40,8 @@ pub const ZC_MIN_LEN: usize = 512;
 pub struct ZcSlots {
     /// Keeps the region mapped while any mbuf points into it.
     ring: RegionRing,
-    /// Address of slot 0.
-    data: usize,
-    slot_shift: u32,
-    mask: u64,
+    /// The ring's geometry, which maps ring indices to slots.
+    geometry: Geometry,
     /// Per frame's first slot: 1 once the frame is no longer needed.
     done: Box<[AtomicU8]>,
     /// Per frame's first slot: the slots the frame holds. Written and read
@@ -68,9 +66,7 @@ impl ZcSlots {
         let n = g.slot_count() as usize;
         Arc::new(ZcSlots {
             ring: ring.clone(),
-            data: ring.data() as usize,
-            slot_shift: g.slot_size().trailing_zeros(),
-            mask: u64::from(g.slot_count()) - 1,
+            geometry: g,
             done: (0..n).map(|_| AtomicU8::new(0)).collect(),
             span: (0..n).map(|_| AtomicU16::new(1)).collect(),
             shinfo: (0..n)
@@ -91,7 +87,7 @@ impl ZcSlots {
     /// copied or dropped).
     #[inline]
     pub fn mark_done(&self, index: u64, slots: u64) {
-        let slot = (index & self.mask) as usize;
+        let slot = self.geometry.slot_of(index);
         self.set_span(slot, slots);
         // Relaxed: only this lcore reads the flag of a frame it marked
         // itself, after its own copy.
@@ -106,7 +102,7 @@ impl ZcSlots {
     /// [`Frame::contiguous`] bytes.
     #[inline]
     pub unsafe fn attach(self: &Arc<Self>, m: *mut rte_mbuf, frame: &Frame<'_>) {
-        let slot = (frame.index() & self.mask) as usize;
+        let slot = self.geometry.slot_of(frame.index());
         let len = frame.len();
         debug_assert!(frame.contiguous().is_some());
         let buf = frame.first_segment().as_ptr().cast_mut();
@@ -140,11 +136,16 @@ unsafe extern "C" fn free_slot(addr: *mut c_void, opaque: *mut c_void) {
     // SAFETY: `opaque` is the `Arc::into_raw` made in `attach`, still
     // counted, so the slots are alive.
     let slots = unsafe { &*zc };
-    let slot = ((addr as usize).wrapping_sub(slots.data) >> slots.slot_shift) as u64 & slots.mask;
-    // Release: pairs with the Acquire load in `reclaim`, so the
-    // application's reads of the slot happen before the slot is released
-    // to the producer.
-    slots.done[slot as usize].store(1, Ordering::Release);
+    // `addr` is the buffer `attach` gave the mbuf, the first byte of a
+    // frame in this ring's slots.
+    let slot = slots.ring.slot_at(addr.cast_const().cast());
+    debug_assert!(slot.is_some(), "freed buffer outside the ring");
+    if let Some(slot) = slot {
+        // Release: pairs with the Acquire load in `reclaim`, so the
+        // application's reads of the slot happen before the slot is
+        // released to the producer.
+        slots.done[slot].store(1, Ordering::Release);
+    }
     // SAFETY: gives back the reference taken in `attach`.
     unsafe { Arc::decrement_strong_count(zc) };
 }
@@ -171,7 +172,7 @@ pub fn reclaim(receiver: &mut Receiver, slots: Option<&Arc<ZcSlots>>) {
     };
     let mut at = released;
     while at != read {
-        let slot = (at & zc.mask) as usize;
+        let slot = zc.geometry.slot_of(at);
         let flag = &zc.done[slot];
         // Acquire: pairs with the Release store in `free_slot`.
         if flag.load(Ordering::Acquire) == 0 {

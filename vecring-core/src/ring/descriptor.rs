@@ -7,6 +7,7 @@ use super::bytes::{prefetch, PREFETCH_SLOTS};
 use super::error::{Corruption, PushError};
 use super::storage::RingStorage;
 use crate::abi::{SlotDesc, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
+use crate::geometry::slots_for_shift;
 use crate::sync::Ordering;
 
 /// The last descriptor word the consumer validated, decoded: a stream of
@@ -100,7 +101,7 @@ fn decode_desc(word: u32, max_frame: usize, slot_shift: u32) -> Option<SeenDesc>
     valid.then(|| SeenDesc {
         word,
         len,
-        slots: len.div_ceil(1 << slot_shift) as u64,
+        slots: slots_for_shift(len, slot_shift),
     })
 }
 
@@ -143,10 +144,7 @@ impl Shape {
 
     #[inline]
     pub(super) fn slots_for(&self, len: usize) -> u64 {
-        // Wrapping: for an absurd length (within `slot_size` of
-        // `usize::MAX`) the count is wrong, never a panic, and every caller
-        // refuses such a length whatever the count.
-        (len.wrapping_add(self.slot_size - 1) >> self.slot_shift) as u64
+        slots_for_shift(len, self.slot_shift)
     }
 
     /// Where a frame of `len` bytes starting at free-running `index` lies:

@@ -25,6 +25,16 @@ pub unsafe trait RingStorage: Send + Sync {
     fn data(&self) -> *mut u8;
     /// The ring's shape.
     fn geometry(&self) -> Geometry;
+    /// The slot whose bytes hold `addr`, if `addr` points into this
+    /// ring's slot data: for code that gets back only an address, such as
+    /// the DPDK driver's callback when an mbuf attached to a slot is freed.
+    #[inline]
+    fn slot_at(&self, addr: *const u8) -> Option<usize> {
+        let g = self.geometry();
+        let offset = (addr as usize).wrapping_sub(self.data() as usize);
+        let slot = offset >> g.slot_size().trailing_zeros();
+        (slot < g.slot_count() as usize).then_some(slot)
+    }
     /// Under loom only: the ring reads (`write` false) or writes the bytes
     /// of the `slots` slots from free-running `index` now. [`HeapRing`]
     /// records it in a loom cell per slot, so that loom reports a slot

@@ -231,9 +231,9 @@ def bench_table(bench):
 
 def source_text(directory, meta):
     lines = [f"Figures from `{directory}`" + (":" if meta else ".")]
-    lines += [f"{k}: {v};" for k, v in meta.items()]
     if meta:
-        lines[-1] = lines[-1][:-1] + "."
+        lines.append("")
+        lines += [f"- {k}: {v}" for k, v in meta.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -156,16 +156,19 @@ def rate(v, metric):
     return f"{m:.0f}" if m >= 100 else f"{m:.1f}" if m >= 10 else f"{m:.2f}"
 
 
-def ratio_text(v):
-    """A ratio: three decimals near 1, where a few percent matter, else two."""
-    return f"{v:.3f}" if 0.9 <= v < 1.1 else f"{v:.2f}"
+def ratio_text(v, like=None):
+    """A ratio: three decimals when it (or `like`, the median it goes
+    with) is near 1, where a few percent matter, else two."""
+    ref = v if like is None else like
+    return f"{v:.3f}" if 0.9 <= ref < 1.1 else f"{v:.2f}"
 
 
 def ratio_cell(row):
     med = num(row["ratio_median"])
     lo, hi = num(row["ratio_min"]), num(row["ratio_max"])
     text = f"**{ratio_text(med)}**" if med is not None else "–"
-    spread = f"{ratio_text(lo)}..{ratio_text(hi)}" if lo is not None and hi is not None else "–"
+    spread = (f"{ratio_text(lo, med)}..{ratio_text(hi, med)}"
+              if None not in (med, lo, hi) else "–")
     return text, spread
 
 

@@ -53,9 +53,10 @@ step() { echo "== $* ($(date -u +%H:%M:%S))" >&2; }
 BIN=target/release
 
 step "build (sequential, -j 2)"
-cargo build --release -j 2 -p vecring-benches --features iceoryx2 --bins
-skip dpdk || cargo build --release -j 2 -p vecring-pmd
-skip bench || cargo build --release -j 2 -p vecring-cli
+# One invocation: separate ones resolve features differently and rebuild
+# vecring-core each time.
+cargo build --release -j 2 -p vecring-benches -p vecring-pmd -p vecring-cli \
+	--features vecring-benches/iceoryx2
 
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -67,37 +68,30 @@ skip bench || cargo build --release -j 2 -p vecring-cli
 	echo "core-to-core before: $("$BIN/core-latency") ns"
 } >"$OUT/meta.txt"
 
-if ! skip ring; then
-	step "ring: ring-compare"
-	if [ "$QUICK" = 1 ]; then
-		"$BIN/ring-compare" --pairs 2 --secs 0.02 --sizes 64,1514 --csv "$OUT/ring.csv" >"$OUT/ring.txt"
-	else
-		"$BIN/ring-compare" --pairs 7 --secs 0.3 --sizes 64,256,1514,9000 --csv "$OUT/ring.csv" >"$OUT/ring.txt"
+# measure NAME OUTFILE COMMAND...: runs a step with its stdout in OUTFILE; a
+# step that fails is recorded in meta.txt and the others still run.
+FAILED=
+measure() {
+	local name=$1 out=$2
+	shift 2
+	skip "$name" && return
+	step "$name: $*"
+	if ! "$@" >"$out"; then
+		echo "failed: $name (see $out)" >>"$OUT/meta.txt"
+		echo "report: step $name failed" >&2
+		FAILED="$FAILED $name"
 	fi
-fi
-if ! skip link; then
-	step "link: link-compare (with iceoryx2)"
-	if [ "$QUICK" = 1 ]; then
-		"$BIN/link-compare" 2 --quick --csv "$OUT/link.csv" >"$OUT/link.txt"
-	else
-		"$BIN/link-compare" 9 --csv "$OUT/link.csv" >"$OUT/link.txt"
-	fi
-fi
-if ! skip dpdk; then
-	step "dpdk: dpdk-compare.sh"
-	if [ "$QUICK" = 1 ]; then
-		bash benches/dpdk-compare.sh -s 64 -p 1 -t 8 -o "$OUT/dpdk.csv" >"$OUT/dpdk.txt"
-	else
-		bash benches/dpdk-compare.sh -s "64 1514" -p 5 -t 8 -o "$OUT/dpdk.csv" >"$OUT/dpdk.txt"
-	fi
-fi
-if ! skip bench; then
-	step "bench: vecring bench"
-	if [ "$QUICK" = 1 ]; then
-		"$BIN/vecring" bench --sizes 64 --seconds 0.2 --trial-seconds 0.02 --csv >"$OUT/bench.csv"
-	else
-		"$BIN/vecring" bench --csv >"$OUT/bench.csv"
-	fi
+}
+if [ "$QUICK" = 1 ]; then
+	measure ring "$OUT/ring.txt" "$BIN/ring-compare" --pairs 2 --secs 0.02 --sizes 64,1514 --csv "$OUT/ring.csv"
+	measure link "$OUT/link.txt" "$BIN/link-compare" 2 --quick --csv "$OUT/link.csv"
+	measure dpdk "$OUT/dpdk.txt" bash benches/dpdk-compare.sh -s 64 -p 1 -t 8 -o "$OUT/dpdk.csv"
+	measure bench "$OUT/bench.csv" "$BIN/vecring" -q bench --sizes 64 --seconds 0.2 --trial-seconds 0.02 --csv
+else
+	measure ring "$OUT/ring.txt" "$BIN/ring-compare" --pairs 7 --secs 0.3 --sizes 64,256,1514,9000 --csv "$OUT/ring.csv"
+	measure link "$OUT/link.txt" "$BIN/link-compare" 9 --csv "$OUT/link.csv"
+	measure dpdk "$OUT/dpdk.txt" bash benches/dpdk-compare.sh -s "64 1514" -p 5 -t 8 -o "$OUT/dpdk.csv"
+	measure bench "$OUT/bench.csv" "$BIN/vecring" -q bench --csv
 fi
 {
 	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -111,3 +105,4 @@ README=()
 [ "$UPDATE" = 1 ] && [ "$QUICK" = 0 ] && README=(--readme docs/benchmarks/README.md)
 python3 benches/plot.py "$OUT" --svg-dir "$SVG" "${README[@]}" >"$OUT/tables.md"
 echo "report: results in $OUT (tables.md, *.csv, *.txt), plots in $SVG" >&2
+[ -z "$FAILED" ] || { echo "report: failed steps:$FAILED" >&2; exit 1; }

@@ -19,7 +19,7 @@
 //! Built with the cargo feature `iceoryx2`, iceoryx2 publish-subscribe
 //! between the same two processes is a fourth candidate in the rotation,
 //! and its ping-pong is timed beside the link's (see
-//! [`vecring_benches::iceoryx2_peer`]).
+//! `vecring_benches::iceoryx2_peer`).
 //!
 //! ```text
 //! cargo run --release -p vecring-benches [--features iceoryx2] --bin link-compare \

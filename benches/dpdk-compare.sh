@@ -12,8 +12,11 @@
 # not the drivers. (Near is not faster: packet rates are often higher in
 # the far placement.)
 #
-# Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z]
+# Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z] [-o FILE]
 #   -z  also measure eth_vecring with zero_copy=true on the receiver
+#   -o  also write every run's RX and TX pps, with its core-to-core
+#       latency, to FILE as CSV (the columns of benches/src/results.rs:
+#       bench dpdk, candidates eth_vecring, eth_vecring-zc, net_memif)
 # VECRING_DEVARGS=",slots=1024,slot_size=2048" appends devargs to the
 # eth_vecring master (e.g. to compare ring geometries).
 # Needs root, hugepages, the built PMD and latency probe
@@ -24,14 +27,16 @@ SIZES="64 128 256 512 1024 1514 9000"
 PAIRS=5
 SECONDS_PER_RUN=8
 ZERO_COPY=0
+CSV=
 VECRING_DEVARGS=${VECRING_DEVARGS:-}
-while getopts "s:p:t:z" o; do
+while getopts "s:p:t:zo:" o; do
 	case $o in
 	s) SIZES=$OPTARG ;;
 	p) PAIRS=$OPTARG ;;
 	t) SECONDS_PER_RUN=$OPTARG ;;
 	z) ZERO_COPY=1 ;;
-	*) sed -n '2,21p' "$0"; exit 2 ;;
+	o) CSV=$OPTARG ;;
+	*) sed -n '2,24p' "$0"; exit 2 ;;
 	esac
 done
 
@@ -47,7 +52,19 @@ LATENCY=$ROOT/target/release/core-latency
 NEAR_NS=${NEAR_NS:-100}
 
 WORK=$(mktemp -d /run/vecring-bench.XXXXXX)
-trap 'pkill -f "file-prefix=vrb" 2>/dev/null || true; sleep 0.5; rm -f /dev/hugepages/vrb*map_*; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+# EAL file prefixes of this invocation only (another run of this script, or
+# anyone's testpmd, may be running beside it): on exit, only the processes
+# this script started are stopped and only their hugepage files removed.
+PREFIX=vrb$$
+cleanup() {
+	# (Most have exited by now: kill's complaint about those is no error.)
+	[ ! -f "$WORK/pids" ] || xargs -r kill -TERM <"$WORK/pids" 2>/dev/null || true
+	sleep 0.5
+	rm -f /dev/hugepages/"$PREFIX"rxmap_* /dev/hugepages/"$PREFIX"txmap_*
+	[ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+[ -z "$CSV" ] || echo "bench,group,candidate,frame,pair,metric,value,c2c_ns" >"$CSV"
 
 # testpmd options shared by every run. (memif needs EAL's multi-process
 # support, so no --in-memory; each process gets its own --file-prefix.)
@@ -78,15 +95,17 @@ run_pair() {
 	esac
 	local plugin=""
 	[ "$kind" != memif ] && plugin="-d $SO"
-	# shellcheck disable=SC2086
-	timeout $((SECONDS_PER_RUN + 45)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix=vrbrx $COMMON $plugin \
+	# shellcheck disable=SC2086,SC2046
+	timeout $((SECONDS_PER_RUN + 45)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix="$PREFIX"rx $COMMON $plugin \
 		--vdev="$rx_vdev" -- --forward-mode=rxonly $(app_opts "$size") >"$WORK/rx.log" 2>&1 &
 	local rx=$!
+	echo "$rx" >>"$WORK/pids"
 	sleep 1
-	# shellcheck disable=SC2086
-	timeout $((SECONDS_PER_RUN + 40)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix=vrbtx $COMMON $plugin \
+	# shellcheck disable=SC2086,SC2046
+	timeout $((SECONDS_PER_RUN + 40)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix="$PREFIX"tx $COMMON $plugin \
 		--vdev="$tx_vdev" -- --forward-mode=txonly $(app_opts "$size") --txpkts="$size" >"$WORK/tx.log" 2>&1 &
 	local tx=$!
+	echo "$tx" >>"$WORK/pids"
 	# Measure from the moment forwarding starts (creating the mbuf pools
 	# takes a few seconds), not from the launch.
 	local waited=0
@@ -150,6 +169,11 @@ for size in $SIZES; do
 			tx_all[$kind]="${tx_all[$kind]:-} $t"
 			this[$kind]=$r
 			lat[$kind]=$l
+			if [ -n "$CSV" ]; then
+				case $kind in memif) cand=net_memif ;; *) cand=eth_$kind ;; esac
+				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),rx_pps,$r,$l" >>"$CSV"
+				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),tx_pps,$t,$l" >>"$CSV"
+			fi
 		done
 		line="  pair $pair, $size B:"
 		for kind in $order; do line="$line $kind ${this[$kind]} (${lat[$kind]} ns)"; done

@@ -6,7 +6,7 @@
 //! One iteration is one batch of frames, so criterion's `thrpt` is frames
 //! per second; `benches/criterion-table.py` turns the saved estimates (in
 //! the workspace's `target/criterion`) into frames/s and GB/s. The ratios that decide a comparison come from the
-//! `ring-compare` A/B runner, not from this suite (see docs/BENCHMARKS.md).
+//! `ring-compare` A/B runner, not from this suite (see docs/benchmarks/README.md).
 //!
 //! ```text
 //! cargo bench -p vecring-benches --bench ring [-- FILTER]

@@ -31,7 +31,10 @@
 
 #![deny(missing_docs)]
 
+#[cfg(feature = "iceoryx2")]
+pub mod iceoryx2_peer;
 pub mod pipeline;
+pub mod results;
 pub mod rtrb_bytes;
 pub mod rtrb_peer;
 pub mod vecring;

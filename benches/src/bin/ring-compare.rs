@@ -1,14 +1,22 @@
 //! A/B runner: vecring against its peers, alternately, in one run.
 //!
 //! For each comparison both candidates are built once (ring, threads), then
-//! measured A B A B … for `--pairs` pairs of `--secs` seconds each. Prints
+//! measured A B, B A, … for `--pairs` pairs of `--secs` seconds each. Prints
 //! the median rate of each and the median (and range) of the per-pair
 //! ratios A/B, as the project's BENCHMARKING.md asks. The producer is pinned
 //! to CPU 0 and the consumer to CPU 1 for every candidate.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin ring-compare -- [--pairs 7] [--secs 0.3]
+//! cargo run --release -p vecring-benches --bin ring-compare -- [--pairs 7] [--secs 0.3] \
+//!     [--sizes 64,1514] [--csv FILE]
 //! ```
+//!
+//! `--sizes` takes frame lengths of 64, 256, 1514 and 9000 bytes. Every
+//! size gets the same comparisons (see `comparisons`). The core-to-core
+//! latency is taken between pairs
+//! (the vCPU placement each pair drew). `--csv FILE` also writes every
+//! pair's two rates, with that latency, in the columns of
+//! [`vecring_benches::results`], for `benches/plot.py`.
 //!
 //! `--only NAME --len L --batch B --secs S` instead runs one candidate
 //! alone for `S` seconds (for a profiler) and prints its rate and how
@@ -19,9 +27,10 @@
 
 use std::time::{Duration, Instant};
 use vecring_benches::pipeline::{Finished, Link};
+use vecring_benches::results::{csv_arg, Results, Row};
 use vecring_benches::{
     build, core_to_core_latency, geometry, hugepages_available, pin_current_thread, Candidate,
-    Placement, PRODUCER_CPU,
+    Placement, FRAME_SIZES, PRODUCER_CPU,
 };
 
 /// One line of the report.
@@ -34,96 +43,48 @@ struct Comparison {
     target: f64,
 }
 
-const COMPARISONS: [Comparison; 12] = [
-    // rtrb with fixed `[u8; N]` elements: frames of one length only.
-    Comparison {
-        a: Candidate::VecringCopy,
-        b: Candidate::RtrbCopy,
-        len: 64,
+/// The comparisons for frames of `len` bytes, in report order: each API
+/// against rtrb with fixed `[u8; N]` elements (frames of one length only,
+/// rtrb's best case) and against rtrb carrying length-prefixed byte
+/// messages (how rtrb carries a link's frames); the zero-copy consumer
+/// with its hold-back on (not the default; only frames of one slot are
+/// ever held back); and the zero-copy API, and rtrb's, against a
+/// single-thread memcpy of the same bytes.
+fn comparisons(len: usize) -> Vec<Comparison> {
+    let row = |a, b, target| Comparison {
+        a,
+        b,
+        len,
         batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopy,
-        b: Candidate::RtrbZeroCopy,
-        len: 64,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringCopy,
-        b: Candidate::RtrbCopy,
-        len: 1514,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopy,
-        b: Candidate::RtrbZeroCopy,
-        len: 1514,
-        batch: 32,
-        target: 1.0,
-    },
-    // rtrb carrying the frames as length-prefixed byte messages.
-    Comparison {
-        a: Candidate::VecringCopy,
-        b: Candidate::RtrbBytesCopy,
-        len: 64,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopy,
-        b: Candidate::RtrbBytesZeroCopy,
-        len: 64,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringCopy,
-        b: Candidate::RtrbBytesCopy,
-        len: 1514,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopy,
-        b: Candidate::RtrbBytesZeroCopy,
-        len: 1514,
-        batch: 32,
-        target: 1.0,
-    },
-    // The zero-copy consumer with its hold-back on (not the default).
-    Comparison {
-        a: Candidate::VecringZeroCopyHold,
-        b: Candidate::RtrbZeroCopy,
-        len: 64,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopyHold,
-        b: Candidate::RtrbBytesZeroCopy,
-        len: 64,
-        batch: 32,
-        target: 1.0,
-    },
-    Comparison {
-        a: Candidate::VecringZeroCopy,
-        b: Candidate::Memcpy,
-        len: 1514,
-        batch: 32,
-        target: 0.8,
-    },
+        target,
+    };
+    let mut rows = vec![
+        row(Candidate::VecringCopy, Candidate::RtrbCopy, 1.0),
+        row(Candidate::VecringZeroCopy, Candidate::RtrbZeroCopy, 1.0),
+        row(Candidate::VecringCopy, Candidate::RtrbBytesCopy, 1.0),
+        row(
+            Candidate::VecringZeroCopy,
+            Candidate::RtrbBytesZeroCopy,
+            1.0,
+        ),
+    ];
+    if geometry().slots_for(len) == 1 {
+        rows.push(row(
+            Candidate::VecringZeroCopyHold,
+            Candidate::RtrbZeroCopy,
+            1.0,
+        ));
+        rows.push(row(
+            Candidate::VecringZeroCopyHold,
+            Candidate::RtrbBytesZeroCopy,
+            1.0,
+        ));
+    }
+    rows.push(row(Candidate::VecringZeroCopy, Candidate::Memcpy, 0.8));
     // Not a target: whether any two-thread ring reaches the same bar here.
-    Comparison {
-        a: Candidate::RtrbZeroCopy,
-        b: Candidate::Memcpy,
-        len: 1514,
-        batch: 32,
-        target: 0.8,
-    },
-];
+    rows.push(row(Candidate::RtrbZeroCopy, Candidate::Memcpy, 0.8));
+    rows
+}
 
 /// Frames per second of `link` over about `secs`, in runs of `chunk`
 /// frames.
@@ -205,11 +166,34 @@ fn only(
     );
 }
 
+/// The core-to-core latency now, in nanoseconds, once the consumer
+/// threads of the links just measured have parked (an idle consumer spins
+/// for a few milliseconds on the probe's CPU first).
+fn placement_probe() -> f64 {
+    std::thread::sleep(Duration::from_millis(10));
+    core_to_core_latency().as_secs_f64() * 1e9
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let pairs: usize = arg(&args, "--pairs", 7);
     let secs: f64 = arg(&args, "--secs", 0.3);
     assert!(pairs >= 1 && secs > 0.0, "--pairs >= 1 and --secs > 0");
+    let sizes: Vec<usize> = arg(&args, "--sizes", "64,1514".to_string())
+        .split(',')
+        .map(|s| {
+            let len = s
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("--sizes: cannot parse {s}"));
+            assert!(
+                FRAME_SIZES.contains(&len),
+                "--sizes: {len} is not one of {FRAME_SIZES:?}"
+            );
+            len
+        })
+        .collect();
+    let mut results = Results::create(csv_arg(&args)).expect("create the --csv file");
 
     pin_current_thread(PRODUCER_CPU).expect("pin the producer to CPU 0");
     let placement = if args.iter().any(|a| a == "--same-thread") {
@@ -232,7 +216,8 @@ fn main() {
         return;
     }
     println!(
-        "ring-compare: {pairs} A/B pairs of {secs} s; producer CPU 0, consumer CPU 1; \
+        "ring-compare: {pairs} A/B pairs of {secs} s (B first in every other pair); \
+         producer CPU 0, consumer CPU 1; \
          vecring geometry {} slots x {} B, hugepages: {}; \
          core-to-core latency now: {} ns one way",
         geometry().slot_count(),
@@ -246,15 +231,40 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let started = Instant::now();
-    for c in &COMPARISONS {
+    for c in sizes.iter().flat_map(|&len| comparisons(len)) {
         let mut a = build(c.a, c.len, c.batch, placement);
         let mut b = build(c.b, c.len, c.batch, placement);
         let chunk_a = calibrate(a.as_mut());
         let chunk_b = calibrate(b.as_mut());
         let (mut rates_a, mut rates_b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..pairs {
-            let ra = measure(a.as_mut(), chunk_a, secs);
-            let rb = measure(b.as_mut(), chunk_b, secs);
+        let group = format!("{}:{}", c.a.name(), c.b.name());
+        let mut before = placement_probe();
+        for pair in 0..pairs {
+            // A B, then B A: neither candidate always runs second, just
+            // after the other's consumer went idle.
+            let (ra, rb) = if pair % 2 == 0 {
+                let ra = measure(a.as_mut(), chunk_a, secs);
+                (ra, measure(b.as_mut(), chunk_b, secs))
+            } else {
+                let rb = measure(b.as_mut(), chunk_b, secs);
+                (measure(a.as_mut(), chunk_a, secs), rb)
+            };
+            let after = placement_probe();
+            for (candidate, value) in [(c.a, ra), (c.b, rb)] {
+                results
+                    .push(Row {
+                        bench: "ring",
+                        group: &group,
+                        candidate: candidate.name(),
+                        frame: c.len,
+                        pair,
+                        metric: "fps",
+                        value,
+                        c2c_ns: before.max(after),
+                    })
+                    .expect("write the --csv file");
+            }
+            before = after;
             rates_a.push(ra);
             rates_b.push(rb);
             ratios.push(ra / rb);
@@ -288,6 +298,7 @@ fn main() {
             waits(done_b),
         );
     }
+    results.flush().expect("write the --csv file");
     println!();
     println!("total {:.1} s", started.elapsed().as_secs_f64());
 }

@@ -19,7 +19,6 @@
 //!    one thread at a time.
 
 use crate::error::{cstr, Error, VECRING_E_BUSY, VECRING_E_INVAL};
-use crate::table::{self, Lane, Ref};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::ptr::NonNull;
@@ -44,24 +43,16 @@ const RX_BUSY: &CStr =
     cstr!("the link's receiver is in use by another thread (one consumer thread per link)");
 
 impl vecring_link {
-    /// A handle owning `link`, with both endpoints taken, entered in the
-    /// handle table; returns its token.
-    pub(crate) fn open(link: Link) -> Result<*mut vecring_link, Error> {
+    /// A handle owning `link`, with both endpoints taken; the handle table
+    /// (`table::insert`) gives C its token.
+    pub(crate) fn new(link: Link) -> Result<vecring_link, Error> {
         let sender = link.sender().map_err(crate::error::link_error)?;
         let receiver = link.receiver().map_err(crate::error::link_error)?;
-        table::insert(Box::new(vecring_link {
+        Ok(vecring_link {
             tx: TryLock::new(TxState::new(sender)),
             rx: TryLock::new(RxState::new(receiver)),
             link,
-        }))
-    }
-
-    /// The handle a C pointer names, held for one call of kind `lane`.
-    ///
-    /// # Errors
-    /// `VECRING_E_INVAL` (NULL or not a handle), `VECRING_E_CLOSED`.
-    pub(crate) fn get(p: *const vecring_link, lane: Lane) -> Result<Ref, Error> {
-        Ref::new(p, lane)
+        })
     }
 
     /// The link.

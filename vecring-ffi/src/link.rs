@@ -62,7 +62,7 @@ pub unsafe extern "C" fn vecring_open(
         }
         // SAFETY: non-null; the caller guarantees the options' validity.
         let b = unsafe { builder(opts)? };
-        let handle = vecring_link::open(b.open().map_err(link_error)?)?;
+        let handle = table::insert(Box::new(vecring_link::new(b.open().map_err(link_error)?)?))?;
         // SAFETY: as above.
         unsafe { link.write(handle) };
         Ok(VECRING_OK)
@@ -124,7 +124,7 @@ const CLOSED_WHILE_WAITING: &CStr = cstr!("the link was closed (by vecring_close
 #[no_mangle]
 pub unsafe extern "C" fn vecring_state(link: *const vecring_link, generation: *mut u64) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Link)?;
+        let h = Ref::new(link, Lane::Link)?;
         let (up, g) = match h.link().state() {
             LinkState::Up { generation } => (1, generation),
             LinkState::Down => (0, 0),
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn vecring_wait_up(
     generation: *mut u64,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Link)?;
+        let h = Ref::new(link, Lane::Link)?;
         let up = wait_sliced(
             &h,
             Duration::from_millis(timeout_ms.into()),
@@ -180,7 +180,7 @@ pub unsafe extern "C" fn vecring_wait_up(
 #[no_mangle]
 pub unsafe extern "C" fn vecring_wait_down(link: *const vecring_link, timeout_ms: u32) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Link)?;
+        let h = Ref::new(link, Lane::Link)?;
         let down = wait_sliced(&h, Duration::from_millis(timeout_ms.into()), |slice| {
             h.link().wait_down(slice).then_some(())
         })?;
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn vecring_geometry(
     max_frame_len: *mut u32,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Link)?;
+        let h = Ref::new(link, Lane::Link)?;
         let region = h
             .link()
             .region()
@@ -238,7 +238,7 @@ pub unsafe extern "C" fn vecring_counters(
     size: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Link)?;
+        let h = Ref::new(link, Lane::Link)?;
         if out.is_null() {
             return Err(Error::inval("out is NULL"));
         }

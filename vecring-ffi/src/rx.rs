@@ -5,7 +5,7 @@
 
 use crate::error::{corruption, guard, recv_error, Error, VECRING_OK};
 use crate::handle::vecring_link;
-use crate::table::Lane;
+use crate::table::{Lane, Ref};
 use crate::tx::c_count;
 use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
 use std::ffi::{c_int, c_void};
@@ -25,7 +25,7 @@ pub unsafe extern "C" fn vecring_recv(
     len: *mut usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Rx)?;
+        let h = Ref::new(link, Lane::Rx)?;
         if len.is_null() {
             return Err(Error::inval("len is NULL"));
         }
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn vecring_recv_batch(
     count: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Rx)?;
+        let h = Ref::new(link, Lane::Rx)?;
         if count == 0 {
             return Ok(0);
         }
@@ -142,7 +142,7 @@ pub unsafe extern "C" fn vecring_rx_peek(
     max: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Rx)?;
+        let h = Ref::new(link, Lane::Rx)?;
         if max == 0 {
             return Err(Error::inval("max is 0"));
         }
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn vecring_rx_peek(
 #[no_mangle]
 pub unsafe extern "C" fn vecring_rx_release(link: *mut vecring_link) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Rx)?;
+        let h = Ref::new(link, Lane::Rx)?;
         let mut rx = h.rx()?;
         if rx.chunk.take().is_some() {
             rx.receiver()?.flush_counters();

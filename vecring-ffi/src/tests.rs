@@ -94,7 +94,7 @@ impl Pair {
 
     /// A reference to one of the pair's handles, as a call in flight holds.
     fn handle(&self, h: *mut vecring_link, lane: Lane) -> Ref {
-        vecring_link::get(h, lane).unwrap()
+        Ref::new(h, lane).unwrap()
     }
 }
 

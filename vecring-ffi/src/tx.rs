@@ -7,7 +7,7 @@ use crate::error::{
     guard, push_error, send_error, Error, FULL, VECRING_E_AGAIN, VECRING_E_TOOBIG, VECRING_OK,
 };
 use crate::handle::{vecring_link, Staged};
-use crate::table::Lane;
+use crate::table::{Lane, Ref};
 use crate::vecring_frame_t;
 use std::ffi::{c_int, c_void};
 
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn vecring_send(
     len: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         // SAFETY: forwarded caller guarantee.
         let bytes = unsafe { bytes(frame, len, "frame")? };
         let mut tx = h.tx()?;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn vecring_send_batch(
     count: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         if count == 0 {
             return Ok(0);
         }
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn vecring_tx_reserve(
     slots: *mut u32,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         if max_slots == 0 {
             return Err(Error::inval("max_slots is 0"));
         }
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn vecring_tx_alloc(
     data: *mut *mut u8,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         if data.is_null() {
             return Err(Error::inval(
                 "data (the frame pointer's out pointer) is NULL",
@@ -207,7 +207,7 @@ pub unsafe extern "C" fn vecring_tx_push(
     len: usize,
 ) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         // SAFETY: forwarded caller guarantee.
         let bytes = unsafe { bytes(frame, len, "frame")? };
         let mut tx = h.tx()?;
@@ -225,7 +225,7 @@ pub unsafe extern "C" fn vecring_tx_push(
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_commit(link: *mut vecring_link) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         let chunk = tx.chunk.take().ok_or_else(no_chunk)?;
         for s in &tx.staged {
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn vecring_tx_commit(link: *mut vecring_link) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_abort(link: *mut vecring_link) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         tx.chunk = None;
         tx.recycle_staged();
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn vecring_tx_abort(link: *mut vecring_link) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn vecring_tx_unread(link: *mut vecring_link) -> c_int {
     guard(|| {
-        let h = vecring_link::get(link, Lane::Tx)?;
+        let h = Ref::new(link, Lane::Tx)?;
         let mut tx = h.tx()?;
         let unread = tx.sender()?.unread();
         Ok(c_count(usize::try_from(unread).unwrap_or(usize::MAX)))

@@ -78,6 +78,8 @@ impl Drop for Watchdog {
 }
 
 pub mod hostile;
+pub mod markdown;
+pub mod sandbox;
 
 pub use vecring_core::pattern::{check as check_frame, fill as fill_frame, mixed_len as frame_len};
 

@@ -77,6 +77,7 @@ impl Drop for Watchdog {
     }
 }
 
+pub mod doc_runner;
 pub mod hostile;
 pub mod markdown;
 pub mod sandbox;

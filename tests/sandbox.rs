@@ -105,9 +105,13 @@ ov "$REPO" repo; ov /usr/local usr-local; ov /opt opt; ov /etc etc
 lxc_mode=$(stat -c %a /var/lib/lxc 2>/dev/null || echo 755)
 mkdir -p /var/lib/lxc
 mount -t tmpfs -o mode=0755 tmpfs /run &&
-	mount -t tmpfs -o mode=1777 tmpfs /tmp &&
 	mount -t tmpfs -o "mode=$lxc_mode" tmpfs /var/lib/lxc ||
-	fail "cannot mount the sandbox's /run, /tmp, /var/lib/lxc"
+	fail "cannot mount the sandbox's /run and /var/lib/lxc"
+# (A checkout under /tmp keeps the host's /tmp.)
+case $REPO/ in
+/tmp/*) ;;
+*) mount -t tmpfs -o mode=1777 tmpfs /tmp || fail "cannot mount the sandbox's /tmp" ;;
+esac
 if [ -d /dev/hugepages ]; then
 	mount -t hugetlbfs -o pagesize=2M nodev /dev/hugepages || fail "cannot mount hugetlbfs"
 fi

@@ -61,7 +61,7 @@ const EXCLUDED_DOCS: &[(&str, &str)] = &[
 const SKIPPED: &[(&str, &str)] = &[
     (
         "sudo scripts/setup.sh",
-        "installs distribution packages (apt) and reserves hugepages; scripts/test.sh runs it before every test",
+        "installs distribution packages (apt), DPDK's driver-SDK headers and hugepages; scripts/test.sh runs it before the tests",
     ),
     (
         "cargo build --release -p ",

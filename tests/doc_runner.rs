@@ -160,7 +160,7 @@ pub fn documents(root: &Path) -> Vec<String> {
     }
     let mut docs = vec!["README.md".to_string()];
     markdown_under(&root.join("docs"), "docs", &mut docs);
-    for e in std::fs::read_dir(&root).unwrap().flatten() {
+    for e in std::fs::read_dir(root).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if e.file_type().unwrap().is_dir()
             && !name.starts_with('.')

@@ -7,10 +7,10 @@
 //! run, by the plan [`PLANS`] gives it (`tests/doc_runner.rs` runs them), or
 //! left out with the reason: a whole document in [`EXCLUDED_DOCS`], a
 //! command in [`SKIPPED`], a block by a plan of [`How::Excluded`]. A
-//! command block that is none of these
-//! fails [`every_command_block_is_run_or_excluded`], as do a plan that
-//! finds no block, a fence without a language and an indented code block:
-//! a new command in a document cannot go untested.
+//! command block that is none of these fails
+//! [`every_command_block_is_run_or_excluded`], as do a plan that finds no
+//! block, a fence without a language and an indented code block: a new
+//! command in a document cannot go untested.
 //!
 //! Each document runs in order, top to bottom, in a sandbox of its own
 //! (`tests/sandbox.rs`: new mount, PID and network namespaces, in which the

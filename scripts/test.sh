@@ -19,7 +19,7 @@ cargo build --release --workspace
 install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
 export VECRING_PMD_SO=/usr/local/lib/vecring/librte_net_vecring.so
 
-step "unit, integration and doc tests (release: the stress tests move 10M frames)"
+step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
 cargo test --release --workspace --no-fail-fast
 
 step "DPDK: librte_net_vecring.so inside dpdk-testpmd"

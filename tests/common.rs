@@ -77,7 +77,10 @@ impl Drop for Watchdog {
     }
 }
 
+pub mod doc_runner;
 pub mod hostile;
+pub mod markdown;
+pub mod sandbox;
 
 pub use vecring_core::pattern::{check as check_frame, fill as fill_frame, mixed_len as frame_len};
 

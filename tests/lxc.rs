@@ -27,7 +27,8 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 /// Where the unprivileged container's root lands on the host.
 const MAPPED_ROOT: u32 = 100_000;
 
-/// The container configuration, as documented in docs/lxc.md.
+/// The application container's configuration (the host's root file
+/// system shared), as the last section of docs/lxc.md describes it.
 fn lxc_config(domain_dir: &Path, unprivileged: bool) -> String {
     let inside = domain_dir.strip_prefix("/").unwrap().display();
     let mut c = format!(

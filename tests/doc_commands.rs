@@ -1,0 +1,352 @@
+//! Every command that `README.md`, `docs/` and the READMEs of the
+//! repository's directories show is run here, as their reader would run
+//! it, so that a guide cannot go stale.
+//!
+//! A document shows commands in `sh` and `console` blocks
+//! (`tests/markdown.rs` says how they are read). Each such block is either
+//! run, by the plan [`PLANS`] gives it (`tests/doc_runner.rs` runs them), or
+//! left out with the reason: a whole document in [`EXCLUDED_DOCS`], a
+//! command in [`SKIPPED`], a block by a plan of [`How::Excluded`]. A
+//! command block that is none of these fails
+//! [`every_command_block_is_run_or_excluded`], as do a plan that finds no
+//! block, a fence without a language and an indented code block: a new
+//! command in a document cannot go untested.
+//!
+//! Each document runs in order, top to bottom, in a sandbox of its own
+//! (`tests/sandbox.rs`: new mount, PID and network namespaces, in which the
+//! repository, `/usr/local`, `/opt` and `/etc` are overlays and `/run`,
+//! `/tmp`, `/var/lib/lxc` and `/dev/hugepages` are empty), so the commands
+//! keep their default paths and names (`/run/vecring`, a container named
+//! `web`, DPDK's default file prefix) and change nothing on the host. The
+//! working directory is the repository. `vecring` and the DPDK driver are
+//! installed first as `README.md` says ([`PREAMBLE`]).
+//!
+//! Commands a document shows in two shells (a master here, a slave there)
+//! run in terminals of their own, started and ended as the document says
+//! (Ctrl-D, Ctrl-C, `quit`). A command must exit with status 0, and the
+//! output a `console` block shows must appear, in order, in what the
+//! command printed (numbers aside: `markdown::shape`); a document's own
+//! check compares the numbers that must agree (frames sent and received).
+//!
+//! Needs root, LXC, DPDK 22.11 (`dpdk-testpmd`, `dpdk-proc-info`,
+//! `dpdk-dumpcap`) and hugepages (`scripts/setup.sh`), and the workspace
+//! built (`cargo build --release --workspace`, as `scripts/test.sh` does).
+//! The documents run one at a time; their containers and DPDK processes
+//! busy-poll both CPUs of a small machine. A failed run keeps its sandbox's
+//! scratch directory (outputs, scripts, the steps taken), as does every
+//! run with `VECRING_TEST_KEEP=1`.
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::time::Duration;
+use vecring_tests::doc_runner::{
+    number_after, run, run_in, steps, steps_in, Event::*, How, Plan, Policy, Record, Step::*,
+};
+
+/// Documents not run, with the reason (a path, or a directory ending in
+/// `/`). To run one, remove it here and give its blocks plans.
+const EXCLUDED_DOCS: &[(&str, &str)] = &[
+    (
+        "docs/benchmarks/",
+        "benchmark commands take minutes; run by hand",
+    ),
+];
+
+/// Commands never run, by how they start, with the reason. A block whose
+/// commands are all skipped needs no plan.
+const SKIPPED: &[(&str, &str)] = &[
+    (
+        "sudo scripts/setup.sh",
+        "installs distribution packages (apt), DPDK's driver-SDK headers and hugepages; scripts/test.sh runs it before the tests",
+    ),
+    (
+        "cargo build --release -p ",
+        "scripts/test.sh builds the workspace (cargo build --release --workspace) before the tests, the same artifacts; a build of one package resolves its dependencies' features differently and relinks it for up to a minute",
+    ),
+];
+
+/// What a sandbox has before a document's first command: the tool and the
+/// driver installed as `README.md` says.
+const PREAMBLE: &str = "install -m 0755 target/release/vecring /usr/local/bin/
+install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
+";
+
+const LXC: &str = "docs/lxc.md";
+
+const PLANS: &[Plan] = &[
+    // docs/lxc.md: an unprivileged container with a root file system of
+    // its own, started before the master and after it, then privileged.
+    run_in(
+        LXC,
+        "1.",
+        "$ vecring prepare --domain web --owner 100000:100000",
+    ),
+    run_in(LXC, "2.", "cp --parents -L"),
+    run_in(LXC, "3.", "cat > /var/lib/lxc/web/config"),
+    run_in(LXC, "3.", "$ vecring doctor --domain web --lxc web"),
+    steps_in(
+        LXC,
+        "4.",
+        "$ lxc-start -n web",
+        &[Fg, Term("container", Some("waiting for the master"))],
+        &[],
+    ),
+    Plan {
+        after: &[EndInput("container")],
+        ..run_in(LXC, "4.", "$ vecring txonly --role master")
+    },
+    run_in(LXC, "5.", "$ lxc-stop -n web -k"),
+    steps_in(
+        LXC,
+        "5.",
+        "$ vecring txonly --role master",
+        &[Term("host", Some("waiting for the slave"))],
+        &[],
+    ),
+    steps_in(
+        LXC,
+        "5.",
+        "$ lxc-start -n web",
+        &[Fg, Term("container", None)],
+        &[Exit("host"), EndInput("container")],
+    ),
+    run_in(LXC, "6.", "sed -i -e '/^lxc.idmap/d'"),
+    steps_in(
+        LXC,
+        "6.",
+        "$ lxc-start -n web",
+        &[Fg, Term("container", Some("waiting for the master"))],
+        &[],
+    ),
+    Plan {
+        after: &[EndInput("container")],
+        ..run_in(LXC, "6.", "$ vecring txonly --role master")
+    },
+    run_in(LXC, "6.", "lxc-destroy -n web"),
+    // README.md
+    Plan {
+        how: How::Excluded(
+            "scripts/demo.sh is the main job: it installs packages, builds, and benchmarks a host<->container link for minutes (its parts are tested: tests/lxc.rs, vecring-cli/tests/bench.rs); scripts/test.sh is the test suite, which runs this test",
+        ),
+        ..run("README.md", "scripts/demo.sh")
+    },
+    steps(
+        "README.md",
+        "dpdk-testpmd -d target/release/librte_net_vecring.so",
+        &[Term("testpmd", Some("testpmd> "))],
+        &[
+            Type("testpmd", "show port info 0"),
+            Type("testpmd", "quit"),
+            Exit("testpmd"),
+        ],
+    ),
+    run(
+        "README.md",
+        "install -m 0755 target/release/vecring /usr/local/bin/",
+    ),
+    // docs/c-api.md
+    run(
+        "docs/c-api.md",
+        "sudo vecring-ffi/install.sh --no-build      #",
+    ),
+    Plan {
+        before: &[Shell("cp vecring-ffi/examples/c/hello.c app.c")],
+        ..run(
+            "docs/c-api.md",
+            "cc app.c -o app $(pkg-config --cflags --libs vecring)",
+        )
+    },
+    run("docs/c-api.md", "./hello /tmp/vecring-demo"),
+    run("docs/c-api.md", "-o master -Iinclude -Ltarget/release"),
+    run(
+        "docs/c-api.md",
+        "cc vecring-ffi/examples/c/master.c -o master $(pkg-config",
+    ),
+    steps(
+        "docs/c-api.md",
+        "./slave /tmp/vecring-demo 1000",
+        &[Fg, Term("slave", None), Fg],
+        &[Exit("slave")],
+    ),
+    // docs/operations.md
+    steps(
+        "docs/operations.md",
+        "vecring txonly --role master --domain web --link eth0 --seconds 600",
+        &[
+            Term("web master", Some("waiting for the slave")),
+            Term("web slave", Some("link up")),
+            Term("db master", Some("waiting for the slave")),
+        ],
+        &[],
+    ),
+    run("docs/operations.md", "$ vecring list"),
+    steps(
+        "docs/operations.md",
+        "$ vecring stats web --watch 1",
+        &[Term("stats", None)],
+        &[WaitFor("stats", "web/eth0: up", 3), Interrupt("stats")],
+    ),
+    Plan {
+        after: &[
+            Interrupt("web master"),
+            Interrupt("db master"),
+            EndInput("web slave"),
+        ],
+        ..run("docs/operations.md", "$ vecring doctor")
+    },
+    // vecring-pmd/README.md
+    steps(
+        "vecring-pmd/README.md",
+        "--file-prefix=vr_master --lcores=0@0,1@0",
+        &[
+            Term("master", Some("testpmd> ")),
+            Term("slave", Some("testpmd> ")),
+        ],
+        &[
+            WaitFor("master", "link up", 1),
+            WaitFor("slave", "link up", 1),
+        ],
+    ),
+    run("vecring-pmd/README.md", "dpdk-proc-info -d"),
+    steps(
+        "vecring-pmd/README.md",
+        "dpdk-dumpcap --file-prefix vr_master",
+        &[Term("dumpcap", Some("Packets captured"))],
+        &[
+            Interrupt("dumpcap"),
+            Type("master", "quit"),
+            Type("slave", "quit"),
+            Exit("master"),
+            Exit("slave"),
+        ],
+    ),
+];
+
+/// The repository root.
+fn root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository")
+        .to_path_buf()
+}
+
+static POLICY: LazyLock<Policy> = LazyLock::new(|| Policy {
+    root: root(),
+    excluded_docs: EXCLUDED_DOCS,
+    skipped: SKIPPED,
+    plans: PLANS,
+    preamble: PREAMBLE,
+});
+
+#[test]
+fn every_command_block_is_run_or_excluded() {
+    match POLICY.coverage() {
+        // What is not run, and why (shown with --nocapture).
+        Ok(not_run) => not_run.iter().for_each(|n| eprintln!("not run: {n}")),
+        Err(problems) => panic!("\n{}", problems.join("\n")),
+    }
+}
+
+fn no_check(_: &Record) -> Result<(), String> {
+    Ok(())
+}
+
+/// testpmd probed the port the README's devargs describe, and shows it
+/// (its output to a pipe arrives when it quits).
+fn readme_check(r: &Record) -> Result<(), String> {
+    let out = r.outputs("dpdk-testpmd").concat();
+    for want in [
+        "VECRING: eth_vecring0: port 0, master of link testcontainer/tap456, mac 00:ec:f4:bb:d9:7f",
+        "Driver name: net_vecring",
+        "Link status: down",
+    ] {
+        if !out.contains(want) {
+            return Err(format!("testpmd did not print '{want}':\n{out}"));
+        }
+    }
+    Ok(())
+}
+
+/// Each master's frames all reached the container's slave (the k-th
+/// master is the k-th slave's peer), and the master saw the slave's uid as
+/// the host sees the container's root: 100000 when it gave the socket to
+/// that uid, 0 in the privileged container.
+fn lxc_check(r: &Record) -> Result<(), String> {
+    let masters = r.ran("vecring txonly --role master");
+    let slaves = r.outputs("vecring rxonly");
+    if masters.len() != 3 || slaves.len() != 3 {
+        return Err(format!(
+            "{} masters and {} slaves, not 3 each",
+            masters.len(),
+            slaves.len()
+        ));
+    }
+    for ((cmd, master), slave) in masters.into_iter().zip(slaves) {
+        let what = format!("line {}", cmd.line);
+        let sent = number_after(master, "txonly: sent ");
+        let taken = number_after(master, "taken by the peer ");
+        let left = number_after(master, "still in the ring ");
+        let summary = slave.find("rxonly: summary").map(|at| &slave[at..]);
+        let got = summary.and_then(|s| number_after(s, "frames "));
+        let bytes = summary.and_then(|s| number_after(s, "bytes "));
+        if !(sent > Some(0) && taken == sent && left == Some(0)) {
+            return Err(format!(
+                "{what}: sent {sent:?}, taken {taken:?}, left {left:?}:\n{master}"
+            ));
+        }
+        if got != sent || bytes != sent.map(|n| n * 64) {
+            return Err(format!(
+                "{what}: the master sent {sent:?} frames of 64 bytes, the slave received {got:?} frames, {bytes:?} bytes:\n{slave}"
+            ));
+        }
+        let uid = if cmd.text.contains("--owner 100000:100000") {
+            100_000
+        } else {
+            0
+        };
+        let attached = master.find("slave attached: ").map(|at| &master[at..]);
+        let seen = (
+            attached.and_then(|a| number_after(a, " uid ")),
+            attached.and_then(|a| number_after(a, " gid ")),
+        );
+        if seen != (Some(uid), Some(uid)) {
+            return Err(format!(
+                "{what}: the master saw the slave as uid/gid {seen:?}, not {uid}:\n{master}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn lxc_guide() {
+    require_lxc();
+    POLICY.run_doc(LXC, Duration::from_secs(240), lxc_check);
+}
+
+fn require_lxc() {
+    assert!(
+        Path::new("/usr/bin/lxc-start").exists(),
+        "lxc-start missing: run scripts/setup.sh"
+    );
+}
+
+#[test]
+fn readme() {
+    POLICY.run_doc("README.md", Duration::from_secs(120), readme_check);
+}
+
+#[test]
+fn c_api() {
+    POLICY.run_doc("docs/c-api.md", Duration::from_secs(120), no_check);
+}
+
+#[test]
+fn operations() {
+    POLICY.run_doc("docs/operations.md", Duration::from_secs(120), no_check);
+}
+
+#[test]
+fn pmd_readme() {
+    POLICY.run_doc("vecring-pmd/README.md", Duration::from_secs(120), no_check);
+}

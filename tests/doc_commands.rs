@@ -45,12 +45,10 @@ use vecring_tests::doc_runner::{
 
 /// Documents not run, with the reason (a path, or a directory ending in
 /// `/`). To run one, remove it here and give its blocks plans.
-const EXCLUDED_DOCS: &[(&str, &str)] = &[
-    (
-        "docs/benchmarks/",
-        "benchmark commands take minutes; run by hand",
-    ),
-];
+const EXCLUDED_DOCS: &[(&str, &str)] = &[(
+    "docs/benchmarks/",
+    "benchmark commands take minutes; run by hand",
+)];
 
 /// Commands never run, by how they start, with the reason. A block whose
 /// commands are all skipped needs no plan.

@@ -30,7 +30,7 @@ const ATTACH_BUDGET_MS: u64 = 1000;
 
 /// Bytes of a default-geometry region on 2 MiB pages.
 fn region_bytes() -> u64 {
-    abi::align_up(Geometry::DEFAULT.min_region_size(), HUGEPAGE_SIZE)
+    abi::align_up(Geometry::DEFAULT.min_region_size(1), HUGEPAGE_SIZE)
 }
 
 struct Setup {

@@ -59,7 +59,7 @@ impl GuardedRing {
             hugepages: HugepagePolicy::Never,
             numa_node: None,
         };
-        let region = Region::create(geometry, 1, &opts).unwrap();
+        let region = Region::create(geometry, 1, 1, &opts).unwrap();
         let len = region.size();
         let total = len + 2 * GUARD;
         // SAFETY: a fresh anonymous reservation, checked below.

@@ -55,12 +55,12 @@ fn kernel_page_kib(region: &Region) -> u64 {
 fn required_hugepages_back_the_region() {
     let _w = Watchdog::new("required hugepages", Duration::from_secs(60));
     let geometry = Geometry::default();
-    let size = abi::align_up(geometry.min_region_size(), HUGEPAGE_SIZE);
+    let size = abi::align_up(geometry.min_region_size(1), HUGEPAGE_SIZE);
     let opts = RegionOptions {
         hugepages: hugepages_required(size / HUGEPAGE_SIZE),
         numa_node: None,
     };
-    let region = Arc::new(Region::create(geometry, 1, &opts).unwrap());
+    let region = Arc::new(Region::create(geometry, 1, 1, &opts).unwrap());
     assert!(region.hugepages(), "required, so on hugepages");
     assert_eq!(region.size() as u64, size, "a whole number of 2 MiB pages");
     assert_eq!(kernel_page_kib(&region), 2048, "mapped with 2 MiB pages");
@@ -143,7 +143,7 @@ fn preferred_hugepages_fall_back_to_4k_pages_when_refused() {
             hugepages: HugepagePolicy::Require,
             numa_node: None,
         };
-        match Region::create(geometry, 1, &require) {
+        match Region::create(geometry, 1, 1, &require) {
             Err(RegionError::NoHugepages { detail }) => {
                 assert!(detail.contains("2 MiB pages"), "{detail}")
             }
@@ -154,11 +154,11 @@ fn preferred_hugepages_fall_back_to_4k_pages_when_refused() {
             hugepages: HugepagePolicy::Prefer,
             numa_node: None,
         };
-        let region = Arc::new(Region::create(geometry, 1, &prefer).unwrap());
+        let region = Arc::new(Region::create(geometry, 1, 1, &prefer).unwrap());
         assert!(!region.hugepages(), "preferred, refused: on 4 KiB pages");
         assert_eq!(
             region.size() as u64,
-            abi::align_up(geometry.min_region_size(), 4096),
+            abi::align_up(geometry.min_region_size(1), 4096),
             "sized in 4 KiB pages, not rounded up to 2 MiB"
         );
         assert_eq!(kernel_page_kib(&region), 4, "mapped with 4 KiB pages");

@@ -53,7 +53,13 @@ fn frames_flow_both_ways() {
     assert_eq!(s.wait_up(UP).unwrap(), generation);
     let (mut mtx, mut mrx) = (m.sender().unwrap(), m.receiver().unwrap());
     let (mut stx, mut srx) = (s.sender().unwrap(), s.receiver().unwrap());
-    assert!(matches!(m.sender(), Err(LinkError::AlreadyTaken("sender"))));
+    assert!(matches!(
+        m.sender(),
+        Err(LinkError::AlreadyTaken {
+            what: "sender",
+            queue: 0
+        })
+    ));
     mtx.send(b"to slave").unwrap();
     stx.send(&[7u8; 9000]).unwrap();
     assert_eq!(recv_one(&mut srx), b"to slave");

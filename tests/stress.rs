@@ -18,12 +18,12 @@ const BATCH: usize = 32;
 /// gets it), mapped twice (as the master and the slave process would).
 fn region_pair() -> (Arc<Region>, Arc<Region>) {
     let geometry = Geometry::default();
-    let pages = abi::align_up(geometry.min_region_size(), HUGEPAGE_SIZE) / HUGEPAGE_SIZE;
+    let pages = abi::align_up(geometry.min_region_size(1), HUGEPAGE_SIZE) / HUGEPAGE_SIZE;
     let opts = RegionOptions {
         hugepages: hugepages_required(pages),
         numa_node: None,
     };
-    let master = Arc::new(Region::create(geometry, 1, &opts).unwrap());
+    let master = Arc::new(Region::create(geometry, 1, 1, &opts).unwrap());
     assert!(master.hugepages());
     let fd = master.fd().try_clone_to_owned().unwrap();
     let slave = Arc::new(
@@ -32,6 +32,7 @@ fn region_pair() -> (Arc<Region>, Arc<Region>) {
             &Expectation {
                 geometry: Some(geometry),
                 generation: Some(1),
+                ..Expectation::default()
             },
         )
         .unwrap(),

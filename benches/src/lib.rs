@@ -249,7 +249,7 @@ pub fn region() -> Arc<Region> {
         hugepages: hugepage_policy(),
         numa_node: None,
     };
-    Arc::new(Region::create(geometry(), 1, &opts).expect("create the shared-memory region"))
+    Arc::new(Region::create(geometry(), 1, 1, &opts).expect("create the shared-memory region"))
 }
 
 /// Where the consumer runs.

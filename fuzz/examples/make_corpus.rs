@@ -53,7 +53,7 @@ fn ring_input(side: u8, geo: u8, max: u16, frames: &[usize], ops: &[u8]) -> Vec<
 fn main() {
     let g = Geometry::with_max_frame_len(512, 64, 1514).unwrap();
     for (name, m) in [
-        ("hello", Msg::hello(g, 1 << 21, 7)),
+        ("hello", Msg::hello(g, 1, 1 << 21, 7)),
         ("ack", Msg::new(Kind::Ack, 7)),
         (
             "reject",

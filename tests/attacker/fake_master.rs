@@ -127,7 +127,7 @@ enum Kept {
 }
 
 fn hello(conn: &OwnedFd, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
-    let msg = Msg::hello(Geometry::DEFAULT, size, GENERATION);
+    let msg = Msg::hello(Geometry::DEFAULT, 1, size, GENERATION);
     handshake::send(conn, &msg, Some(fd.as_raw_fd()))
 }
 
@@ -184,7 +184,7 @@ fn real_region() -> std::io::Result<Region> {
         hugepages: HugepagePolicy::Never,
         numa_node: None,
     };
-    Region::create(Geometry::DEFAULT, GENERATION, &opts).map_err(std::io::Error::other)
+    Region::create(Geometry::DEFAULT, 1, GENERATION, &opts).map_err(std::io::Error::other)
 }
 
 /// A new memfd of `size` bytes holding `region`'s header area, with

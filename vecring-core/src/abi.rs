@@ -11,9 +11,11 @@
 //!  | RegionHeader        256 B   |  written by the master before the fd is
 //!  |   magic, version, features, |  handed out; never re-read by the master
 //!  |   geometry, region size,    |
-//!  |   generation, reserved      |
+//!  |   generation, queue count,  |
+//!  |   reserved                  |
 //!  +-----------------------------+  HEADER_AREA = 4096
-//!  | ring 0: master -> slave     |
+//!  | ring 0: queue 0,            |  ring_offset(ring_index(0, MasterToSlave))
+//!  |         master -> slave     |
 //!  |  +-----------------------+  |
 //!  |  | RingControl   128 B   |  |  +0    producer line: head (64 B line)
 //!  |  |                       |  |  +64   consumer line: tail (64 B line)
@@ -26,9 +28,21 @@
 //!  |  | [slot_count][slot_sz] |  |  each slot 64-byte aligned
 //!  |  +-----------------------+  |
 //!  +-----------------------------+  HEADER_AREA + ring_area_size
-//!  | ring 1: slave -> master     |  same layout
-//!  +-----------------------------+  rounded up to the page size
+//!  | ring 1: queue 0,            |  same layout
+//!  |         slave -> master     |
+//!  +-----------------------------+
+//!  | ring 2: queue 1, m -> s     |  ring r = 2 * queue + direction,
+//!  | ...                         |  queue_count pairs in all (1..=16)
+//!  | ring 2N-1: queue N-1, s -> m|
+//!  +-----------------------------+  min_region_size, rounded up to the
+//!                                   page size
 //! ```
+//!
+//! A link carries `queue_count` independent queue pairs, each an SPSC ring
+//! per direction. Ring offsets are computed from the geometry and the ring
+//! index ([`ring_offset`]), never stored in shared memory, so a peer has no
+//! offset to lie about; the header states only the counts, which the slave
+//! checks against each other and against the fd's size.
 //!
 //! Indices are free-running `u64`s; a slot is `index & (slot_count - 1)`.
 //! The producer owns `head`, the consumer owns `tail`; each keeps a private
@@ -55,8 +69,9 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
 /// this; peers with different majors refuse each other with a message
 /// naming both. 3: the slave asks first (`Request`) and the link is up only
 /// once the master has sealed the region against new writable mappings
-/// (`Ready`).
-pub const VERSION_MAJOR: u16 = 3;
+/// (`Ready`). 4: a region holds `queue_count` queue pairs (the header's
+/// `queue_count`, the Hello's queue count).
+pub const VERSION_MAJOR: u16 = 4;
 /// Compatible additions bump this; informational.
 pub const VERSION_MINOR: u16 = 0;
 /// Feature bits this build understands. None are defined yet.
@@ -64,12 +79,39 @@ pub const FEATURES_KNOWN: u64 = 0;
 
 /// Bytes reserved at the start of the region for [`RegionHeader`].
 pub const HEADER_AREA: u64 = 4096;
-/// Number of rings in a region: master→slave and slave→master.
-pub const RING_COUNT: u32 = 2;
-/// Index of the master→slave ring.
-pub const RING_MASTER_TO_SLAVE: usize = 0;
-/// Index of the slave→master ring.
-pub const RING_SLAVE_TO_MASTER: usize = 1;
+/// Most queue pairs a link carries. Equals DPDK's
+/// `RTE_ETHDEV_QUEUE_STAT_CNTRS`, so that a driver's per-queue statistics
+/// cover every queue.
+pub const MAX_QUEUES: u16 = 16;
+/// Largest region a slave accepts, and so the most a master may ask for:
+/// geometry and queue count together must fit.
+pub const MAX_REGION_SIZE: u64 = 4 << 30;
+/// Index of queue 0's master→slave ring.
+pub const RING_MASTER_TO_SLAVE: usize = ring_index(0, Dir::MasterToSlave);
+/// Index of queue 0's slave→master ring.
+pub const RING_SLAVE_TO_MASTER: usize = ring_index(0, Dir::SlaveToMaster);
+
+/// The direction of a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Dir {
+    /// The master produces, the slave consumes.
+    MasterToSlave = 0,
+    /// The slave produces, the master consumes.
+    SlaveToMaster = 1,
+}
+
+/// Rings in a region of `queues` queue pairs: one per queue and direction.
+pub const fn ring_count(queues: u16) -> u32 {
+    2 * queues as u32
+}
+
+/// Index of the ring of queue `queue` in direction `dir`: `2 * queue + dir`,
+/// so the two rings of a queue are neighbours and queue 0 keeps rings 0
+/// and 1.
+pub const fn ring_index(queue: u16, dir: Dir) -> usize {
+    2 * queue as usize + dir as usize
+}
 /// Alignment of every ABI structure and of each slot.
 pub const CACHE_LINE: usize = 64;
 /// Offset of the descriptor array inside a ring area.
@@ -118,15 +160,19 @@ pub struct RegionHeader {
     pub slot_size: u32,
     /// Largest frame carried on this link.
     pub max_frame_len: u32,
-    /// Rings in the region ([`RING_COUNT`]).
+    /// Rings in the region: [`ring_count`]`(queue_count)`.
     pub ring_count: u32,
     /// Total bytes of the region (the memfd size).
     pub region_size: u64,
     /// Link generation this region belongs to; a new region is made for
     /// every connection.
     pub generation: u64,
+    /// Queue pairs in the region, `1..=`[`MAX_QUEUES`].
+    pub queue_count: u32,
+    /// Zero; pads `queue_count` to 8 bytes.
+    pub reserved32: u32,
     /// Zero; room to grow.
-    pub reserved: [u64; 25],
+    pub reserved: [u64; 24],
 }
 
 /// One 64-byte line holding one index, so producer and consumer never
@@ -221,9 +267,11 @@ pub const fn ring_offset(ring: usize, slot_count: u32, slot_size: u32) -> u64 {
     HEADER_AREA + ring as u64 * ring_area_size(slot_count, slot_size)
 }
 
-/// Smallest region that holds the header and both rings.
-pub const fn min_region_size(slot_count: u32, slot_size: u32) -> u64 {
-    HEADER_AREA + RING_COUNT as u64 * ring_area_size(slot_count, slot_size)
+/// Smallest region that holds the header and the rings of `queues` queue
+/// pairs. No overflow for any `u16` count: a ring area is at most
+/// [`MAX_RING_DATA`] plus its descriptors and control.
+pub const fn min_region_size(slot_count: u32, slot_size: u32, queues: u16) -> u64 {
+    HEADER_AREA + ring_count(queues) as u64 * ring_area_size(slot_count, slot_size)
 }
 
 // ---- compile-time layout assertions (std atomics only; loom's differ) ----
@@ -243,7 +291,9 @@ const _: () = {
     assert!(offset_of!(RegionHeader, ring_count) == 36);
     assert!(offset_of!(RegionHeader, region_size) == 40);
     assert!(offset_of!(RegionHeader, generation) == 48);
-    assert!(offset_of!(RegionHeader, reserved) == 56);
+    assert!(offset_of!(RegionHeader, queue_count) == 56);
+    assert!(offset_of!(RegionHeader, reserved32) == 60);
+    assert!(offset_of!(RegionHeader, reserved) == 64);
     assert!(size_of::<RegionHeader>() as u64 <= HEADER_AREA);
 
     assert!(size_of::<IndexLine>() == CACHE_LINE);
@@ -264,6 +314,13 @@ const _: () = {
     assert!(data_offset(32768) == 135168);
     assert!(ring_area_size(32768, 64) == 135168 + 2 * 1024 * 1024);
     assert!(ring_offset(1, 32768, 64) == 4096 + 135168 + 2 * 1024 * 1024);
+    // One queue pair: 4,468,736 B; sixteen: 32 rings, 71,438,336 B.
+    assert!(min_region_size(32768, 64, 1) == 4_468_736);
+    assert!(min_region_size(32768, 64, MAX_QUEUES) == 4096 + 32 * 2_232_320);
+    assert!(RING_MASTER_TO_SLAVE == 0 && RING_SLAVE_TO_MASTER == 1);
+    assert!(ring_index(MAX_QUEUES - 1, Dir::SlaveToMaster) == ring_count(MAX_QUEUES) as usize - 1);
+    // The largest ring area times the most rings stays far from overflow.
+    assert!(ring_area_size(MAX_SLOT_COUNT, MAX_SLOT_SIZE) < u64::MAX / 64);
 };
 
 #[cfg(test)]
@@ -290,14 +347,46 @@ mod tests {
     #[test]
     fn rings_do_not_overlap_and_are_aligned() {
         for (count, size) in [(2u32, 64u32), (1024, 2048), (4096, 256), (8, 32768)] {
-            let r0 = ring_offset(0, count, size);
-            let r1 = ring_offset(1, count, size);
-            assert!(r0 >= HEADER_AREA);
-            assert!(r0 + ring_area_size(count, size) <= r1);
-            assert!(r1 + ring_area_size(count, size) <= min_region_size(count, size));
-            assert_eq!(r0 % 4096, 0);
+            for queues in [1, 2, 4, MAX_QUEUES] {
+                let area = ring_area_size(count, size);
+                let end = min_region_size(count, size, queues);
+                let mut next = HEADER_AREA;
+                for ring in 0..ring_count(queues) as usize {
+                    let at = ring_offset(ring, count, size);
+                    assert_eq!(at, next, "ring {ring} of {queues} queues");
+                    assert_eq!(at % 4096, 0);
+                    assert!(at + area <= end);
+                    next = at + area;
+                }
+                assert_eq!(next, end);
+            }
             assert_eq!(data_offset(count) % 4096, 0);
             assert!(data_offset(count) >= DESC_OFFSET + desc_bytes(count));
         }
+    }
+
+    #[test]
+    fn ring_indices_pair_each_queue() {
+        let mut seen = Vec::new();
+        for queue in 0..MAX_QUEUES {
+            let m2s = ring_index(queue, Dir::MasterToSlave);
+            let s2m = ring_index(queue, Dir::SlaveToMaster);
+            assert_eq!(m2s ^ 1, s2m);
+            assert_eq!(m2s / 2, queue as usize);
+            seen.extend([m2s, s2m]);
+        }
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..ring_count(MAX_QUEUES) as usize).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn region_sizes_for_queue_counts() {
+        // Default geometry: one pair as in ABI 3, then 2 rings more per queue.
+        assert_eq!(min_region_size(32768, 64, 1), 4_468_736);
+        assert_eq!(min_region_size(32768, 64, 4), 4096 + 8 * 2_232_320);
+        assert_eq!(min_region_size(32768, 64, 16), 71_438_336);
     }
 }

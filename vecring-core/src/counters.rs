@@ -33,3 +33,39 @@ pub struct LinkCounters {
     /// Bytes received.
     pub rx_bytes: u64,
 }
+
+/// A snapshot of one queue pair's data-path counters (see
+/// [`Link::queue_counters`](crate::Link::queue_counters)); the link's
+/// [`LinkCounters`] hold their sums over all queues.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounters {
+    /// Frames sent on this queue.
+    pub tx_frames: u64,
+    /// Bytes sent on this queue.
+    pub tx_bytes: u64,
+    /// Frames sent on this queue but still unread when their generation
+    /// ended.
+    pub tx_lost_on_link_down: u64,
+    /// `send` and `send_batch` calls on this queue that found its ring full.
+    pub tx_ring_full: u64,
+    /// Frames received on this queue.
+    pub rx_frames: u64,
+    /// Bytes received on this queue.
+    pub rx_bytes: u64,
+}
+
+impl QueueCounters {
+    /// Field-by-field sum (wrapping, as counters do).
+    pub(crate) fn sum(&self, o: &QueueCounters) -> QueueCounters {
+        QueueCounters {
+            tx_frames: self.tx_frames.wrapping_add(o.tx_frames),
+            tx_bytes: self.tx_bytes.wrapping_add(o.tx_bytes),
+            tx_lost_on_link_down: self
+                .tx_lost_on_link_down
+                .wrapping_add(o.tx_lost_on_link_down),
+            tx_ring_full: self.tx_ring_full.wrapping_add(o.tx_ring_full),
+            rx_frames: self.rx_frames.wrapping_add(o.rx_frames),
+            rx_bytes: self.rx_bytes.wrapping_add(o.rx_bytes),
+        }
+    }
+}

@@ -1,4 +1,5 @@
-//! Ring geometry: how many slots, how large, and the largest frame.
+//! Ring geometry: how many slots, how large, and the largest frame; and
+//! how many queue pairs of such rings a region may hold.
 
 use crate::abi;
 
@@ -36,6 +37,35 @@ pub enum GeometryError {
         /// Largest frame.
         max_frame_len: u32,
     },
+    /// The queue count is out of range.
+    #[error("queue count {0} is not between 1 and {max}", max = abi::MAX_QUEUES)]
+    Queues(u64),
+    /// The rings of all queues together make a region larger than a slave
+    /// accepts.
+    #[error("{queues} queue pairs of {slot_count} slots of {slot_size} bytes need a region of {size} bytes, more than the {max} bytes a slave accepts; use fewer queues or smaller rings", max = abi::MAX_REGION_SIZE)]
+    RegionTooLarge {
+        /// Slots per ring.
+        slot_count: u32,
+        /// Bytes per slot.
+        slot_size: u32,
+        /// Queue pairs asked for.
+        queues: u16,
+        /// Bytes the region would need.
+        size: u64,
+    },
+}
+
+/// Checks a queue count: `1..=`[`abi::MAX_QUEUES`]. The one place that
+/// knows the range (the builder, the header checks and the driver's
+/// devargs ask here).
+///
+/// # Errors
+/// [`GeometryError::Queues`] with the value.
+pub fn check_queues(queues: u64) -> Result<u16, GeometryError> {
+    match u16::try_from(queues) {
+        Ok(q) if (1..=abi::MAX_QUEUES).contains(&q) => Ok(q),
+        _ => Err(GeometryError::Queues(queues)),
+    }
 }
 
 impl Geometry {
@@ -135,9 +165,32 @@ impl Geometry {
         self.slots_for(self.max_frame_len as usize)
     }
 
-    /// Bytes of a region holding both rings (before page rounding).
-    pub const fn min_region_size(&self) -> u64 {
-        abi::min_region_size(self.slot_count, self.slot_size)
+    /// Bytes of a region holding the rings of `queues` queue pairs (before
+    /// page rounding).
+    pub const fn min_region_size(&self, queues: u16) -> u64 {
+        abi::min_region_size(self.slot_count, self.slot_size, queues)
+    }
+
+    /// Checks that `queues` queue pairs of this geometry fit a region a
+    /// slave accepts ([`abi::MAX_REGION_SIZE`]); returns the bytes they need
+    /// (before page rounding, which stays within the cap: it is a multiple
+    /// of every page size).
+    ///
+    /// # Errors
+    /// [`GeometryError::Queues`] for a count out of range,
+    /// [`GeometryError::RegionTooLarge`] naming the geometry and the count.
+    pub fn region_size_for(&self, queues: u16) -> Result<u64, GeometryError> {
+        let queues = check_queues(queues.into())?;
+        let size = self.min_region_size(queues);
+        if size > abi::MAX_REGION_SIZE {
+            return Err(GeometryError::RegionTooLarge {
+                slot_count: self.slot_count,
+                slot_size: self.slot_size,
+                queues,
+                size,
+            });
+        }
+        Ok(size)
     }
 }
 
@@ -192,6 +245,36 @@ mod tests {
         assert_eq!(
             Geometry::with_max_frame_len(1024, 2048, 9217),
             Err(GeometryError::MaxFrameLen(9217))
+        );
+    }
+
+    #[test]
+    fn queue_counts_and_region_cap() {
+        assert_eq!(check_queues(0), Err(GeometryError::Queues(0)));
+        assert_eq!(check_queues(17), Err(GeometryError::Queues(17)));
+        assert_eq!(check_queues(1 << 16), Err(GeometryError::Queues(1 << 16)));
+        assert_eq!(check_queues(1), Ok(1));
+        assert_eq!(check_queues(16), Ok(16));
+        let g = Geometry::DEFAULT;
+        assert_eq!(g.region_size_for(16), Ok(71_438_336));
+        assert_eq!(g.region_size_for(0), Err(GeometryError::Queues(0)));
+        // 1 GiB of data per ring: one pair fits 4 GiB, two do not.
+        let big = Geometry::new(1 << 20, 1024).unwrap();
+        assert!(big.region_size_for(1).is_ok());
+        let err = big.region_size_for(2).unwrap_err();
+        assert!(matches!(
+            err,
+            GeometryError::RegionTooLarge {
+                slot_count: 1048576,
+                slot_size: 1024,
+                queues: 2,
+                ..
+            }
+        ));
+        let text = err.to_string();
+        assert!(
+            text.contains("2 queue pairs of 1048576 slots of 1024 bytes"),
+            "{text}"
         );
     }
 

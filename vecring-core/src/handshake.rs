@@ -86,6 +86,8 @@ pub struct Msg {
     pub slot_size: u32,
     /// Largest frame (Hello).
     pub max_frame_len: u32,
+    /// Queue pairs in the region (Hello); the header must say the same.
+    pub queue_count: u16,
     /// Region size in bytes (Hello).
     pub region_size: u64,
     /// Reason (Reject, Nack), at most 192 bytes of UTF-8.
@@ -104,17 +106,19 @@ impl Msg {
             slot_count: 0,
             slot_size: 0,
             max_frame_len: 0,
+            queue_count: 0,
             region_size: 0,
             text: String::new(),
         }
     }
 
-    /// A Hello announcing a region.
-    pub fn hello(geometry: Geometry, region_size: u64, generation: u64) -> Self {
+    /// A Hello announcing a region of `queues` queue pairs.
+    pub fn hello(geometry: Geometry, queues: u16, region_size: u64, generation: u64) -> Self {
         Msg {
             slot_count: geometry.slot_count(),
             slot_size: geometry.slot_size(),
             max_frame_len: geometry.max_frame_len(),
+            queue_count: queues,
             region_size,
             ..Msg::new(Kind::Hello, generation)
         }
@@ -140,6 +144,7 @@ impl Msg {
         b[32..36].copy_from_slice(&self.slot_count.to_le_bytes());
         b[36..40].copy_from_slice(&self.slot_size.to_le_bytes());
         b[40..44].copy_from_slice(&self.max_frame_len.to_le_bytes());
+        b[44..46].copy_from_slice(&self.queue_count.to_le_bytes());
         b[48..56].copy_from_slice(&self.region_size.to_le_bytes());
         let mut text = self.text.as_bytes();
         if text.len() > TEXT_LEN {
@@ -195,6 +200,7 @@ impl Msg {
             slot_count: u32_at(32),
             slot_size: u32_at(36),
             max_frame_len: u32_at(40),
+            queue_count: u16_at(44),
             region_size: u64_at(48),
             text: String::from_utf8_lossy(&text[..end])
                 .escape_debug()
@@ -513,7 +519,7 @@ mod tests {
     #[test]
     fn messages_round_trip() {
         let g = Geometry::new(512, 4096).unwrap();
-        let hello = Msg::hello(g, 6 << 20, 42);
+        let hello = Msg::hello(g, 4, 6 << 20, 42);
         // A Hello carries the geometry and the region's size, each at its
         // place in the datagram.
         assert_eq!(
@@ -529,7 +535,9 @@ mod tests {
         assert_eq!(u32::from_le_bytes(b[32..36].try_into().unwrap()), 512);
         assert_eq!(u64::from_le_bytes(b[24..32].try_into().unwrap()), 42);
         assert_eq!(u64::from_le_bytes(b[48..56].try_into().unwrap()), 6 << 20);
+        assert_eq!(u16::from_le_bytes(b[44..46].try_into().unwrap()), 4);
         let back = Msg::decode(&b).unwrap();
+        assert_eq!(back.queue_count, 4);
         assert_eq!(back, hello);
         assert_eq!(
             (back.kind, back.generation, back.region_size),

@@ -78,7 +78,9 @@ mod sync;
 
 pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
-pub use link::{Link, LinkBuilder, LinkCounters, LinkError, LinkState, Receiver, Role, Sender};
+pub use link::{
+    Link, LinkBuilder, LinkCounters, LinkError, LinkState, QueueCounters, Receiver, Role, Sender,
+};
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{

@@ -127,7 +127,7 @@ mod tests {
             hugepages: HugepagePolicy::Never,
             numa_node: None,
         };
-        Region::create(Geometry::new(64, 2048).unwrap(), 1, &opts).unwrap()
+        Region::create(Geometry::new(64, 2048).unwrap(), 1, 1, &opts).unwrap()
     }
 
     fn settle(w: &mut PinWatch, pinned: usize) -> bool {

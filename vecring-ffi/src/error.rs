@@ -212,6 +212,7 @@ pub(crate) fn link_error(e: LinkError) -> Error {
         LinkError::Numa(_) => VECRING_E_NUMA,
         LinkError::Region(RegionError::NoHugepages { .. }) => VECRING_E_NOMEM,
         LinkError::Region(RegionError::Numa(_)) => VECRING_E_NUMA,
+        LinkError::Region(RegionError::Geometry(_)) => VECRING_E_INVAL,
         LinkError::Region(RegionError::Os { source, .. }) => {
             if source.raw_os_error() == Some(libc::ENOMEM) {
                 VECRING_E_NOMEM
@@ -229,7 +230,8 @@ pub(crate) fn link_error(e: LinkError) -> Error {
         LinkError::Io { .. } => VECRING_E_IO,
         LinkError::Protocol(_) => VECRING_E_PROTO,
         LinkError::Timeout(_) => VECRING_E_TIMEDOUT,
-        LinkError::AlreadyTaken(_) => VECRING_E_BUSY,
+        LinkError::AlreadyTaken { .. } => VECRING_E_BUSY,
+        LinkError::NoSuchQueue { .. } => VECRING_E_INVAL,
     };
     Error::new(code, e.to_string())
 }

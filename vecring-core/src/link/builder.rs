@@ -7,7 +7,7 @@ use super::shared::*;
 use super::types::*;
 use super::Link;
 use super::{DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
-use crate::geometry::Geometry;
+use crate::geometry::{self, Geometry};
 use crate::memory::HugepagePolicy;
 use crate::name;
 use crate::numa;
@@ -27,6 +27,7 @@ pub struct LinkBuilder {
     role: Role,
     numa_node: Option<u32>,
     geometry: Option<Geometry>,
+    queues: Option<u16>,
     run_dir: PathBuf,
     hugepages: HugepagePolicy,
     owner: Option<(u32, u32)>,
@@ -47,6 +48,7 @@ impl LinkBuilder {
             role: Role::Slave,
             numa_node: None,
             geometry: None,
+            queues: None,
             run_dir: PathBuf::from(DEFAULT_RUN_DIR),
             hugepages: HugepagePolicy::Prefer,
             owner: None,
@@ -81,6 +83,15 @@ impl LinkBuilder {
     /// slave that sets it refuses a master with another one.
     pub fn geometry(mut self, geometry: Geometry) -> Self {
         self.geometry = Some(geometry);
+        self
+    }
+
+    /// Queue pairs, 1 to [`MAX_QUEUES`](crate::abi::MAX_QUEUES). The master
+    /// decides: it offers `queues` pairs (1 when unset). A slave that sets
+    /// it refuses a master with another count ("queue count mismatch:
+    /// ours 4, theirs 2"); one that does not takes the master's.
+    pub fn queues(mut self, queues: u16) -> Self {
+        self.queues = Some(queues);
         self
     }
 
@@ -149,11 +160,29 @@ impl LinkBuilder {
     /// [`Link::wait_up`].
     ///
     /// # Errors
-    /// [`LinkError`] for a bad name, node or geometry, a live master
+    /// [`LinkError`] for a bad name, node, geometry or queue count (a
+    /// [`GeometryError`](crate::GeometryError): out of 1..=16, or
+    /// `geometry × queues` past the region a slave accepts), a live master
     /// (master), or a file-system failure.
     pub fn open(self) -> Result<Link, LinkError> {
         name::validate("domain", &self.domain)?;
         name::validate("link", &self.link)?;
+        if let Some(queues) = self.queues {
+            geometry::check_queues(queues.into())?;
+        }
+        // The master's offer must fit a region a slave accepts; so must a
+        // slave's requirement, or no master could satisfy it.
+        let offered = match self.role {
+            Role::Master => Some(self.queues.unwrap_or(1)),
+            Role::Slave => self.queues,
+        };
+        let shape = match self.role {
+            Role::Master => Some(self.geometry.unwrap_or_default()),
+            Role::Slave => self.geometry,
+        };
+        if let (Some(queues), Some(g)) = (offered, shape) {
+            g.region_size_for(queues)?;
+        }
         if let Some(node) = self.numa_node {
             numa::check_node(node)?;
         }
@@ -179,6 +208,7 @@ impl LinkBuilder {
             domain: self.domain,
             link: self.link,
             geometry: self.geometry,
+            queues: self.queues,
             numa_node: self.numa_node,
             hugepages: self.hugepages,
             allowed_uids,
@@ -203,18 +233,19 @@ impl LinkBuilder {
                 session: None,
                 generation: 0,
                 failure: None,
+                queues: offered,
             }),
             changed: Condvar::new(),
-            tx: CachePadded::default(),
-            rx: CachePadded::default(),
+            tx: std::array::from_fn(|_| CachePadded::default()),
+            rx: std::array::from_fn(|_| CachePadded::default()),
             counters: ControlCounters::default(),
             corrupt_generation: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             // SAFETY: `wake` is a fresh descriptor we own.
             wake: unsafe { OwnedFd::from_raw_fd(wake) },
             on_change: self.on_change,
-            sender_taken: AtomicBool::new(false),
-            receiver_taken: AtomicBool::new(false),
+            senders: Taken::default(),
+            receivers: Taken::default(),
         });
         let (thread, socket) = match self.role {
             Role::Master => {

@@ -1,18 +1,21 @@
 //! What the data-path endpoints share: following the current session
-//! (one atomic load per call when nothing changed) and carrying totals
-//! across generations.
+//! (one atomic load per call when nothing changed), attaching to their
+//! queue's ring in it, carrying totals across generations, and giving the
+//! queue back when dropped.
 
-use super::shared::LinkShared;
+use super::shared::{LinkShared, Taken};
 use super::types::Role;
-use crate::abi;
+use crate::abi::{self, Dir};
 use crate::memory::{Region, RegionRing};
 use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Per-endpoint attachment to the current session.
-pub(super) struct Endpoint<E> {
+pub(super) struct Endpoint<E: Attach> {
     pub(super) shared: Arc<LinkShared>,
+    /// The queue pair this endpoint uses; claimed in `E::taken` until drop.
+    pub(super) queue: u16,
     pub(super) epoch: u64,
     pub(super) generation: u64,
     pub(super) ring: Option<E>,
@@ -23,28 +26,42 @@ pub(super) struct Endpoint<E> {
 
 /// What an endpoint attaches to a ring.
 pub(super) trait Attach: Sized {
-    fn attach(region: &Arc<Region>, role: Role) -> Result<Self, Corruption>;
+    /// # Safety
+    /// The caller holds `queue`'s claim in [`Attach::taken`] (so no other
+    /// endpoint of this ring exists in this process), and `queue` is below
+    /// `region.queues()`.
+    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption>;
+    /// The claims of this kind of endpoint.
+    fn taken(shared: &LinkShared) -> &Taken;
     fn corruption(&self) -> Option<Corruption>;
     fn stats(&self) -> EndpointStats;
-    fn detach(self, shared: &LinkShared);
+    fn detach(self, shared: &LinkShared, queue: u16);
+    /// The queue's totals so far, from which a new endpoint continues.
+    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats;
 }
 
-fn tx_ring(role: Role) -> usize {
+fn tx_dir(role: Role) -> Dir {
     match role {
-        Role::Master => abi::RING_MASTER_TO_SLAVE,
-        Role::Slave => abi::RING_SLAVE_TO_MASTER,
+        Role::Master => Dir::MasterToSlave,
+        Role::Slave => Dir::SlaveToMaster,
     }
 }
 
-fn rx_ring(role: Role) -> usize {
-    tx_ring(role) ^ 1
+fn rx_dir(role: Role) -> Dir {
+    match role {
+        Role::Master => Dir::SlaveToMaster,
+        Role::Slave => Dir::MasterToSlave,
+    }
 }
 
 impl Attach for Producer<RegionRing> {
-    fn attach(region: &Arc<Region>, role: Role) -> Result<Self, Corruption> {
-        // SAFETY: `Link::sender` hands out one Sender per link, and each
+    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption> {
+        // SAFETY: the caller holds the queue's sender claim, and each
         // Sender holds at most one Producer at a time.
-        unsafe { Producer::attach(region.ring(tx_ring(role))) }
+        unsafe { Producer::attach(region.ring(abi::ring_index(queue, tx_dir(role)))) }
+    }
+    fn taken(shared: &LinkShared) -> &Taken {
+        &shared.senders
     }
     fn corruption(&self) -> Option<Corruption> {
         Producer::corruption(self)
@@ -52,22 +69,35 @@ impl Attach for Producer<RegionRing> {
     fn stats(&self) -> EndpointStats {
         Producer::stats(self)
     }
-    fn detach(self, shared: &LinkShared) {
+    fn detach(self, shared: &LinkShared, queue: u16) {
         let lost = self.unread_frames();
         if lost > 0 {
-            shared.tx.lost.fetch_add(lost, Ordering::Relaxed);
+            shared.tx[usize::from(queue)]
+                .lost
+                .fetch_add(lost, Ordering::Relaxed);
             log::warn!(
-                "vecring: {}: {lost} frames sent but unread when the generation ended",
+                "vecring: {}: {lost} frames sent on queue {queue} but unread when the generation ended",
                 shared.label
             );
+        }
+    }
+    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats {
+        let c = &shared.tx[usize::from(queue)];
+        EndpointStats {
+            frames: c.frames.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            corruptions: 0,
         }
     }
 }
 
 impl Attach for Consumer<RegionRing> {
-    fn attach(region: &Arc<Region>, role: Role) -> Result<Self, Corruption> {
-        // SAFETY: as for the producer, via `Link::receiver`.
-        unsafe { Consumer::attach(region.ring(rx_ring(role))) }
+    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption> {
+        // SAFETY: as for the producer, with the queue's receiver claim.
+        unsafe { Consumer::attach(region.ring(abi::ring_index(queue, rx_dir(role)))) }
+    }
+    fn taken(shared: &LinkShared) -> &Taken {
+        &shared.receivers
     }
     fn corruption(&self) -> Option<Corruption> {
         Consumer::corruption(self)
@@ -75,18 +105,30 @@ impl Attach for Consumer<RegionRing> {
     fn stats(&self) -> EndpointStats {
         Consumer::stats(self)
     }
-    fn detach(self, _: &LinkShared) {}
+    fn detach(self, _: &LinkShared, _: u16) {}
+    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats {
+        let c = &shared.rx[usize::from(queue)];
+        EndpointStats {
+            frames: c.frames.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            corruptions: 0,
+        }
+    }
 }
 
 impl<E: Attach> Endpoint<E> {
-    pub(super) fn new(shared: Arc<LinkShared>) -> Self {
+    /// The endpoint of queue `queue`, whose claim the caller took
+    /// ([`Taken::claim`]); the endpoint gives it back when dropped.
+    pub(super) fn new(shared: Arc<LinkShared>, queue: u16) -> Self {
+        let carried = E::carried(&shared, queue);
         Endpoint {
             shared,
+            queue,
             epoch: u64::MAX,
             generation: 0,
             ring: None,
             reported: false,
-            carried: EndpointStats::default(),
+            carried,
         }
     }
 
@@ -116,13 +158,27 @@ impl<E: Attach> Endpoint<E> {
             let st = old.stats();
             self.carried.frames += st.frames;
             self.carried.bytes += st.bytes;
-            old.detach(&self.shared);
+            old.detach(&self.shared, self.queue);
         }
         self.reported = false;
         let session = self.shared.lock().session.clone();
         if let Some(s) = session {
             self.generation = s.generation;
-            match E::attach(&s.region, self.shared.role) {
+            let queues = s.region.queues();
+            if self.queue >= queues {
+                // A master that offers fewer queues than this endpoint's:
+                // nothing flows on it in this generation.
+                log::warn!(
+                    "vecring: {}: queue {} is not in generation {} ({queues} queues); it carries nothing",
+                    self.shared.label,
+                    self.queue,
+                    s.generation
+                );
+                return;
+            }
+            // SAFETY: this endpoint holds the queue's claim (taken before
+            // `new`, given back in `drop`), and the queue is in the region.
+            match unsafe { E::attach(&s.region, self.shared.role, self.queue) } {
                 Ok(ring) => self.ring = Some(ring),
                 Err(c) => self.report(&c),
             }
@@ -145,5 +201,14 @@ impl<E: Attach> Endpoint<E> {
             self.report(&c);
         }
         self.ring.as_mut()
+    }
+}
+
+impl<E: Attach> Drop for Endpoint<E> {
+    fn drop(&mut self) {
+        // The ring first, then the claim: a new endpoint of this queue
+        // attaches only once this one let go.
+        drop(self.ring.take());
+        E::taken(&self.shared).release(self.queue);
     }
 }

@@ -55,9 +55,23 @@ pub enum LinkError {
     /// The link did not come up in time.
     #[error("link did not come up within {0:?}")]
     Timeout(Duration),
-    /// The endpoint was already taken.
-    #[error("the link's {0} was already taken")]
-    AlreadyTaken(&'static str),
+    /// The queue's endpoint is taken: another one of its kind lives.
+    #[error("the link's {what} on queue {queue} is already taken")]
+    AlreadyTaken {
+        /// `"sender"` or `"receiver"`.
+        what: &'static str,
+        /// The queue.
+        queue: u16,
+    },
+    /// No such queue on this link.
+    #[error("queue {queue} does not exist: the link has {queues} queues (0..{queues})")]
+    NoSuchQueue {
+        /// The queue asked for.
+        queue: u16,
+        /// Queues of the link (or the most a link carries, before a slave
+        /// learns the master's count).
+        queues: u16,
+    },
     /// A directory or file of the link is not safe to use (a symlink,
     /// another owner, writable by others).
     #[error(transparent)]

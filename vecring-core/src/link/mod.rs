@@ -1,6 +1,7 @@
-//! A link: the two rings of a region, opened by name by a master and a
-//! slave in different processes, with a control thread that runs the
-//! handshake and follows the peer's comings and goings.
+//! A link: the queue pairs of a region (two rings each, 1 to
+//! [`MAX_QUEUES`] pairs, as many as the master decides), opened by name by
+//! a master and a slave in different processes, with a control thread that
+//! runs the handshake and follows the peer's comings and goings.
 //!
 //! State lives in `LinkShared`; the control thread (module
 //! `control`) installs a new *session* (one region, one generation)
@@ -24,12 +25,15 @@ pub use control::{MAX_PENDING, MAX_REGIONS};
 pub use error::LinkError;
 pub use receiver::Receiver;
 pub use sender::Sender;
-pub use types::{LinkCounters, LinkState, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
+pub use types::{
+    LinkCounters, LinkState, QueueCounters, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
+};
 
 use shared::LinkShared;
 
+use crate::abi::MAX_QUEUES;
 use crate::memory::Region;
-use endpoint::Endpoint;
+use endpoint::{Attach, Endpoint};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -164,31 +168,84 @@ impl Link {
         }
     }
 
-    /// The transmit side; can be taken once.
+    /// Queue pairs of the current (or last) generation; before the first,
+    /// the configured count (a master's, 1 unless
+    /// [`LinkBuilder::queues`] said otherwise; a slave's if it set one).
+    /// `None` for a slave that set none and has not been up yet: the
+    /// master decides.
+    pub fn queues(&self) -> Option<u16> {
+        self.shared.lock().queues
+    }
+
+    /// Claims queue `queue` for an endpoint of kind `E`.
+    fn endpoint<E: Attach>(
+        &self,
+        queue: u16,
+        what: &'static str,
+    ) -> Result<Endpoint<E>, LinkError> {
+        // A queue past the known count (or, not knowing it yet, past the
+        // most a link carries) is refused; a slave that took a queue a
+        // later master does not offer finds it silent (see `Endpoint`).
+        let limit = self.queues().unwrap_or(MAX_QUEUES);
+        if queue >= limit {
+            return Err(LinkError::NoSuchQueue {
+                queue,
+                queues: limit,
+            });
+        }
+        if !E::taken(&self.shared).claim(queue) {
+            return Err(LinkError::AlreadyTaken { what, queue });
+        }
+        Ok(Endpoint::new(Arc::clone(&self.shared), queue))
+    }
+
+    /// The transmit side of queue 0; see [`sender_on`](Self::sender_on).
     ///
     /// # Errors
-    /// [`LinkError::AlreadyTaken`].
+    /// As [`sender_on`](Self::sender_on).
     pub fn sender(&self) -> Result<Sender, LinkError> {
-        if self.shared.sender_taken.swap(true, Ordering::AcqRel) {
-            return Err(LinkError::AlreadyTaken("sender"));
-        }
-        Ok(Sender::new(Endpoint::new(Arc::clone(&self.shared))))
+        self.sender_on(0)
     }
 
-    /// The receive side; can be taken once.
+    /// The receive side of queue 0; see [`receiver_on`](Self::receiver_on).
     ///
     /// # Errors
-    /// [`LinkError::AlreadyTaken`].
+    /// As [`receiver_on`](Self::receiver_on).
     pub fn receiver(&self) -> Result<Receiver, LinkError> {
-        if self.shared.receiver_taken.swap(true, Ordering::AcqRel) {
-            return Err(LinkError::AlreadyTaken("receiver"));
-        }
-        Ok(Receiver::new(Endpoint::new(Arc::clone(&self.shared))))
+        self.receiver_on(0)
     }
 
-    /// The link's counters.
+    /// The transmit side of queue `queue`. Each queue has at most one
+    /// [`Sender`] in this process at a time; dropping it gives the queue
+    /// back.
+    ///
+    /// # Errors
+    /// [`LinkError::NoSuchQueue`] for a queue past [`queues`](Self::queues)
+    /// (or past [`MAX_QUEUES`] when that is not known yet),
+    /// [`LinkError::AlreadyTaken`] while another `Sender` of the queue
+    /// lives.
+    pub fn sender_on(&self, queue: u16) -> Result<Sender, LinkError> {
+        Ok(Sender::new(self.endpoint(queue, "sender")?))
+    }
+
+    /// The receive side of queue `queue`, one at a time as for
+    /// [`sender_on`](Self::sender_on).
+    ///
+    /// # Errors
+    /// As [`sender_on`](Self::sender_on).
+    pub fn receiver_on(&self, queue: u16) -> Result<Receiver, LinkError> {
+        Ok(Receiver::new(self.endpoint(queue, "receiver")?))
+    }
+
+    /// The link's counters (data-path counters summed over its queues).
     pub fn counters(&self) -> LinkCounters {
         self.shared.counters()
+    }
+
+    /// Queue `queue`'s data-path counters, over all generations; `None`
+    /// past [`MAX_QUEUES`].
+    pub fn queue_counters(&self, queue: u16) -> Option<QueueCounters> {
+        (queue < MAX_QUEUES).then(|| self.shared.queue_counters(queue.into()))
     }
 
     /// The socket path of this link: where the master listens and the

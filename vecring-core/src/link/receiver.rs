@@ -6,7 +6,9 @@ use crate::ring::{Consumer, HoldBack, ReadChunk, RecvError};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// The receive side of a [`Link`](super::Link). Use it from one thread at a time.
+/// The receive side of one queue of a [`Link`](super::Link)
+/// ([`Link::receiver_on`](super::Link::receiver_on)). Use it from one
+/// thread at a time.
 pub struct Receiver {
     ep: Endpoint<Consumer<RegionRing>>,
     /// See [`Receiver::set_hold_back`].
@@ -24,11 +26,17 @@ impl Receiver {
         }
     }
 
+    /// The queue this receiver receives from.
+    pub fn queue(&self) -> u16 {
+        self.ep.queue
+    }
+
     fn publish(&mut self) {
         let (frames, bytes) = self.ep.totals();
+        let rx = &self.ep.shared.rx[usize::from(self.ep.queue)];
         // Relaxed: running totals from their only writer.
-        self.ep.shared.rx.frames.store(frames, Ordering::Relaxed);
-        self.ep.shared.rx.bytes.store(bytes, Ordering::Relaxed);
+        rx.frames.store(frames, Ordering::Relaxed);
+        rx.bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Whether the link is up, as this endpoint last saw it.

@@ -5,7 +5,9 @@ use crate::memory::RegionRing;
 use crate::ring::{Producer, PushError, SendError, WriteChunk};
 use std::sync::atomic::Ordering;
 
-/// The transmit side of a [`Link`](super::Link). Use it from one thread at a time.
+/// The transmit side of one queue of a [`Link`](super::Link)
+/// ([`Link::sender_on`](super::Link::sender_on)). Use it from one thread at
+/// a time.
 pub struct Sender {
     ep: Endpoint<Producer<RegionRing>>,
     /// Calls that found the ring full (see [`LinkCounters::tx_ring_full`](super::LinkCounters::tx_ring_full)).
@@ -14,7 +16,17 @@ pub struct Sender {
 
 impl Sender {
     pub(super) fn new(ep: Endpoint<Producer<RegionRing>>) -> Self {
-        Sender { ep, full: 0 }
+        // Continues the queue's total, as the endpoint does (an earlier
+        // Sender of this queue may have counted some).
+        let full = ep.shared.tx[usize::from(ep.queue)]
+            .full
+            .load(Ordering::Relaxed);
+        Sender { ep, full }
+    }
+
+    /// The queue this sender sends on.
+    pub fn queue(&self) -> u16 {
+        self.ep.queue
     }
 
     /// Counts a call that found the ring full.
@@ -22,15 +34,18 @@ impl Sender {
     fn found_full(&mut self) {
         self.full += 1;
         // Relaxed: a running total from its only writer.
-        self.ep.shared.tx.full.store(self.full, Ordering::Relaxed);
+        self.ep.shared.tx[usize::from(self.ep.queue)]
+            .full
+            .store(self.full, Ordering::Relaxed);
     }
 
     fn publish(&mut self) {
         let (frames, bytes) = self.ep.totals();
+        let tx = &self.ep.shared.tx[usize::from(self.ep.queue)];
         // Relaxed stores of running totals (this thread is the only
         // writer); readers want a recent value, not an ordering.
-        self.ep.shared.tx.frames.store(frames, Ordering::Relaxed);
-        self.ep.shared.tx.bytes.store(bytes, Ordering::Relaxed);
+        tx.frames.store(frames, Ordering::Relaxed);
+        tx.bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Whether the link is up, as this endpoint last saw it.

@@ -1,16 +1,18 @@
 //! State shared by a [`Link`](super::Link), its endpoints and its control
 //! thread: the current session, the epoch the data path follows, the
-//! counters, and the configuration fixed at open.
+//! counters, which queues' endpoints are taken, and the configuration fixed
+//! at open.
 
 use super::error::Failure;
 use super::types::*;
+use crate::abi::MAX_QUEUES;
 use crate::geometry::Geometry;
 use crate::memory::{HugepagePolicy, Region};
 use crate::ring::Corruption;
 use crossbeam_utils::CachePadded;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -24,8 +26,12 @@ pub(crate) struct Inner {
     pub(crate) session: Option<Arc<Session>>,
     pub(crate) generation: u64,
     pub(crate) failure: Option<Failure>,
+    /// Queue pairs of the current (or last) session; before the first, the
+    /// configured count (the master's always; a slave's if it set one).
+    pub(crate) queues: Option<u16>,
 }
 
+/// One queue's transmit totals, written by the one `Sender` of the queue.
 #[derive(Default)]
 pub(crate) struct TxCounters {
     pub(crate) frames: AtomicU64,
@@ -34,6 +40,7 @@ pub(crate) struct TxCounters {
     pub(crate) full: AtomicU64,
 }
 
+/// One queue's receive totals, written by the one `Receiver` of the queue.
 #[derive(Default)]
 pub(crate) struct RxCounters {
     pub(crate) frames: AtomicU64,
@@ -49,6 +56,33 @@ pub(crate) struct ControlCounters {
     pub(crate) pinned_regions: AtomicU64,
 }
 
+/// Which queues' endpoints of one direction are taken: bit `q` for queue
+/// `q`, so that each queue has at most one `Sender` and one `Receiver` in
+/// this process at a time (the ring's `attach` requires it).
+#[derive(Default)]
+pub(crate) struct Taken(AtomicU32);
+
+const _: () = assert!(MAX_QUEUES as u32 <= u32::BITS);
+
+impl Taken {
+    /// Takes queue `queue`; false if it was already taken.
+    pub(crate) fn claim(&self, queue: u16) -> bool {
+        let bit = 1u32 << queue;
+        // AcqRel: the Acquire half pairs with the Release in `release`, so
+        // a new endpoint starts after the old one's last access to the ring.
+        self.0.fetch_or(bit, Ordering::AcqRel) & bit == 0
+    }
+
+    /// Gives queue `queue` back, once its endpoint let go of its ring.
+    pub(crate) fn release(&self, queue: u16) {
+        // Release: see `claim`.
+        self.0.fetch_and(!(1u32 << queue), Ordering::Release);
+    }
+}
+
+/// Per-queue counters, one entry per possible queue.
+pub(crate) type PerQueue<T> = [CachePadded<T>; MAX_QUEUES as usize];
+
 /// State shared by the [`Link`], its endpoints and the control thread.
 pub(crate) struct LinkShared {
     pub(crate) label: String,
@@ -58,8 +92,10 @@ pub(crate) struct LinkShared {
     pub(crate) epoch: CachePadded<AtomicU64>,
     pub(crate) inner: Mutex<Inner>,
     pub(crate) changed: Condvar,
-    pub(crate) tx: CachePadded<TxCounters>,
-    pub(crate) rx: CachePadded<RxCounters>,
+    /// Indexed by queue.
+    pub(crate) tx: PerQueue<TxCounters>,
+    /// Indexed by queue.
+    pub(crate) rx: PerQueue<RxCounters>,
     pub(crate) counters: ControlCounters,
     /// Generation a data-path endpoint found corrupt; 0 when none.
     pub(crate) corrupt_generation: AtomicU64,
@@ -67,8 +103,8 @@ pub(crate) struct LinkShared {
     /// eventfd that wakes the control thread.
     pub(crate) wake: OwnedFd,
     pub(crate) on_change: Option<Box<dyn Fn(LinkState) + Send + Sync>>,
-    pub(crate) sender_taken: AtomicBool,
-    pub(crate) receiver_taken: AtomicBool,
+    pub(crate) senders: Taken,
+    pub(crate) receivers: Taken,
 }
 
 impl LinkShared {
@@ -94,6 +130,9 @@ impl LinkShared {
             if let Some(s) = &session {
                 inner.generation = s.generation;
                 inner.failure = None;
+            }
+            if let Some(s) = &session {
+                inner.queues = Some(s.region.queues());
             }
             let was_up = inner.session.is_some();
             inner.session = session;
@@ -132,9 +171,26 @@ impl LinkShared {
         self.changed.notify_all();
     }
 
-    /// A snapshot of the link's counters.
+    /// A snapshot of queue `queue`'s counters.
+    pub(crate) fn queue_counters(&self, queue: usize) -> QueueCounters {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (tx, rx) = (&self.tx[queue], &self.rx[queue]);
+        QueueCounters {
+            tx_frames: r(&tx.frames),
+            tx_bytes: r(&tx.bytes),
+            tx_lost_on_link_down: r(&tx.lost),
+            tx_ring_full: r(&tx.full),
+            rx_frames: r(&rx.frames),
+            rx_bytes: r(&rx.bytes),
+        }
+    }
+
+    /// A snapshot of the link's counters: the queues' summed.
     pub(crate) fn counters(&self) -> LinkCounters {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let q = (0..MAX_QUEUES as usize)
+            .map(|q| self.queue_counters(q))
+            .fold(QueueCounters::default(), |a, b| a.sum(&b));
         LinkCounters {
             generation: self.lock().generation,
             link_ups: r(&self.counters.link_ups),
@@ -142,12 +198,12 @@ impl LinkShared {
             peer_corruptions: r(&self.counters.peer_corruptions),
             rejected_peers: r(&self.counters.rejected_peers),
             pinned_regions: r(&self.counters.pinned_regions),
-            tx_frames: r(&self.tx.frames),
-            tx_bytes: r(&self.tx.bytes),
-            tx_lost_on_link_down: r(&self.tx.lost),
-            tx_ring_full: r(&self.tx.full),
-            rx_frames: r(&self.rx.frames),
-            rx_bytes: r(&self.rx.bytes),
+            tx_frames: q.tx_frames,
+            tx_bytes: q.tx_bytes,
+            tx_lost_on_link_down: q.tx_lost_on_link_down,
+            tx_ring_full: q.tx_ring_full,
+            rx_frames: q.rx_frames,
+            rx_bytes: q.rx_bytes,
         }
     }
 
@@ -180,6 +236,9 @@ pub(crate) struct Config {
     pub(crate) domain: String,
     pub(crate) link: String,
     pub(crate) geometry: Option<Geometry>,
+    /// Master: the queue count it offers (1 when unset). Slave: the count
+    /// it requires, if any.
+    pub(crate) queues: Option<u16>,
     pub(crate) numa_node: Option<u32>,
     pub(crate) hugepages: HugepagePolicy,
     pub(crate) allowed_uids: Vec<u32>,

@@ -1,5 +1,6 @@
 //! Shared-memory regions: a sealed memfd (2 MiB hugepages when available),
-//! mapped with `memmap2`, holding the header and both rings.
+//! mapped with `memmap2`, holding the header and the two rings of each
+//! queue pair.
 //!
 //! The master [`create`](Region::create)s a region; the slave
 //! [`attach`](Region::attach)es to the fd it received, checking the fd's
@@ -18,8 +19,7 @@ use std::sync::Arc;
 /// 2 MiB, the hugepage size used.
 pub const HUGEPAGE_SIZE: u64 = 2 << 20;
 const SMALL_PAGE: u64 = 4096;
-/// Largest region a slave accepts (both rings at their maximum plus header).
-const MAX_REGION_SIZE: u64 = 4 << 30;
+use abi::MAX_REGION_SIZE;
 
 /// Whether a region uses hugepages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,6 +68,9 @@ pub enum RegionError {
     /// NUMA placement failed.
     #[error(transparent)]
     Numa(#[from] NumaError),
+    /// The queue count is out of range, or the region too large.
+    #[error(transparent)]
+    Geometry(#[from] crate::geometry::GeometryError),
 }
 
 /// Why a received region was refused. Each mismatch names our expectation
@@ -91,7 +94,7 @@ pub enum AttachError {
         /// What the region says.
         theirs: u64,
     },
-    /// The header's geometry is not a valid geometry.
+    /// The header's geometry or queue count is not valid.
     #[error("region geometry invalid: {0}")]
     Geometry(#[from] crate::geometry::GeometryError),
     /// The fd's size is outside what the header allows.
@@ -123,12 +126,14 @@ pub struct RegionOptions {
     pub numa_node: Option<u32>,
 }
 
-/// A mapped region holding the header and both rings.
+/// A mapped region holding the header and the rings of its queue pairs.
 pub struct Region {
     map: memmap2::MmapRaw,
     fd: OwnedFd,
     header: RegionHeader,
     geometry: Geometry,
+    /// Queue pairs, `1..=MAX_QUEUES`, checked at creation or attach.
+    queues: u16,
     hugepages: bool,
 }
 
@@ -169,19 +174,23 @@ fn size_and_map(fd: &OwnedFd, size: u64) -> io::Result<memmap2::MmapRaw> {
 
 impl Region {
     /// Creates, sizes, places, seals and initialises a region for
-    /// `geometry`, stamped with `generation`.
+    /// `queues` queue pairs of rings of `geometry`, stamped with
+    /// `generation`.
     ///
     /// # Errors
+    /// [`RegionError::Geometry`] if the queue count is out of range or the
+    /// region would exceed [`abi::MAX_REGION_SIZE`]; otherwise
     /// [`RegionError`] names the failing step.
     pub fn create(
         geometry: Geometry,
+        queues: u16,
         generation: u64,
         opts: &RegionOptions,
     ) -> Result<Region, RegionError> {
+        let min = geometry.region_size_for(queues)?;
         if let Some(node) = opts.numa_node {
             numa::check_node(node)?;
         }
-        let min = geometry.min_region_size();
         let mut attempt = None;
         if opts.hugepages != HugepagePolicy::Never {
             let size = abi::align_up(min, HUGEPAGE_SIZE);
@@ -252,10 +261,12 @@ impl Region {
             slot_count: geometry.slot_count(),
             slot_size: geometry.slot_size(),
             max_frame_len: geometry.max_frame_len(),
-            ring_count: abi::RING_COUNT,
+            ring_count: abi::ring_count(queues),
             region_size: size,
             generation,
-            reserved: [0; 25],
+            queue_count: queues.into(),
+            reserved32: 0,
+            reserved: [0; 24],
         };
         // SAFETY: the mapping is at least HEADER_AREA bytes, page aligned,
         // and not yet shared with anyone.
@@ -265,6 +276,7 @@ impl Region {
             fd,
             header,
             geometry,
+            queues,
             hugepages,
         })
     }
@@ -319,7 +331,7 @@ impl Region {
         // Read the header once, into a local; only the copy is used.
         // SAFETY: the mapping holds at least HEADER_AREA bytes, page aligned.
         let header = unsafe { (map.as_ptr() as *const RegionHeader).read_volatile() };
-        let geometry = validate_header(&header, size, expect)?;
+        let (geometry, queues) = validate_header(&header, size, expect)?;
         // SAFETY: `statfs` is plain data, for which all-zero bytes are valid.
         let mut fs: libc::statfs = unsafe { core::mem::zeroed() };
         // SAFETY: fstatfs writes into `fs`, which outlives the call.
@@ -330,6 +342,7 @@ impl Region {
             fd,
             header,
             geometry,
+            queues,
             hugepages,
         })
     }
@@ -419,6 +432,11 @@ impl Region {
         self.geometry
     }
 
+    /// Queue pairs in the region (two rings each).
+    pub fn queues(&self) -> u16 {
+        self.queues
+    }
+
     /// The generation stamped in the header.
     pub fn generation(&self) -> u64 {
         self.header.generation
@@ -453,21 +471,23 @@ impl Region {
         numa::nodes_of_pages(self.map.as_ptr(), self.map.len(), page)
     }
 
-    /// Ring `ring` ([`abi::RING_MASTER_TO_SLAVE`] or
-    /// [`abi::RING_SLAVE_TO_MASTER`]) of the region.
+    /// Ring `ring` of the region: [`abi::ring_index`]`(queue, dir)`, such
+    /// as [`abi::RING_MASTER_TO_SLAVE`] for queue 0.
     ///
     /// # Panics
-    /// If `ring >= 2` (a programming error, never peer input).
+    /// If `ring >= 2 * queues()` (a programming error, never peer input:
+    /// the link checks a queue against the region before asking).
     pub fn ring(self: &Arc<Self>, ring: usize) -> RegionRing {
         assert!(
-            ring < abi::RING_COUNT as usize,
-            "ring index {ring} out of range"
+            ring < abi::ring_count(self.queues) as usize,
+            "ring index {ring} out of range for {} queues",
+            self.queues
         );
         let g = self.geometry;
         let base = abi::ring_offset(ring, g.slot_count(), g.slot_size()) as usize;
         // SAFETY: `validate_header`/`create` ensured the mapping holds
-        // `min_region_size`, which covers both ring areas; all offsets are
-        // 64-byte aligned.
+        // `min_region_size(queues)`, which covers every ring area below
+        // `ring_count(queues)`; all offsets are 64-byte aligned.
         let area = unsafe { self.map.as_mut_ptr().add(base) };
         RegionRing {
             region: Arc::clone(self),
@@ -485,6 +505,7 @@ impl core::fmt::Debug for Region {
         f.debug_struct("Region")
             .field("size", &self.map.len())
             .field("geometry", &self.geometry)
+            .field("queues", &self.queues)
             .field("generation", &self.header.generation)
             .field("hugepages", &self.hugepages)
             .finish()
@@ -497,8 +518,14 @@ pub struct Expectation {
     /// The geometry the slave was configured with, if any; otherwise the
     /// master's is accepted.
     pub geometry: Option<Geometry>,
+    /// The queue count the slave was configured with, if any; otherwise
+    /// the master's is accepted.
+    pub queues: Option<u16>,
     /// The generation announced in the handshake.
     pub generation: Option<u64>,
+    /// The queue count announced in the handshake, which the header must
+    /// repeat.
+    pub announced_queues: Option<u16>,
 }
 
 fn mismatch(field: &'static str, ours: u64, theirs: u64) -> Result<(), AttachError> {
@@ -513,12 +540,13 @@ fn mismatch(field: &'static str, ours: u64, theirs: u64) -> Result<(), AttachErr
     }
 }
 
-/// Checks a header copy against the fd's real size and our expectations.
+/// Checks a header copy against the fd's real size and our expectations;
+/// returns its geometry and queue count.
 pub(crate) fn validate_header(
     h: &RegionHeader,
     fd_size: u64,
     expect: &Expectation,
-) -> Result<Geometry, AttachError> {
+) -> Result<(Geometry, u16), AttachError> {
     mismatch("magic", abi::MAGIC, h.magic)?;
     mismatch(
         "major version",
@@ -533,7 +561,22 @@ pub(crate) fn validate_header(
     if h.features & !abi::FEATURES_KNOWN != 0 {
         mismatch("features", abi::FEATURES_KNOWN, h.features)?;
     }
-    mismatch("ring count", abi::RING_COUNT.into(), h.ring_count.into())?;
+    let queues = crate::geometry::check_queues(h.queue_count.into())?;
+    mismatch(
+        "ring count (2 per queue)",
+        abi::ring_count(queues).into(),
+        h.ring_count.into(),
+    )?;
+    if let Some(ours) = expect.queues {
+        mismatch("queue count", ours.into(), queues.into())?;
+    }
+    if let Some(announced) = expect.announced_queues {
+        mismatch(
+            "queue count (handshake vs header)",
+            announced.into(),
+            queues.into(),
+        )?;
+    }
     let geometry = Geometry::with_max_frame_len(h.slot_count, h.slot_size, h.max_frame_len)?;
     if let Some(ours) = expect.geometry {
         mismatch("slot count", ours.slot_count().into(), h.slot_count.into())?;
@@ -548,7 +591,7 @@ pub(crate) fn validate_header(
         mismatch("generation", generation, h.generation)?;
     }
     mismatch("region size (fd size vs header)", fd_size, h.region_size)?;
-    let min = geometry.min_region_size();
+    let min = geometry.min_region_size(queues);
     if fd_size < min {
         return Err(AttachError::Size {
             size: fd_size,
@@ -556,7 +599,7 @@ pub(crate) fn validate_header(
             max: MAX_REGION_SIZE,
         });
     }
-    Ok(geometry)
+    Ok((geometry, queues))
 }
 
 /// One ring inside a [`Region`]; keeps the region mapped.

@@ -78,6 +78,8 @@ pub(super) struct Master<'a> {
     config: &'a Config,
     claim: MasterClaim,
     geometry: Geometry,
+    /// Queue pairs offered in every region.
+    queues: u16,
     pins: PinWatch,
     generation: u64,
     pending: Vec<Pending>,
@@ -119,6 +121,7 @@ impl<'a> Master<'a> {
             config,
             claim,
             geometry: config.geometry.unwrap_or_default(),
+            queues: config.queues.unwrap_or(1),
             pins,
             generation,
             pending: Vec::new(),
@@ -158,7 +161,7 @@ impl<'a> Master<'a> {
             master_uid: unsafe { libc::geteuid() },
             uptime_secs: self.started.elapsed().as_secs(),
             numa_node: self.config.numa_node,
-            queues: 1,
+            queues: self.queues.into(),
             peer: self.attached.as_ref().map(|a| a.peer),
             region: self.attached.as_ref().map(|a| a.region),
             counters: self.shared.counters(),
@@ -463,7 +466,7 @@ impl<'a> Master<'a> {
             hugepages: self.config.hugepages,
             numa_node: self.config.numa_node,
         };
-        let region = match Region::create(self.geometry, self.generation, &opts) {
+        let region = match Region::create(self.geometry, self.queues, self.generation, &opts) {
             Ok(r) => Arc::new(r),
             Err(e) => {
                 log::error!("vecring: {}: cannot create link memory: {e}", self.label());
@@ -480,7 +483,12 @@ impl<'a> Master<'a> {
                 return;
             }
         };
-        let hello = Msg::hello(self.geometry, region.size() as u64, self.generation);
+        let hello = Msg::hello(
+            self.geometry,
+            self.queues,
+            region.size() as u64,
+            self.generation,
+        );
         let sent = handshake::send(&p.conn, &hello, Some(region.fd().as_raw_fd()));
         let deadline = Instant::now()
             .checked_add(self.config.handshake_timeout)

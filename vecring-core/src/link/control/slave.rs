@@ -240,7 +240,9 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             }
             let expect = Expectation {
                 geometry: config.geometry,
+                queues: config.queues,
                 generation: Some(msg.generation),
+                announced_queues: Some(msg.queue_count),
             };
             match Region::attach(fd, &expect) {
                 Ok(region) => region,

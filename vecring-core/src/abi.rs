@@ -384,7 +384,7 @@ mod tests {
 
     #[test]
     fn region_sizes_for_queue_counts() {
-        // Default geometry: one pair as in ABI 3, then 2 rings more per queue.
+        // Default geometry: one pair, then two ring areas more per queue.
         assert_eq!(min_region_size(32768, 64, 1), 4_468_736);
         assert_eq!(min_region_size(32768, 64, 4), 4096 + 8 * 2_232_320);
         assert_eq!(min_region_size(32768, 64, 16), 71_438_336);

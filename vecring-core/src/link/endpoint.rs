@@ -8,7 +8,7 @@ use super::types::Role;
 use crate::abi::{self, Dir};
 use crate::memory::{Region, RegionRing};
 use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Per-endpoint attachment to the current session.
@@ -36,8 +36,9 @@ pub(super) trait Attach: Sized {
     fn corruption(&self) -> Option<Corruption>;
     fn stats(&self) -> EndpointStats;
     fn detach(self, shared: &LinkShared, queue: u16);
-    /// The queue's totals so far, from which a new endpoint continues.
-    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats;
+    /// The link's (frames, bytes) totals of this kind of endpoint on
+    /// `queue`, written only by the queue's one endpoint of this kind.
+    fn totals(shared: &LinkShared, queue: u16) -> (&AtomicU64, &AtomicU64);
 }
 
 fn tx_dir(role: Role) -> Dir {
@@ -81,13 +82,9 @@ impl Attach for Producer<RegionRing> {
             );
         }
     }
-    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats {
+    fn totals(shared: &LinkShared, queue: u16) -> (&AtomicU64, &AtomicU64) {
         let c = &shared.tx[usize::from(queue)];
-        EndpointStats {
-            frames: c.frames.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            corruptions: 0,
-        }
+        (&c.frames, &c.bytes)
     }
 }
 
@@ -106,13 +103,9 @@ impl Attach for Consumer<RegionRing> {
         Consumer::stats(self)
     }
     fn detach(self, _: &LinkShared, _: u16) {}
-    fn carried(shared: &LinkShared, queue: u16) -> EndpointStats {
+    fn totals(shared: &LinkShared, queue: u16) -> (&AtomicU64, &AtomicU64) {
         let c = &shared.rx[usize::from(queue)];
-        EndpointStats {
-            frames: c.frames.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            corruptions: 0,
-        }
+        (&c.frames, &c.bytes)
     }
 }
 
@@ -120,7 +113,14 @@ impl<E: Attach> Endpoint<E> {
     /// The endpoint of queue `queue`, whose claim the caller took
     /// ([`Taken::claim`]); the endpoint gives it back when dropped.
     pub(super) fn new(shared: Arc<LinkShared>, queue: u16) -> Self {
-        let carried = E::carried(&shared, queue);
+        // Continues the queue's totals: an earlier endpoint of the queue
+        // may have counted some (its last `publish` ran in its drop).
+        let (frames, bytes) = E::totals(&shared, queue);
+        let carried = EndpointStats {
+            frames: frames.load(Ordering::Relaxed),
+            bytes: bytes.load(Ordering::Relaxed),
+            corruptions: 0,
+        };
         Endpoint {
             shared,
             queue,
@@ -139,6 +139,16 @@ impl<E: Attach> Endpoint<E> {
             self.carried.frames + now.frames,
             self.carried.bytes + now.bytes,
         )
+    }
+
+    /// Stores this endpoint's totals in the link's counters of its queue.
+    pub(super) fn publish(&self) {
+        let (frames, bytes) = self.totals();
+        let (f, b) = E::totals(&self.shared, self.queue);
+        // Relaxed stores of running totals (this endpoint is the only
+        // writer); readers want a recent value, not an ordering.
+        f.store(frames, Ordering::Relaxed);
+        b.store(bytes, Ordering::Relaxed);
     }
 
     /// Follows session changes: one atomic load when nothing changed.
@@ -206,8 +216,10 @@ impl<E: Attach> Endpoint<E> {
 
 impl<E: Attach> Drop for Endpoint<E> {
     fn drop(&mut self) {
-        // The ring first, then the claim: a new endpoint of this queue
-        // attaches only once this one let go.
+        // The totals (chunk users may not have flushed them), then the
+        // ring, then the claim: a new endpoint of this queue continues the
+        // totals and attaches only once this one let go.
+        self.publish();
         drop(self.ring.take());
         E::taken(&self.shared).release(self.queue);
     }

@@ -3,7 +3,6 @@
 use super::endpoint::Endpoint;
 use crate::memory::{Region, RegionRing};
 use crate::ring::{Consumer, HoldBack, ReadChunk, RecvError};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The receive side of one queue of a [`Link`](super::Link)
@@ -32,11 +31,7 @@ impl Receiver {
     }
 
     fn publish(&mut self) {
-        let (frames, bytes) = self.ep.totals();
-        let rx = &self.ep.shared.rx[usize::from(self.ep.queue)];
-        // Relaxed: running totals from their only writer.
-        rx.frames.store(frames, Ordering::Relaxed);
-        rx.bytes.store(bytes, Ordering::Relaxed);
+        self.ep.publish();
     }
 
     /// Whether the link is up, as this endpoint last saw it.

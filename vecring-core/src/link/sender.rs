@@ -40,12 +40,7 @@ impl Sender {
     }
 
     fn publish(&mut self) {
-        let (frames, bytes) = self.ep.totals();
-        let tx = &self.ep.shared.tx[usize::from(self.ep.queue)];
-        // Relaxed stores of running totals (this thread is the only
-        // writer); readers want a recent value, not an ordering.
-        tx.frames.store(frames, Ordering::Relaxed);
-        tx.bytes.store(bytes, Ordering::Relaxed);
+        self.ep.publish();
     }
 
     /// Whether the link is up, as this endpoint last saw it.

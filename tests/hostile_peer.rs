@@ -2,11 +2,12 @@
 //! honest side validates (the consumer: the producer's index and the slot
 //! descriptors; the producer: the consumer's index), and now and then over
 //! slot data, while the honest side keeps calling the API, on each ring of
-//! the region, in a small geometry and in the default one. Every kind of
+//! the region, in a small geometry and in the default one, and on rings of
+//! other queues in a region of four queue pairs. Every kind of
 //! corruption each side checks for must be detected while running. The region is mapped between inaccessible guard areas,
 //! so any access outside it would crash this test, and every byte of the
 //! region outside the attacked ring is checked unchanged afterwards, so an
-//! access into the header or the other ring is caught too.
+//! access into the header or another ring is caught too.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -24,7 +25,7 @@ use vecring_tests::Watchdog;
 
 const GUARD: usize = 1 << 20;
 
-/// Ring 0 of a region, mapped at a fresh address with PROT_NONE guard areas
+/// One ring of a region, mapped at a fresh address with PROT_NONE guard areas
 /// of 1 MiB on both sides.
 #[derive(Clone)]
 struct GuardedRing(Arc<GuardedMap>);
@@ -53,13 +54,14 @@ impl Drop for GuardedMap {
 }
 
 impl GuardedRing {
-    /// Ring `ring` of a fresh region of `geometry`.
-    fn new(geometry: Geometry, ring: usize) -> Self {
+    /// Ring `ring` of a fresh region of `queues` queue pairs of `geometry`.
+    fn new(geometry: Geometry, queues: u16, ring: usize) -> Self {
         let opts = RegionOptions {
             hugepages: HugepagePolicy::Never,
             numa_node: None,
         };
-        let region = Region::create(geometry, 1, 1, &opts).unwrap();
+        let region = Region::create(geometry, queues, 1, &opts).unwrap();
+        assert!(ring < abi::ring_count(queues) as usize);
         let len = region.size();
         let total = len + 2 * GUARD;
         // SAFETY: a fresh anonymous reservation, checked below.
@@ -374,24 +376,28 @@ fn read_some<S: RingStorage>(
     }
 }
 
-/// The geometries and rings attacked: a small ring that wraps often, and
-/// the default geometry a link gets; each ring of the region.
-fn targets() -> Vec<(Geometry, usize)> {
+/// The geometries, queue counts and rings attacked: a small ring that
+/// wraps often, and the default geometry a link gets, each ring of a
+/// one-queue region; and in a four-queue region of the small geometry, a
+/// ring between other queues' rings and the last ring.
+fn targets() -> Vec<(Geometry, u16, usize)> {
     let small = Geometry::new(128, 256).unwrap();
     let mut t = Vec::new();
     for g in [small, Geometry::default()] {
         for ring in [abi::RING_MASTER_TO_SLAVE, abi::RING_SLAVE_TO_MASTER] {
-            t.push((g, ring));
+            t.push((g, 1, ring));
         }
     }
+    t.push((small, 4, abi::ring_index(2, abi::Dir::SlaveToMaster)));
+    t.push((small, 4, abi::ring_index(3, abi::Dir::SlaveToMaster)));
     t
 }
 
 /// One honest consumer against a hostile producer on `ring` of a region of
 /// `geometry`; returns the kinds of corruption the consumer detected while
 /// reading (attach refusals do not count).
-fn hostile_producer(geometry: Geometry, ring_index: usize) -> BTreeSet<&'static str> {
-    let ring = GuardedRing::new(geometry, ring_index);
+fn hostile_producer(geometry: Geometry, queues: u16, ring_index: usize) -> BTreeSet<&'static str> {
+    let ring = GuardedRing::new(geometry, queues, ring_index);
     let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_CONSUMER);
@@ -446,13 +452,13 @@ fn hostile_producer(geometry: Geometry, ring_index: usize) -> BTreeSet<&'static 
 #[test]
 fn honest_consumer_survives_a_hostile_producer() {
     let _watchdog = Watchdog::new("hostile producer", Duration::from_secs(240));
-    for (geometry, ring) in targets() {
-        let kinds = hostile_producer(geometry, ring);
+    for (geometry, queues, ring) in targets() {
+        let kinds = hostile_producer(geometry, queues, ring);
         // Every check the consumer makes is seen failing while reading.
         for want in ["index", "length", "flags", "frame too long", "truncated"] {
             assert!(
                 kinds.contains(want),
-                "{geometry:?} ring {ring}: no '{want}' corruption detected while reading ({kinds:?})"
+                "{geometry:?} ring {ring} of {queues} queues: no '{want}' corruption detected while reading ({kinds:?})"
             );
         }
     }
@@ -490,8 +496,8 @@ fn write_some<S: RingStorage>(
 /// One honest producer against a hostile consumer on `ring` of a region
 /// of `geometry`; returns the corruptions detected while sending (attach
 /// refusals do not count).
-fn hostile_consumer(geometry: Geometry, ring_index: usize) -> u64 {
-    let ring = GuardedRing::new(geometry, ring_index);
+fn hostile_consumer(geometry: Geometry, queues: u16, ring_index: usize) -> u64 {
+    let ring = GuardedRing::new(geometry, queues, ring_index);
     let outside = ring.outside_sum();
     let stop = Arc::new(AtomicBool::new(false));
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_PRODUCER);
@@ -541,10 +547,10 @@ fn hostile_consumer(geometry: Geometry, ring_index: usize) -> u64 {
 #[test]
 fn honest_producer_survives_a_hostile_consumer() {
     let _watchdog = Watchdog::new("hostile consumer", Duration::from_secs(240));
-    for (geometry, ring) in targets() {
+    for (geometry, queues, ring) in targets() {
         assert!(
-            hostile_consumer(geometry, ring) > 0,
-            "{geometry:?} ring {ring}: the scribbler never caused a corruption detected while sending"
+            hostile_consumer(geometry, queues, ring) > 0,
+            "{geometry:?} ring {ring} of {queues} queues: the scribbler never caused a corruption detected while sending"
         );
     }
 }

@@ -157,6 +157,23 @@ fn fake_master_sending_a_memfd_too_small_is_refused() {
 }
 
 #[test]
+fn fake_master_announcing_another_queue_count_than_its_header_is_refused() {
+    let _w = Watchdog::new("fake master: queue lie", LIMIT);
+    require_root();
+    refused(
+        "queue-lie",
+        &["queue count (handshake vs header) mismatch: ours 4, theirs 1"],
+    );
+}
+
+#[test]
+fn fake_master_claiming_more_queues_than_its_memfd_holds_is_refused() {
+    let _w = Watchdog::new("fake master: queue header", LIMIT);
+    require_root();
+    refused("queue-header", &["region size"]);
+}
+
+#[test]
 fn fake_master_truncating_the_memfd_after_sending_is_refused() {
     let _w = Watchdog::new("fake master: truncated", LIMIT);
     require_root();

@@ -8,6 +8,9 @@
 //! - `unsealed`: a Hello with a memfd of the right size and header, unsealed;
 //! - `small`: a Hello announcing a full region with a sealed 4 KiB memfd;
 //! - `truncated`: like `unsealed`, truncated to 0 right after sending;
+//! - `queue-lie`: a real one-queue region, the Hello announcing four;
+//! - `queue-header`: a sealed memfd of one queue's size whose header
+//!   claims four queues (and eight rings), the Hello saying the same;
 //! - `valid`: a real region, then `Ready` after the slave's Ack.
 //!
 //! Reports `listening`, then `sent mode=M` per slave served and `acked`
@@ -127,7 +130,11 @@ enum Kept {
 }
 
 fn hello(conn: &OwnedFd, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
-    let msg = Msg::hello(Geometry::DEFAULT, 1, size, GENERATION);
+    hello_queues(conn, 1, size, fd)
+}
+
+fn hello_queues(conn: &OwnedFd, queues: u16, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
+    let msg = Msg::hello(Geometry::DEFAULT, queues, size, GENERATION);
     handshake::send(conn, &msg, Some(fd.as_raw_fd()))
 }
 
@@ -168,6 +175,33 @@ fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
             let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
             let fd = copy_of(&region, abi::HEADER_AREA, seals)?;
             hello(conn, region.size() as u64, &fd)?;
+            Ok(Kept::Fd(fd))
+        }
+        "queue-lie" => {
+            let region = real_region()?;
+            hello_queues(conn, 4, region.size() as u64, &region.fd())?;
+            Ok(Kept::Region(Box::new(region)))
+        }
+        "queue-header" => {
+            let region = real_region()?;
+            let size = region.size() as u64;
+            let fd = copy_of(&region, size, 0)?;
+            let at = |field: usize| field as libc::off_t;
+            let (rings, queues) = (8u32.to_le_bytes(), 4u32.to_le_bytes());
+            let ring_count = core::mem::offset_of!(abi::RegionHeader, ring_count);
+            let queue_count = core::mem::offset_of!(abi::RegionHeader, queue_count);
+            let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
+            // SAFETY: pwrite of 4-byte buffers into our own memfd, inside
+            // its header area; fcntl on it.
+            let ok = unsafe {
+                libc::pwrite(fd.as_raw_fd(), rings.as_ptr().cast(), 4, at(ring_count)) == 4
+                    && libc::pwrite(fd.as_raw_fd(), queues.as_ptr().cast(), 4, at(queue_count)) == 4
+                    && libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) == 0
+            };
+            if !ok {
+                return Err(std::io::Error::last_os_error());
+            }
+            hello_queues(conn, 4, size, &fd)?;
             Ok(Kept::Fd(fd))
         }
         "valid" => {

@@ -5,7 +5,10 @@
 //! ([`ring`]), hugepage/NUMA-aware memory regions ([`memory`], [`numa`]),
 //! and the [`Link`]: two processes (a master, typically on the host, and a
 //! slave, typically in a container) that open the same link by name and
-//! exchange frames, following each other through exits and restarts.
+//! exchange frames, following each other through exits and restarts. A
+//! link carries 1 to [`abi::MAX_QUEUES`] queue pairs, each an independent
+//! ring per direction ([`LinkBuilder::queues`], [`Link::sender_on`],
+//! [`Link::receiver_on`]).
 //! `docs/ARCHITECTURE.md` in the repository draws how these layers fit,
 //! the region's layout, the handshake, and the path of one frame.
 //!

@@ -90,6 +90,19 @@ impl LinkBuilder {
     /// decides: it offers `queues` pairs (1 when unset). A slave that sets
     /// it refuses a master with another count ("queue count mismatch:
     /// ours 4, theirs 2"); one that does not takes the master's.
+    ///
+    /// ```no_run
+    /// use vecring_core::{Link, Role};
+    ///
+    /// let link = Link::builder("host", "fast0").role(Role::Master).queues(4).open()?;
+    /// // One sender and one receiver per queue, each for one thread.
+    /// let senders: Vec<_> = (0..4).map(|q| link.sender_on(q)).collect::<Result<_, _>>()?;
+    /// # drop(senders);
+    /// # Ok::<(), vecring_core::LinkError>(())
+    /// ```
+    ///
+    /// A count outside `1..=16`, or one whose rings would not fit the
+    /// region a slave accepts, makes [`open`](Self::open) fail.
     pub fn queues(mut self, queues: u16) -> Self {
         self.queues = Some(queues);
         self

@@ -112,6 +112,7 @@ pub const fn ring_count(queues: u16) -> u32 {
 pub const fn ring_index(queue: u16, dir: Dir) -> usize {
     2 * queue as usize + dir as usize
 }
+
 /// Alignment of every ABI structure and of each slot.
 pub const CACHE_LINE: usize = 64;
 /// Offset of the descriptor array inside a ring area.
@@ -268,8 +269,8 @@ pub const fn ring_offset(ring: usize, slot_count: u32, slot_size: u32) -> u64 {
 }
 
 /// Smallest region that holds the header and the rings of `queues` queue
-/// pairs. No overflow for any `u16` count: a ring area is at most
-/// [`MAX_RING_DATA`] plus its descriptors and control.
+/// pairs. For a valid geometry no `u16` count overflows: a ring area is
+/// then at most [`MAX_RING_DATA`] plus its descriptors and control.
 pub const fn min_region_size(slot_count: u32, slot_size: u32, queues: u16) -> u64 {
     HEADER_AREA + ring_count(queues) as u64 * ring_area_size(slot_count, slot_size)
 }

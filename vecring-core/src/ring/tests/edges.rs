@@ -263,24 +263,37 @@ pub(crate) fn unread_frames_counts_from_a_plausible_tail_only<S: RingStorage + C
     assert_eq!(tx.unread_frames(), 6);
 }
 
-/// A chunk's count of frames and of free slots, a frame that takes
-/// exactly what is left, then every push refused as `Full`; frames
-/// written in place land after the ones before them.
+/// A chunk's count of frames and of free slots, a run that takes exactly
+/// what is left after frames pushed before it, then every push refused as
+/// `Full`; frames written in place land after the ones before them, and
+/// the commit counts every frame and byte.
 pub(crate) fn write_chunk_counts_frames_and_free_slots_to_the_last<S: RingStorage + Clone>(
     new: NewRing<S>,
 ) {
     let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(8, 64, 256).unwrap());
-    let frames = [frame(64, 0), frame(100, 1), frame(128, 2)];
-    let mut chunk = tx.write_chunk(5).unwrap();
-    assert_eq!((chunk.free_slots(), chunk.frames()), (5, 0));
+    let frames = [
+        frame(64, 0),
+        frame(100, 1),
+        frame(128, 2),
+        frame(64, 3),
+        frame(64, 4),
+    ];
+    let mut chunk = tx.write_chunk(7).unwrap();
+    assert_eq!((chunk.free_slots(), chunk.frames()), (7, 0));
     chunk.push(&frames[0]).unwrap();
     chunk.push(&frames[1]).unwrap();
-    assert_eq!((chunk.free_slots(), chunk.frames()), (2, 2));
-    assert!(chunk.fits(128) && !chunk.fits(129));
+    assert_eq!((chunk.free_slots(), chunk.frames()), (4, 2));
+    assert!(chunk.fits(256) && !chunk.fits(257));
     chunk
         .push_with(128, |w| assert_eq!(w.append(&frames[2]), 128))
         .unwrap();
-    assert_eq!((chunk.free_slots(), chunk.frames()), (0, 3));
+    assert_eq!((chunk.free_slots(), chunk.frames()), (2, 3));
+    // Two of the ten asked for: the two slots left.
+    let run = chunk.push_run(64, 10, |i, w| {
+        assert_eq!(w.append(&frames[3 + i]), 64);
+    });
+    assert_eq!(run, Ok(2));
+    assert_eq!((chunk.free_slots(), chunk.frames()), (0, 5));
     assert!(!chunk.fits(1));
     assert_eq!(chunk.push(&[1]), Err(PushError::Full));
     assert_eq!(
@@ -291,9 +304,12 @@ pub(crate) fn write_chunk_counts_frames_and_free_slots_to_the_last<S: RingStorag
         chunk.push_run(1, 4, |_, _| panic!("not called")),
         Err(PushError::Full)
     );
-    assert_eq!(chunk.commit(), 3);
+    assert_eq!(chunk.commit(), 5);
+    let bytes = frames.iter().map(|f| f.len() as u64).sum();
+    assert_eq!((tx.stats().frames, tx.stats().bytes), (5, bytes));
     for f in &frames {
         assert_eq!(first(&mut rx, false).as_ref(), Ok(f));
     }
     assert_eq!(first(&mut rx, false), Err(RecvError::Empty));
+    assert_eq!((rx.stats().frames, rx.stats().bytes), (5, bytes));
 }

@@ -142,13 +142,10 @@ pub(crate) fn a_peer_frame_of_the_largest_length_and_one_byte_more<S: RingStorag
         let (ring, mut tx, mut rx) = corruptible_channel(new, g);
         tx.send(&frame(200, 0)).unwrap();
         set_desc(&ring, 0, 201, SLOT_FLAG_MORE);
-        assert_eq!(
-            first(&mut rx, by_batch),
-            Err(RecvError::Corrupt(Corruption::FrameTooLong {
-                slot: 0,
-                max: 200
-            }))
-        );
+        assert_eq!(rx.corruption(), None);
+        let too_long = Corruption::FrameTooLong { slot: 0, max: 200 };
+        assert_eq!(first(&mut rx, by_batch), Err(RecvError::Corrupt(too_long)));
+        assert_eq!(rx.corruption(), Some(too_long));
         // `head` one slot short of the largest frame.
         let (ring, mut tx, mut rx) = corruptible_channel(new, g);
         tx.send(&frame(200, 0)).unwrap();
@@ -312,4 +309,41 @@ pub(crate) fn write_chunk_counts_frames_and_free_slots_to_the_last<S: RingStorag
     }
     assert_eq!(first(&mut rx, false), Err(RecvError::Empty));
     assert_eq!((rx.stats().frames, rx.stats().bytes), (5, bytes));
+}
+
+/// A frame written in place in pieces, the piece in the middle across the
+/// end of the data area, into exactly the free slots: the slots after it
+/// hold frames not yet read, which must come out untouched.
+pub(crate) fn appends_across_the_wrap_stop_at_the_frame_end<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(8, 64, 256).unwrap());
+    // Indices 0..10 sent and read: the next frames start at slot 2.
+    for i in 0..10 {
+        tx.send(&frame(64, i)).unwrap();
+        assert_eq!(first(&mut rx, false), Ok(frame(64, i)));
+    }
+    // Slots 2..6 hold unread frames, slots 6, 7, 0 and 1 are free.
+    let unread: Vec<Vec<u8>> = (0..4).map(|i| frame(64, 10 + i)).collect();
+    assert_eq!(tx.send_batch(unread.iter().map(|f| &f[..])), Ok(4));
+    // The frame's bytes, inside a larger buffer: a piece is a slice of it.
+    let source = frame(512, 99);
+    let whole = &source[..256];
+    let mut chunk = tx.write_chunk(4).unwrap();
+    chunk
+        .push_with(256, |w| {
+            assert_eq!((w.len(), w.is_empty()), (256, false));
+            assert!(w.contiguous_mut().is_none(), "slots 6, 7 | 0, 1");
+            // 100 bytes before the end, 28 + 100 across it, 28 after.
+            assert_eq!(w.append(&source[..100]), 100);
+            assert_eq!(w.append(&source[100..228]), 128);
+            assert_eq!(w.append(&source[228..300]), 28, "only what is left");
+            assert_eq!(w.append(&source[300..]), 0);
+        })
+        .unwrap();
+    assert_eq!(chunk.commit(), 1);
+    for f in &unread {
+        assert_eq!(first(&mut rx, false).as_ref(), Ok(f));
+    }
+    assert_eq!(first(&mut rx, false).as_deref(), Ok(whole));
 }

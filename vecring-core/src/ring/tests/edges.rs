@@ -347,3 +347,42 @@ pub(crate) fn appends_across_the_wrap_stop_at_the_frame_end<S: RingStorage + Clo
     }
     assert_eq!(first(&mut rx, false).as_deref(), Ok(whole));
 }
+
+/// `recv_batch`'s groups of four equal one-slot frames, entered after
+/// frames of other lengths: they end at the last buffer (one group in the
+/// four or six buffers left, not two), and at the published head even
+/// where the descriptors after it still hold the same word from the lap
+/// before.
+pub(crate) fn recv_batch_groups_end_at_the_last_buffer_and_at_the_head<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(64, 64, 256).unwrap());
+    let mut bufs = vec![vec![0u8; 64]; 64];
+    let mut lens = [0usize; 64];
+    // A lap of 40-byte frames: every descriptor holds their word.
+    let lap: Vec<Vec<u8>> = (0..64).map(|i| frame(40, i)).collect();
+    assert_eq!(tx.send_batch(lap.iter().map(|f| &f[..])), Ok(64));
+    assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(64));
+    // Slots 0..35: runs of 20-byte frames, each followed by 40-byte ones.
+    let runs = [(20, 4), (40, 5), (20, 4), (40, 7), (20, 3), (40, 12)];
+    let frames: Vec<Vec<u8>> = runs
+        .iter()
+        .flat_map(|&(len, n)| std::iter::repeat_n(len, n))
+        .enumerate()
+        .map(|(i, len)| frame(len, 100 + i as u8))
+        .collect();
+    assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(35));
+    let mut got = Vec::new();
+    // Each call takes 5 frames one by one, then a group of 4: 9 buffers
+    // end with that group, 11 leave 2 for the frame-by-frame path; 64
+    // take two groups and 3 frames, up to the head.
+    for (take, want) in [(9, 9), (11, 11), (64, 15)] {
+        let n = rx.recv_batch(&mut bufs[..take], &mut lens).unwrap();
+        got.extend((0..n).map(|i| bufs[i][..lens[i]].to_vec()));
+        assert_eq!(n, want, "{take} buffers");
+    }
+    assert_eq!(got, frames);
+    assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(0));
+    let bytes = 64 * 40 + frames.iter().map(|f| f.len() as u64).sum::<u64>();
+    assert_eq!((rx.stats().frames, rx.stats().bytes), (64 + 35, bytes));
+}

@@ -66,6 +66,7 @@ macro_rules! ring_suite {
             edges::unread_frames_counts_from_a_plausible_tail_only,
             edges::write_chunk_counts_frames_and_free_slots_to_the_last,
             edges::appends_across_the_wrap_stop_at_the_frame_end,
+            edges::recv_batch_groups_end_at_the_last_buffer_and_at_the_head,
             hold_back::hold_back_is_off_by_default,
             hold_back::hold_back_holds_a_few_frames_until_the_wait_is_over,
             hold_back::hold_back_leaves_frames_of_several_slots_alone,

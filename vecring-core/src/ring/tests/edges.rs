@@ -155,6 +155,20 @@ pub(crate) fn a_peer_frame_of_the_largest_length_and_one_byte_more<S: RingStorag
             Err(RecvError::Corrupt(Corruption::Truncated { slot: 0 }))
         );
     }
+    // The same after a frame `recv_batch` delivers: slots 1..5, with
+    // `head` at 4.
+    let (ring, mut tx, mut rx) = corruptible_channel(new, g);
+    let frames = [frame(64, 0), frame(200, 1)];
+    assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(2));
+    ring.control().head.index.store(4, Ordering::Release);
+    let mut bufs = vec![vec![0u8; 200]; 2];
+    let mut lens = [0usize; 2];
+    assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+    assert_eq!(&bufs[0][..lens[0]], &frames[0][..]);
+    assert_eq!(
+        rx.recv_batch(&mut bufs, &mut lens),
+        Err(RecvError::Corrupt(Corruption::Truncated { slot: 1 }))
+    );
 }
 
 /// `Shape::diagnose` on its own: the consumer asks it again about a

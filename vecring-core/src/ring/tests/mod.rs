@@ -71,6 +71,7 @@ macro_rules! ring_suite {
             hold_back::hold_back_holds_a_few_frames_until_the_wait_is_over,
             hold_back::hold_back_leaves_frames_of_several_slots_alone,
             keep::kept_frames_hold_their_slots_until_released,
+            keep::reads_that_find_nothing_leave_kept_frames_kept,
         );
     };
     (@cases $new:expr; $($topic:ident::$case:ident),+ $(,)?) => {

@@ -15,6 +15,7 @@ pub(crate) mod batch;
 pub(crate) mod corruption;
 pub(crate) mod edges;
 pub(crate) mod hold_back;
+pub(crate) mod in_place;
 pub(crate) mod keep;
 
 /// Makes a zeroed ring of a geometry, for a case of the suite.
@@ -70,6 +71,7 @@ macro_rules! ring_suite {
             hold_back::hold_back_is_off_by_default,
             hold_back::hold_back_holds_a_few_frames_until_the_wait_is_over,
             hold_back::hold_back_leaves_frames_of_several_slots_alone,
+            in_place::frames_runs_and_arrays_report_their_place_and_size,
             keep::kept_frames_hold_their_slots_until_released,
             keep::reads_that_find_nothing_leave_kept_frames_kept,
         );

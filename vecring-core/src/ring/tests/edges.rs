@@ -400,3 +400,21 @@ pub(crate) fn recv_batch_groups_end_at_the_last_buffer_and_at_the_head<S: RingSt
     let bytes = 64 * 40 + frames.iter().map(|f| f.len() as u64).sum::<u64>();
     assert_eq!((rx.stats().frames, rx.stats().bytes), (64 + 35, bytes));
 }
+
+/// `RingStorage::slot_at` maps every byte of the slot data to its slot,
+/// the first and the last of each slot alike, and nothing else.
+pub(crate) fn slot_at_maps_the_slot_data_only<S: RingStorage + Clone>(new: NewRing<S>) {
+    let g = Geometry::new(128, 256).unwrap();
+    let ring = new(g);
+    let data = ring.data().cast_const();
+    for slot in 0..128usize {
+        for byte in [0, 1, 255] {
+            let at = data.wrapping_add(slot * 256 + byte);
+            assert_eq!(ring.slot_at(at), Some(slot), "slot {slot} byte {byte}");
+        }
+    }
+    assert_eq!(ring.slot_at(data.wrapping_sub(1)), None);
+    assert_eq!(ring.slot_at(data.wrapping_add(128 * 256)), None);
+    assert_eq!(ring.slot_at(std::ptr::null()), None);
+    assert_eq!(g.slot_of(128 + 5), 5);
+}

@@ -73,6 +73,7 @@ macro_rules! ring_suite {
             hold_back::hold_back_leaves_frames_of_several_slots_alone,
             in_place::frames_runs_and_arrays_report_their_place_and_size,
             keep::kept_frames_hold_their_slots_until_released,
+            edges::slot_at_maps_the_slot_data_only,
             keep::reads_that_find_nothing_leave_kept_frames_kept,
         );
     };

@@ -44,6 +44,7 @@ use rtrb_bytes::rtrb_bytes_pair;
 use rtrb_peer::{rtrb_pair, RtrbMode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vecring_core::pattern::fnv1a;
 use vecring_core::{
     abi, Consumer, Geometry, HugepagePolicy, Producer, Region, RegionOptions, RingStorage,
 };
@@ -153,12 +154,6 @@ pub fn touch(bytes: &[u8]) -> u64 {
         sum = sum.wrapping_add(u64::from(b));
     }
     sum
-}
-
-/// An order-sensitive hash of a frame (FNV-1a), for the smoke test.
-#[inline]
-pub fn frame_hash(bytes: &[u8]) -> u64 {
-    vecring_core::pattern::fnv1a(bytes)
 }
 
 /// What is measured.
@@ -435,7 +430,7 @@ impl Link for Memcpy {
         // inside the data area as above.
         let slot0 = unsafe { core::slice::from_raw_parts(self.ring.data(), len) };
         Finished {
-            digest: frame_hash(slot0),
+            digest: fnv1a(slot0),
             frames: self.frames,
             ..Finished::default()
         }
@@ -636,7 +631,7 @@ mod tests {
                         | Candidate::VecringZeroCopyHold
                         | Candidate::RtrbZeroCopy
                         | Candidate::RtrbBytesZeroCopy => touch(frame).wrapping_mul(2 * frames),
-                        _ => frame_hash(frame),
+                        _ => fnv1a(frame),
                     };
                     assert_eq!(
                         digest,

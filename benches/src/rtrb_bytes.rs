@@ -18,10 +18,11 @@
 
 use crate::pipeline::{Rx, Tx};
 use crate::rtrb_peer::RtrbMode;
-use crate::{frame_hash, touch};
+use crate::touch;
 use rtrb::chunks::ChunkError;
 use rtrb::RingBuffer;
 use std::mem::MaybeUninit;
+use vecring_core::pattern::fnv1a;
 
 /// Bytes of the length before each message.
 pub const PREFIX: usize = 2;
@@ -215,7 +216,7 @@ impl<const N: usize> Rx for RtrbBytesRx<N> {
 
     fn digest(&self) -> u64 {
         match self.mode {
-            RtrbMode::Copy => frame_hash(&self.bufs[0]),
+            RtrbMode::Copy => fnv1a(&self.bufs[0]),
             RtrbMode::InPlace => self.sum,
         }
     }

@@ -13,9 +13,10 @@
 //! commits once.
 
 use crate::pipeline::{Rx, Tx};
-use crate::{frame_hash, touch};
+use crate::touch;
 use rtrb::chunks::ChunkError;
 use rtrb::RingBuffer;
+use vecring_core::pattern::fnv1a;
 
 /// What the rtrb consumer does with each frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +123,7 @@ impl<const N: usize> Rx for RtrbRx<N> {
 
     fn digest(&self) -> u64 {
         match self.mode {
-            RtrbMode::Copy => frame_hash(&self.bufs[0]),
+            RtrbMode::Copy => fnv1a(&self.bufs[0]),
             RtrbMode::InPlace => self.sum,
         }
     }

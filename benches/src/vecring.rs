@@ -3,7 +3,8 @@
 //! `next_run`).
 
 use crate::pipeline::{Rx, Tx};
-use crate::{frame_hash, touch};
+use crate::touch;
+use vecring_core::pattern::fnv1a;
 use vecring_core::{Consumer, Producer, PushError, RecvError, RingStorage, SendError};
 
 /// Copying producer: `send` for batch 1, `send_batch` otherwise, from an
@@ -88,7 +89,7 @@ impl<S: RingStorage + 'static, const N: usize> Rx for CopyRx<S, N> {
     }
 
     fn digest(&self) -> u64 {
-        frame_hash(&self.bufs[0])
+        fnv1a(&self.bufs[0])
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::{channel, NewRing};
 use crate::geometry::Geometry;
-use crate::ring::{Producer, PushError, RingStorage, SendError};
+use crate::ring::{Producer, PushError, RecvError, RingStorage, SendError};
 
 pub(crate) fn kept_frames_hold_their_slots_until_released<S: RingStorage + Clone>(new: NewRing<S>) {
     let (mut tx, mut rx) = channel(new, Geometry::new(16, 2048).unwrap());
@@ -45,4 +45,29 @@ pub(crate) fn kept_frames_hold_their_slots_until_released<S: RingStorage + Clone
     assert_eq!(fill(&mut tx), 11);
     assert!(rx.release_to(13));
     assert_eq!(fill(&mut tx), 2);
+}
+
+/// A read that finds nothing releases nothing: frames kept before it
+/// keep their slots.
+pub(crate) fn reads_that_find_nothing_leave_kept_frames_kept<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(4, 64, 128).unwrap());
+    for i in 0..4u8 {
+        tx.send(&[i; 10]).unwrap();
+    }
+    let mut chunk = rx.read_chunk(4).unwrap();
+    while chunk.next_frame().unwrap().is_some() {}
+    chunk.keep();
+    assert_eq!((rx.read_position(), rx.released_position()), (4, 0));
+    let (mut bufs, mut lens) = ([[0u8; 64]; 4], [0usize; 4]);
+    assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(0));
+    assert_eq!(rx.recv(&mut bufs[0]), Err(RecvError::Empty));
+    assert!(rx.read_chunk(4).unwrap().next_frame().unwrap().is_none());
+    assert_eq!((rx.read_position(), rx.released_position()), (4, 0));
+    assert_eq!(tx.send(b"x"), Err(SendError::Push(PushError::Full)));
+    assert_eq!(tx.unread_frames(), 4);
+    assert!(rx.release_to(4));
+    assert_eq!(tx.unread_frames(), 0);
+    tx.send(b"x").unwrap();
 }

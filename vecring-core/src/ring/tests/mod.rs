@@ -13,7 +13,9 @@ use crate::sync::Ordering;
 pub(crate) mod basic;
 pub(crate) mod batch;
 pub(crate) mod corruption;
+pub(crate) mod edges;
 pub(crate) mod hold_back;
+pub(crate) mod in_place;
 pub(crate) mod keep;
 
 /// Makes a zeroed ring of a geometry, for a case of the suite.
@@ -57,10 +59,22 @@ macro_rules! ring_suite {
             corruption::recv_batch_group_catches_a_corrupt_descriptor_inside_it,
             corruption::producer_detects_tail_corruption_and_stays_poisoned,
             corruption::attach_refuses_corrupt_indices,
+            edges::a_frame_of_exactly_one_slot_carries_no_more_flag,
+            edges::the_largest_frame_fits_and_one_byte_more_does_not,
+            edges::a_peer_frame_of_the_largest_length_and_one_byte_more,
+            edges::diagnose_passes_a_valid_frame_that_ready_exactly_covers,
+            edges::producer_reports_its_geometry_counters_and_corruption,
+            edges::unread_frames_counts_from_a_plausible_tail_only,
+            edges::write_chunk_counts_frames_and_free_slots_to_the_last,
+            edges::appends_across_the_wrap_stop_at_the_frame_end,
+            edges::recv_batch_groups_end_at_the_last_buffer_and_at_the_head,
             hold_back::hold_back_is_off_by_default,
             hold_back::hold_back_holds_a_few_frames_until_the_wait_is_over,
             hold_back::hold_back_leaves_frames_of_several_slots_alone,
+            in_place::frames_runs_and_arrays_report_their_place_and_size,
             keep::kept_frames_hold_their_slots_until_released,
+            edges::slot_at_maps_the_slot_data_only,
+            keep::reads_that_find_nothing_leave_kept_frames_kept,
         );
     };
     (@cases $new:expr; $($topic:ident::$case:ident),+ $(,)?) => {

@@ -87,6 +87,6 @@ pub use link::{
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
-    heap_channel, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
-    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
+    heap_channel, Bell, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
+    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, Sleep, WriteChunk,
 };

@@ -61,6 +61,8 @@ pub mod abi;
 mod counters;
 #[cfg(not(loom))]
 pub mod dirs;
+#[cfg(not(loom))]
+pub mod doorbell;
 pub mod geometry;
 #[cfg(not(loom))]
 pub mod handshake;

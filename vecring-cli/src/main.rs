@@ -29,7 +29,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use vecring_core::abi::{
-    MAX_FRAME_LEN, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT, MIN_SLOT_SIZE,
+    MAX_FRAME_LEN, MAX_QUEUES, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT,
+    MIN_SLOT_SIZE,
 };
 use vecring_core::geometry::check_queues;
 use vecring_core::memory::AttachError;
@@ -166,10 +167,10 @@ pub struct LinkArgs {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 30.0)]
     up_timeout: f64,
-    /// Queue pairs: one data-path thread per queue (stress: two). Master:
-    /// the link's count, 1..=16 (default 1); slave: the count required of
-    /// the master (default: the master's).
-    #[arg(long, value_name = "N")]
+    /// Queue pairs, one data-path thread each (stress: two). Master: the
+    /// link's count (default 1); slave: the count required of the master
+    /// (default: the master's).
+    #[arg(long, value_name = "N", help = queues_help())]
     queues: Option<u64>,
     /// Pin the data-path threads to these CPUs (ones this process may run
     /// on; comma-separated): queue q's to the (q mod count)-th.
@@ -211,6 +212,12 @@ fn slot_size_help() -> String {
     format!(
         "Bytes per slot: a power of two, {MIN_SLOT_SIZE}..={MAX_SLOT_SIZE} (master; default {})",
         Geometry::DEFAULT.slot_size()
+    )
+}
+
+fn queues_help() -> String {
+    format!(
+        "Queue pairs, 1..={MAX_QUEUES}, one data-path thread each (stress: two). Master: the link's count (default 1); slave: the count required of the master (default: the master's)"
     )
 }
 

@@ -397,6 +397,12 @@ fn queue_counts_out_of_range_are_refused_before_the_link_opens() {
         &args,
         "--queues/--slots/--slot-size: 16 queue pairs of 262144 slots of 1024 bytes need a region of",
     );
+    // The help states the range.
+    for mode in ["txonly", "rxonly", "stress", "bench"] {
+        let (code, out, _) = run(&[mode, "--help"]);
+        assert_eq!(code, 0);
+        assert!(out.contains("1..=16"), "{mode} --help:\n{out}");
+    }
     // Not a number: a usage error (status 2), named by the parser.
     let mut args = vec!["rxonly", "--queues", "two"];
     args.extend(link);

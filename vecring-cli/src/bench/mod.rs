@@ -41,9 +41,9 @@ pub struct BenchArgs {
     /// size); 0 skips them.
     #[arg(long, default_value_t = 0.25)]
     trial_seconds: f64,
-    /// Queue pairs of the link, 1..=16: a sending thread per queue in the
-    /// master and a receiving thread per queue in the slave.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// Queue pairs of the link: a sending thread per queue in the master
+    /// and a receiving thread per queue in the slave.
+    #[arg(long, default_value_t = 1, value_name = "N", help = queues_help())]
     queues: u64,
     /// CPUs of the master's sending threads (comma-separated): queue q's
     /// on the (q mod count)-th.
@@ -86,6 +86,13 @@ fn each_queue<T: Send>(
 ) -> Result<Vec<T>, String> {
     let failure = Failure::default();
     on_each_queue(txs, cpus, &failure, |_, tx| work(tx, failure.flag()))
+}
+
+fn queues_help() -> String {
+    format!(
+        "Queue pairs of the link, 1..={}: a sending thread per queue in the master and a receiving thread per queue in the slave",
+        vecring_core::abi::MAX_QUEUES
+    )
 }
 
 fn default_run_dir() -> PathBuf {

@@ -145,8 +145,18 @@ fn txonly_on_four_queues_reaches_rxonly_on_four_exactly() {
     rx_args.extend(link);
     rx_args.extend(["--interval", "0", "--hugepages", "never"]);
     let mut rx = spawn(&rx_args);
-    // The slave gives no --queues: it takes the master's four.
-    let mut tx_args = vec!["txonly", "--seconds", "0.5", "--up-timeout", "30"];
+    // The slave gives no --queues: it takes the master's four. It waits
+    // for the master to read everything (--drain), so that what each
+    // queue's sender saw taken is all the master will count.
+    let mut tx_args = vec![
+        "txonly",
+        "--seconds",
+        "0.5",
+        "--drain",
+        "60",
+        "--up-timeout",
+        "30",
+    ];
     tx_args.extend(link);
     let (code, out, err) = run(&tx_args);
     assert_eq!(code, 0, "{err}");

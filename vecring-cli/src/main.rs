@@ -167,9 +167,8 @@ pub struct LinkArgs {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 30.0)]
     up_timeout: f64,
-    /// Queue pairs, one data-path thread each (stress: two). Master: the
-    /// link's count (default 1); slave: the count required of the master
-    /// (default: the master's).
+    /// Queue pairs: the link's (master) or the count required of the
+    /// master (slave); the help text is [`queues_help`].
     #[arg(long, value_name = "N", help = queues_help())]
     queues: Option<u64>,
     /// Pin the data-path threads to these CPUs (ones this process may run
@@ -354,6 +353,8 @@ impl LinkArgs {
     /// what to give instead.
     fn refusal(&self, path: &str, e: LinkError) -> String {
         match e {
+            // The field vecring-core's region check names when the
+            // master's count is not the one this slave required.
             LinkError::Attach(AttachError::Mismatch {
                 field: "queue count",
                 ours,

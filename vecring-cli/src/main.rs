@@ -106,6 +106,11 @@ enum Command {
         /// Seconds between reports (0: none).
         #[arg(long, default_value_t = 1.0)]
         interval: f64,
+        /// Sleep until frames arrive instead of polling: each queue's
+        /// thread waits on its ring's doorbell when the ring is empty
+        /// (the sender then pays a fence per publish).
+        #[arg(long)]
+        interrupt: bool,
     },
     /// Create a domain directory before either side starts (for a
     /// container's bind mount) with the owner and mode the master accepts,
@@ -400,7 +405,11 @@ fn main() -> ExitCode {
             seconds,
             drain,
         } => traffic::txonly(&link, size, seconds, drain),
-        Command::Rxonly { link, interval } => traffic::rxonly(&link, interval),
+        Command::Rxonly {
+            link,
+            interval,
+            interrupt,
+        } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::List(args) => ops::list(&args),

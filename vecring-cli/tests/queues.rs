@@ -445,3 +445,98 @@ fn a_slave_requiring_another_count_is_told_the_masters() {
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// CPU time of process `pid` in clock ticks (utime + stime).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which ends with the last ')'.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// `rxonly --interrupt` on two queues counts every frame txonly's senders
+/// saw taken, and while its peer is up and silent its threads sleep: over
+/// two idle seconds the whole process uses a few ticks, where two polling
+/// threads would use two CPUs (400 ticks).
+#[test]
+fn rxonly_interrupt_counts_everything_and_sleeps_while_idle() {
+    let _w = Watchdog::new("rxonly_interrupt", Duration::from_secs(120));
+    let dir = run_dir("intr");
+    let rd = dir.to_str().unwrap();
+    let link = ["--domain", "p", "--link", "l0", "--run-dir", rd];
+    let mut rx_args = vec!["rxonly", "--role", "master", "--queues", "2", "--interrupt"];
+    rx_args.extend(link);
+    rx_args.extend(["--interval", "0", "--hugepages", "never"]);
+    let mut rx = spawn(&rx_args);
+    let mut taken = 0;
+    for round in 0..2 {
+        let mut tx_args = vec![
+            "txonly",
+            "--seconds",
+            "0.3",
+            "--drain",
+            "60",
+            "--up-timeout",
+            "30",
+        ];
+        tx_args.extend(link);
+        let (code, out, err) = run(&tx_args);
+        assert_eq!(code, 0, "round {round}: {err}");
+        let total = out
+            .lines()
+            .find(|l| l.starts_with("txonly: sent"))
+            .unwrap_or_else(|| panic!("no total line:\n{out}"));
+        taken += number_after(total, "taken by the peer ");
+        if round == 0 {
+            // A slave that holds the link up and sends nothing: the
+            // master's rings stay empty, and its receivers sleep.
+            let mut idle_args = vec!["rxonly", "--interval", "0", "--up-timeout", "30"];
+            idle_args.extend(link);
+            let mut idle = spawn(&idle_args);
+            let t0 = Instant::now();
+            loop {
+                let (_, list, _) = run(&["list", "--json", "--run-dir", rd]);
+                let v: Value = serde_json::from_str(&list).unwrap_or(Value::Null);
+                if v["links"][0]["state"] == "up" {
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "the idle slave did not attach: {list}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let before = cpu_ticks(rx.0.id());
+            std::thread::sleep(Duration::from_secs(2));
+            let used = cpu_ticks(rx.0.id()) - before;
+            assert!(
+                used < 20,
+                "idle rxonly --interrupt used {used} ticks in 2 s"
+            );
+            let _ = idle.0.kill();
+            let _ = idle.0.wait();
+        }
+    }
+    let mut stdin = rx.0.stdin.take().unwrap();
+    let mut stdout = BufReader::new(rx.0.stdout.take().unwrap());
+    let t0 = Instant::now();
+    loop {
+        writeln!(stdin, "?").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let frames: u64 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        if frames == taken {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "rxonly counted {line} of {taken}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    assert!(rx.0.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

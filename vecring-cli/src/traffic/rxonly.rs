@@ -73,7 +73,7 @@ fn answer(tallies: &[Tally]) -> String {
 /// # Errors
 /// A bad option, a link that does not come up, or a queue whose receiving
 /// failed.
-pub fn rxonly(args: &LinkArgs, interval: f64) -> Result<(), String> {
+pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), String> {
     if !(interval.is_finite() && interval >= 0.0) {
         return Err(format!(
             "--interval {interval}: must be a non-negative number"
@@ -116,7 +116,7 @@ pub fn rxonly(args: &LinkArgs, interval: f64) -> Result<(), String> {
             let (cpu, done, failure) = (cpus::for_queue(&args.cpu, q), &done, &failure);
             s.spawn(move || {
                 cpus::pin(cpu);
-                if let Err(e) = receive(&mut rx, tally, done) {
+                if let Err(e) = receive(&mut rx, tally, done, interrupt) {
                     failure.record(format!("queue {q}: {e}"));
                 }
             });
@@ -139,35 +139,56 @@ pub fn rxonly(args: &LinkArgs, interval: f64) -> Result<(), String> {
     failure.take().map_or(Ok(()), Err)
 }
 
+/// How long an `--interrupt` receiver sleeps at most before it looks at
+/// `done` again.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
 /// Receives on one queue until `done`, publishing its counts to `tally`.
-/// A link that is down is looked at again every millisecond; an empty ring
-/// is polled again at once, the thread keeping its CPU (a mode that sleeps
-/// until the peer signals would wait in place of that spin).
-fn receive(rx: &mut Receiver, tally: &Tally, done: &AtomicBool) -> Result<(), String> {
+/// Polling (the default): a link that is down is looked at again every
+/// millisecond, an empty ring at once, the thread keeping its CPU. With
+/// `interrupt`, an empty ring or a link down puts the thread to sleep until
+/// the peer's doorbell (or a link change) wakes it.
+fn receive(
+    rx: &mut Receiver,
+    tally: &Tally,
+    done: &AtomicBool,
+    interrupt: bool,
+) -> Result<(), String> {
     let mut buf = vec![0u8; 9216];
     let (mut nf, mut nb) = (0u64, 0u64);
     let mut idle = 0u32;
     while !done.load(Ordering::Relaxed) {
-        let mut chunk = match rx.read_chunk(BATCH) {
-            Ok(c) => c,
-            Err(RecvError::LinkDown) => {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
+        // Frames read now, or None while the link is down.
+        let got = match rx.read_chunk(BATCH) {
+            Ok(mut chunk) => {
+                let mut got = 0;
+                while let Ok(Some(frame)) = chunk.next_frame() {
+                    nb += frame.copy_to(&mut buf) as u64;
+                    got += 1;
+                }
+                Some(got)
             }
+            Err(RecvError::LinkDown) => None,
             Err(e) => return Err(e.to_string()),
         };
-        let mut got = 0;
-        while let Ok(Some(frame)) = chunk.next_frame() {
-            nb += frame.copy_to(&mut buf) as u64;
-            got += 1;
-        }
-        drop(chunk);
+        let Some(got) = got else {
+            if interrupt {
+                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+            } else {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            continue;
+        };
         if got == 0 {
             idle = idle.wrapping_add(1);
-            if idle % 64 == 0 {
+            if idle % 64 == 0 || interrupt {
                 tally.store(nf, nb);
             }
-            std::hint::spin_loop();
+            if interrupt {
+                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+            } else {
+                std::hint::spin_loop();
+            }
         } else {
             nf += got;
             tally.store(nf, nb);

@@ -83,6 +83,9 @@ pub(crate) struct WaitSet {
     timed: bool,
     /// Wakeups that found nothing, in all.
     pub(crate) spurious_total: u64,
+    /// The endpoint's frame total when it last went to sleep: a wakeup
+    /// after which it moved frames found work.
+    pub(crate) progress: u64,
 }
 
 impl WaitSet {
@@ -117,6 +120,7 @@ impl WaitSet {
             nap: NAP_FIRST,
             timed: false,
             spurious_total: 0,
+            progress: 0,
         };
         set.ctl(libc::EPOLL_CTL_ADD, set.poke.0.as_raw_fd())?;
         set.ctl(libc::EPOLL_CTL_ADD, set.timer.as_raw_fd())?;

@@ -68,6 +68,8 @@ impl<E: Attach + Sleeper> Endpoint<E> {
     /// (true) or look at the ring again (false).
     pub(super) fn prepare_wait(&mut self, slots: u64) -> Result<bool, Stop> {
         let rang = self.wait.drain();
+        // Frames moved since the last sleep: that wakeup found work.
+        let moved = self.totals().0 != self.wait.progress;
         // Acquire: pairs with the Release store in `Link::drop`.
         if self.shared.shutdown.load(Ordering::Acquire) {
             return Err(Stop::Closed);
@@ -85,7 +87,8 @@ impl<E: Attach + Sleeper> Endpoint<E> {
                 Ok(false)
             }
             Ok(sleep) => {
-                self.wait.after_wake(rang, false);
+                self.wait.after_wake(rang, moved);
+                self.wait.progress = self.totals().0;
                 self.wait.prepare(sleep == Sleep::Nap);
                 Ok(true)
             }

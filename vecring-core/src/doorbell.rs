@@ -177,12 +177,9 @@ mod tests {
     use super::*;
 
     fn me() -> libc::ucred {
-        libc::ucred {
-            // SAFETY: plain system calls without arguments.
-            pid: unsafe { libc::getpid() },
-            uid: unsafe { libc::getuid() },
-            gid: unsafe { libc::getgid() },
-        }
+        // SAFETY: plain system calls without arguments.
+        let (pid, uid, gid) = unsafe { (libc::getpid(), libc::getuid(), libc::getgid()) };
+        libc::ucred { pid, uid, gid }
     }
 
     #[test]

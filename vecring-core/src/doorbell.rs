@@ -120,7 +120,7 @@ impl Doorbell {
         };
     }
 
-    /// Reads what is queued on our end, at most [`DRAIN_MAX`] datagrams;
+    /// Reads what is queued on our end, at most 64 datagrams;
     /// returns how many. Descriptors passed along are discarded (no
     /// control buffer).
     pub fn drain(&self) -> usize {

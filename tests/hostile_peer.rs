@@ -1,7 +1,8 @@
 //! A hostile peer scribbles random and crafted values over the fields the
 //! honest side validates (the consumer: the producer's index and the slot
 //! descriptors; the producer: the consumer's index), and now and then over
-//! slot data, while the honest side keeps calling the API, on each ring of
+//! slot data and the wait lines the honest side reads after each index
+//! store, while the honest side keeps calling the API, on each ring of
 //! the region, in a small geometry and in the default one, and on rings of
 //! other queues in a region of four queue pairs. Every kind of
 //! corruption each side checks for must be detected while running. The region is mapped between inaccessible guard areas,
@@ -166,14 +167,23 @@ enum Field {
     Desc,
     /// Slot data (opaque to both sides).
     Data,
+    /// The peer's wait line (state and ack), read by the honest side after
+    /// each of its index stores: the producer's when the honest side is
+    /// the consumer, and the consumer's when it is the producer.
+    Wait,
 }
 
 /// What the scribbler attacks when the honest side is the consumer, and the
 /// share of scribbles each gets.
-const VS_CONSUMER: &[(Field, u32)] = &[(Field::Head, 3), (Field::Desc, 6), (Field::Data, 1)];
+const VS_CONSUMER: &[(Field, u32)] = &[
+    (Field::Head, 3),
+    (Field::Desc, 6),
+    (Field::Data, 1),
+    (Field::Wait, 1),
+];
 /// ... and when the honest side is the producer, which reads nothing of
 /// the peer's but its index.
-const VS_PRODUCER: &[(Field, u32)] = &[(Field::Tail, 9), (Field::Data, 1)];
+const VS_PRODUCER: &[(Field, u32)] = &[(Field::Tail, 9), (Field::Data, 1), (Field::Wait, 1)];
 
 /// The kind of a detected corruption, as the tests count them.
 fn kind(c: &Corruption) -> &'static str {
@@ -261,6 +271,14 @@ fn scribble(ring: &GuardedRing, rng: &mut SmallRng, fields: &[(Field, u32)]) {
             ring.descs()[slot]
                 .0
                 .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+        }
+        Field::Wait => {
+            // Both lines: the scribbler cannot tell which side is honest
+            // from here, and writing its own line is harmless.
+            for line in [&ring.control().consumer_wait, &ring.control().producer_wait] {
+                line.state.store(value(rng), Ordering::Relaxed);
+                line.ack.store(rng.gen(), Ordering::Relaxed);
+            }
         }
         Field::Data => {
             let at = rng.gen_range(0..(g.slot_count() * g.slot_size()) as usize);

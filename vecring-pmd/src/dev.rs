@@ -9,8 +9,10 @@ use crate::rxtx::{self, RxQueue, TxQueue};
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
 
-/// Queues per direction.
-pub const MAX_QUEUES: u16 = 1;
+/// Queues per direction a port may have: the most queue pairs a link
+/// carries (the port's own limit is its link's count, see
+/// [`Port::link_queues`](crate::port::Port::link_queues)).
+pub const MAX_QUEUES: u16 = vecring_core::abi::MAX_QUEUES;
 /// `RTE_ETH_QUEUE_STATE_STOPPED`.
 pub const QUEUE_STOPPED: u8 = 0;
 /// `RTE_ETH_QUEUE_STATE_STARTED`.
@@ -99,7 +101,8 @@ impl Dev {
     pub(crate) fn set_queue_states(self, state: u8) {
         let d = self.data();
         // SAFETY: `data` is valid; the state arrays have
-        // RTE_MAX_QUEUES_PER_PORT entries, more than our one queue each.
+        // RTE_MAX_QUEUES_PER_PORT entries, as many as ethdev allows queues
+        // (and more than the MAX_QUEUES a port of ours offers).
         unsafe {
             for q in 0..usize::from((*d).nb_rx_queues.min(MAX_QUEUES)) {
                 (*d).rx_queue_state[q] = state;

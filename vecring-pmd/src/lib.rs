@@ -28,7 +28,9 @@
 //! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
 //! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | the queues' state and burst functions |
-//! | [`stats`] | counters, filter, xstats |
+//! | [`stats`] | per-queue counters, the receive filter |
+//! | [`snapshot`] | the counters at one moment, port totals, reset baselines |
+//! | [`xstats`] | the extended statistics: port totals and per-queue drops |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
 //! | [`log`] | `rte_log` output (`VECRING: ...`) |
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
@@ -51,5 +53,7 @@ pub mod qinfo;
 pub mod queues;
 pub mod rxtx;
 pub mod secondary;
+pub mod snapshot;
 pub mod stats;
+pub mod xstats;
 pub mod zerocopy;

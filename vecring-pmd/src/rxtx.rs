@@ -1,4 +1,5 @@
-//! The data path: one RX and one TX queue per port, and their burst
+//! The data path: a port's RX and TX queues (up to 16 each, one per queue
+//! pair of the link, each with its own counters) and their burst
 //! functions.
 //!
 //! TX copies each mbuf (chains too) into the ring with one chunk reservation
@@ -20,21 +21,29 @@
 //!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
-//! counted as `tx_ring_full` or `tx_link_down`.
+//! counted as `tx_ring_full` or `tx_link_down`. A TX queue the peer does
+//! not have (the link is up with fewer queue pairs than its index, or the
+//! queue has no end of the link at all) takes and frees every mbuf and
+//! counts it in `peer_queue_absent`: retrying cannot help, and nothing is
+//! dropped uncounted. An RX queue the link lacks receives nothing.
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
-use crate::stats::{self, Filter, Shared};
+use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
 use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::ptr;
 use std::slice;
 use std::sync::Arc;
-use vecring_core::{PushError, Receiver, Sender};
+use vecring_core::{PushError, Receiver, SendError, Sender};
 
-/// The receive queue behind `rte_eth_dev_data::rx_queues[0]`.
+/// The receive queue behind `rte_eth_dev_data::rx_queues[qid]`.
 pub struct RxQueue {
-    /// The link's receiving end, owned by the queue while it exists.
-    pub(crate) receiver: Receiver,
+    /// The link's receiving end of queue `qid`, owned by the queue while it
+    /// exists; `None` while the port's link lacks the queue (or is closed
+    /// and the queue was set up meanwhile).
+    pub(crate) receiver: Option<Receiver>,
+    /// The queue's index: its link queue pair and its counters.
+    qid: usize,
     /// Where receive mbufs come from (set up by the application).
     pool: *mut rte_mempool,
     /// Bytes an mbuf of `pool` holds after its headroom.
@@ -61,10 +70,12 @@ pub struct QueueSetup {
     pub offloads: u64,
 }
 
-/// The transmit queue behind `rte_eth_dev_data::tx_queues[0]`.
+/// The transmit queue behind `rte_eth_dev_data::tx_queues[qid]`.
 pub struct TxQueue {
-    /// The link's sending end, owned by the queue while it exists.
-    pub(crate) sender: Sender,
+    /// The link's sending end of queue `qid`, as [`RxQueue::receiver`].
+    pub(crate) sender: Option<Sender>,
+    /// The queue's index: its link queue pair and its counters.
+    qid: usize,
     /// Counters, and the slot size that sizes the reservation.
     shared: Arc<Shared>,
     /// The application enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`.
@@ -83,7 +94,8 @@ pub unsafe fn pool_buf_space(pool: *mut rte_mempool) -> usize {
 }
 
 impl RxQueue {
-    /// A receive queue filling mbufs of `buf_space` data bytes from `pool`.
+    /// Receive queue `qid` (below [`MAX_QUEUES`]), filling mbufs of
+    /// `buf_space` data bytes from `pool`.
     ///
     /// # Safety
     /// `pool` must be a packet mbuf pool whose mbufs hold `buf_space > 0`
@@ -91,7 +103,8 @@ impl RxQueue {
     /// point to the port's `rx_mbuf_alloc_failed`; both must outlive the
     /// queue.
     pub unsafe fn new(
-        receiver: Receiver,
+        receiver: Option<Receiver>,
+        qid: u16,
         pool: *mut rte_mempool,
         buf_space: usize,
         port_id: u16,
@@ -99,8 +112,11 @@ impl RxQueue {
         nombuf: *mut u64,
     ) -> Self {
         debug_assert!(buf_space > 0);
+        let qid = usize::from(qid);
+        assert!(qid < MAX_QUEUES, "rx queue {qid} out of range");
         RxQueue {
             receiver,
+            qid,
             pool,
             buf_space,
             port_id,
@@ -116,7 +132,7 @@ impl RxQueue {
     /// (mbufs still attached keep the old region mapped).
     #[cold]
     fn take_next(&mut self) {
-        if let Some(r) = self.shared.rx_next.take() {
+        if let Some(r) = self.shared.rx_next[self.qid].take() {
             self.receiver = r;
             self.zc = None;
         }
@@ -134,11 +150,15 @@ impl RxQueue {
 }
 
 impl TxQueue {
-    /// A transmit queue over `sender`; `fast_free` when the application
-    /// enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE` for it.
-    pub fn new(sender: Sender, shared: Arc<Shared>, fast_free: bool) -> Self {
+    /// Transmit queue `qid` (below [`MAX_QUEUES`]) over `sender`;
+    /// `fast_free` when the application enabled
+    /// `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE` for it.
+    pub fn new(sender: Option<Sender>, qid: u16, shared: Arc<Shared>, fast_free: bool) -> Self {
+        let qid = usize::from(qid);
+        assert!(qid < MAX_QUEUES, "tx queue {qid} out of range");
         TxQueue {
             sender,
+            qid,
             shared,
             fast_free,
             setup: QueueSetup::default(),
@@ -149,7 +169,7 @@ impl TxQueue {
     /// of a closed link, is dropped).
     #[cold]
     fn take_next(&mut self) {
-        if let Some(s) = self.shared.tx_next.take() {
+        if let Some(s) = self.shared.tx_next[self.qid].take() {
             self.sender = s;
         }
     }
@@ -259,13 +279,18 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // SAFETY: `txq` is the `Box<TxQueue>` stored by `tx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *txq.cast::<TxQueue>() };
-    if q.shared.tx_next.pending() {
+    if q.shared.tx_next[q.qid].pending() {
         q.take_next();
     }
     let n = usize::from(nb_pkts);
     if n == 0 {
         return 0;
     }
+    let t = &q.shared.tx[q.qid];
+    let Some(sender) = q.sender.as_mut() else {
+        // SAFETY: the application passed `n` mbufs it owns.
+        return unsafe { drop_absent(t, pkts, n) };
+    };
     // SAFETY: ethdev passes an array of `nb_pkts` mbuf pointers.
     let mbufs = unsafe { slice::from_raw_parts(pkts, n) };
 
@@ -275,12 +300,16 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // line out of most bursts.
     // SAFETY: every pointer of the array is a valid mbuf.
     let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
-    let mut chunk = match q.sender.write_chunk_for(lens) {
+    let mut chunk = match sender.write_chunk_for(lens) {
         Ok(c) => c,
-        Err(_) => {
+        Err(e) => {
+            if matches!(e, SendError::LinkDown) && queue_absent(sender) {
+                // SAFETY: the application passed `n` mbufs it owns.
+                return unsafe { drop_absent(t, pkts, n) };
+            }
             // Link down, or the peer corrupted the ring (the link counts and
             // logs that): nothing is taken.
-            q.shared.tx.link_down.add(n as u64);
+            t.link_down.add(n as u64);
             return 0;
         }
     };
@@ -331,7 +360,6 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // the rest.
     unsafe { free_sent(pkts, taken, FAST_FREE && plain) };
 
-    let t = &q.shared.tx;
     t.packets.add(sent);
     t.bytes.add(bytes);
     if dropped > 0 {
@@ -356,19 +384,23 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: `rxq` is the `Box<RxQueue>` stored by `rx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *rxq.cast::<RxQueue>() };
-    if q.shared.rx_next.pending() {
+    if q.shared.rx_next[q.qid].pending() {
         q.take_next();
     }
+    let Some(receiver) = q.receiver.as_mut() else {
+        // The link has no such queue: nothing arrives on it.
+        return 0;
+    };
     let filter = Filter::load(&q.shared);
     let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
-    let shared = &*q.shared;
+    let counters = &q.shared.rx[q.qid];
 
     if ZC {
         // Slots whose mbufs the application freed go back to the producer,
         // every burst: a ring full of held frames must drain.
-        zerocopy::reclaim(&mut q.receiver, q.zc.as_ref());
+        zerocopy::reclaim(receiver, q.zc.as_ref());
     }
-    let Ok(mut chunk) = q.receiver.read_chunk(usize::from(nb_pkts)) else {
+    let Ok(mut chunk) = receiver.read_chunk(usize::from(nb_pkts)) else {
         // Link down, or the ring is corrupt (the link counts and logs it).
         return 0;
     };
@@ -478,7 +510,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: entries `filled..want` are unused mbufs we own.
     unsafe { free_bulk(pkts.add(filled), want - filled) };
 
-    let r = &shared.rx;
+    let r = counters;
     r.packets.add(filled as u64);
     r.bytes.add(bytes);
     if too_large + filtered + scatter_nombuf > 0 {
@@ -487,6 +519,31 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         r.scatter_nombuf.add(scatter_nombuf);
     }
     filled as u16
+}
+
+/// Whether `sender`, which found the link down, is rather on a queue the
+/// link's session lacks (the link is up with fewer queue pairs).
+#[cold]
+fn queue_absent(sender: &Sender) -> bool {
+    sender
+        .session_queues()
+        .is_some_and(|queues| sender.queue() >= queues)
+}
+
+/// Takes the `n` mbufs of a burst for a queue the peer does not have:
+/// frees them and counts them in `peer_queue_absent` (dropped, never
+/// silently). Returns `n`: the application must not retry them.
+///
+/// # Safety
+/// `pkts` holds `n` valid mbufs owned by the caller.
+#[cold]
+unsafe fn drop_absent(t: &TxCounters, pkts: *mut *mut rte_mbuf, n: usize) -> u16 {
+    // Not the fast-free path: a burst may hold chains, attached mbufs or
+    // mbufs of several pools.
+    // SAFETY: per the caller.
+    unsafe { free_bulk(pkts, n) };
+    t.peer_queue_absent.add(n as u64);
+    n as u16
 }
 
 /// What [`scatter_into`] did with a frame.

@@ -70,4 +70,4 @@ test_rust_hostile() {
 test_rust_port() { rust_tests "rust port" dpdk_port 6; }
 
 # tests/dpdk_tools.rs
-test_rust_tools() { rust_tests "rust tools" dpdk_tools 3; }
+test_rust_tools() { rust_tests "rust tools" dpdk_tools 5; }

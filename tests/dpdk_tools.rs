@@ -352,8 +352,8 @@ fn proc_info_stats_match_testpmd() {
 
 /// `dpdk-proc-info --stats` and `--xstats` on a port of `queues` queue
 /// pairs, the Rust peer having sent `100 + q` frames on queue `q`: the
-/// secondary's answers need several pages (87 statistics; 8 + 7 per queue
-/// + 6 xstats, more than one message's 30 values from 4 queues on) and
+/// secondary's answers need several pages (87 statistics; 8 xstats, 7 per
+/// queue and 6 more: over one message's 30 values from 4 queues on) and
 /// equal testpmd's, queue by queue.
 fn proc_info_on_queues(queues: u16) {
     let test = format!("procinfo{queues}");

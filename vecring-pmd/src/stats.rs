@@ -2,10 +2,12 @@
 //! operations of one port.
 //!
 //! Counters are per queue ([`PerQueue`]); the port's totals are their sums
-//! ([`Snapshot::rx`], [`Snapshot::tx`]). Each counter has exactly one
-//! writer: the lcore polling the queue it belongs to. It adds with a relaxed load and store (no locked instruction
-//! on the hot path, once per burst), and control operations read it with a
-//! relaxed load. `stats_reset` and `xstats_reset` never write a counter: they
+//! ([`Snapshot::rx`](crate::snapshot::Snapshot::rx),
+//! [`Snapshot::tx`](crate::snapshot::Snapshot::tx)). Each counter has
+//! exactly one writer: the lcore polling the queue it belongs to. It adds
+//! with a relaxed load and store (no locked instruction on the hot path,
+//! once per burst), and control operations read it with a relaxed load.
+//! `stats_reset` and `xstats_reset` never write a counter: they
 //! record a baseline that later reads subtract, so a reset cannot race with
 //! the writer.
 

@@ -63,7 +63,7 @@ pub fn values_to_stats(v: &[u64], s: &mut ffi::rte_eth_stats) -> Result<(), i32>
 /// directions.
 macro_rules! info_fields {
     ($($($field:ident).+ : $ty:ty),* $(,)?) => {
-        /// Values of an [`Op::Info`] reply.
+        /// Values of an [`Op::Info`](super::Op::Info) answer.
         pub const INFO_VALUES: usize = [$(stringify!($($field).+)),*].len();
 
         /// The fields of `rte_eth_dev_info` a driver fills (limits,

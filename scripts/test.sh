@@ -25,11 +25,11 @@ cargo test --release --workspace --no-fail-fast
 step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
 bash tests/dpdk/run.sh
 
-step "loom model of the ring's index protocol (preemption bound 3; the models take seconds, the timeout only stops a hang)"
+step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  cargo test --release -p vecring-core --test loom --no-run
+  cargo test --release -p vecring-core --test loom --test loom_wake --no-run
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-  timeout --kill-after=30s 10m cargo test --release -p vecring-core --test loom
+  timeout --kill-after=30s 10m cargo test --release -p vecring-core --test loom --test loom_wake
 
 step "fuzzing: the handshake parser and the ring endpoints over hostile memory (cargo fuzz, 50 s per target)"
 bash scripts/fuzz.sh 50

@@ -174,6 +174,53 @@ fn fake_master_claiming_more_queues_than_its_memfd_holds_is_refused() {
 }
 
 #[test]
+fn fake_master_sending_a_pipe_as_a_doorbell_is_refused() {
+    let _w = Watchdog::new("fake master: pipe doorbell", LIMIT);
+    require_root();
+    refused(
+        "bell-pipe",
+        &["doorbell 1 is not a socket pair made by the master (file mode"],
+    );
+}
+
+#[test]
+fn fake_master_sending_an_eventfd_as_a_doorbell_is_refused() {
+    let _w = Watchdog::new("fake master: eventfd doorbell", LIMIT);
+    require_root();
+    refused(
+        "bell-eventfd",
+        &["doorbell 1 is not a socket pair made by the master (file mode"],
+    );
+}
+
+#[test]
+fn fake_master_sending_a_stream_socket_as_a_doorbell_is_refused() {
+    let _w = Watchdog::new("fake master: stream doorbell", LIMIT);
+    require_root();
+    refused(
+        "bell-stream",
+        &["doorbell 1 is not a socket pair made by the master (socket domain 1, type 1"],
+    );
+}
+
+#[test]
+fn fake_master_sending_one_doorbell_twice_is_refused() {
+    let _w = Watchdog::new("fake master: duplicate doorbell", LIMIT);
+    require_root();
+    refused(
+        "bell-dup",
+        &["doorbell 1 is not a socket pair made by the master (the same socket"],
+    );
+}
+
+#[test]
+fn fake_master_sending_too_few_doorbells_is_refused() {
+    let _w = Watchdog::new("fake master: missing doorbell", LIMIT);
+    require_root();
+    refused("bell-few", &["1 doorbells for 2 rings"]);
+}
+
+#[test]
 fn fake_master_truncating_the_memfd_after_sending_is_refused() {
     let _w = Watchdog::new("fake master: truncated", LIMIT);
     require_root();

@@ -11,6 +11,9 @@
 //! - `queue-lie`: a real one-queue region, the Hello announcing four;
 //! - `queue-header`: a sealed memfd of one queue's size whose header
 //!   claims four queues (and eight rings), the Hello saying the same;
+//! - `bell-pipe`, `bell-eventfd`, `bell-stream`, `bell-dup`, `bell-few`: a
+//!   real region whose second doorbell is a pipe, an eventfd, a stream
+//!   socket, the first doorbell again, or missing;
 //! - `valid`: a real region, then `Ready` after the slave's Ack.
 //!
 //! Reports `listening`, then `sent mode=M` per slave served and `acked`
@@ -18,11 +21,12 @@
 
 use crate::sock;
 use crate::{report, until_stdin_closes, Args};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use vecring_core::doorbell::Doorbell;
 use vecring_core::handshake::{self, Kind, Msg};
 use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
 use vecring_core::{abi, Geometry};
@@ -74,7 +78,7 @@ pub fn run(args: &Args) -> bool {
                 // As a real master does: seal the region the slave mapped
                 // before saying Ready.
                 for k in &kept {
-                    if let Kept::Region(r) = k {
+                    if let Kept::Region(r, _) = k {
                         let _ = r.seal_shared();
                     }
                 }
@@ -125,17 +129,52 @@ fn never_accept(path: &Path) -> bool {
 #[allow(dead_code)] // held only to stay open
 enum Kept {
     Nothing,
-    Fd(OwnedFd),
-    Region(Box<Region>),
+    Fd(OwnedFd, Vec<Doorbell>),
+    Region(Box<Region>, Vec<Doorbell>),
 }
 
-fn hello(conn: &OwnedFd, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
+/// Sends a Hello of `queues` queues with `fd` as the region and real
+/// doorbells; returns our ends of them.
+fn hello(conn: &OwnedFd, size: u64, fd: &impl AsFd) -> std::io::Result<Vec<Doorbell>> {
     hello_queues(conn, 1, size, fd)
 }
 
-fn hello_queues(conn: &OwnedFd, queues: u16, size: u64, fd: &impl AsRawFd) -> std::io::Result<()> {
+fn hello_queues(
+    conn: &OwnedFd,
+    queues: u16,
+    size: u64,
+    fd: &impl AsFd,
+) -> std::io::Result<Vec<Doorbell>> {
+    let (ours, theirs) = Doorbell::pairs(2 * usize::from(queues))?;
+    let bells: Vec<BorrowedFd<'_>> = theirs.iter().map(|b| b.as_fd()).collect();
+    hello_with(conn, queues, size, fd, &bells)?;
+    Ok(ours)
+}
+
+/// Sends a Hello with `fd` and `bells` as they are.
+fn hello_with(
+    conn: &OwnedFd,
+    queues: u16,
+    size: u64,
+    fd: &impl AsFd,
+    bells: &[BorrowedFd<'_>],
+) -> std::io::Result<()> {
     let msg = Msg::hello(Geometry::DEFAULT, queues, size, GENERATION);
-    handshake::send(conn, &msg, Some(fd.as_raw_fd()))
+    let fds: Vec<BorrowedFd<'_>> = std::iter::once(fd.as_fd())
+        .chain(bells.iter().copied())
+        .collect();
+    handshake::send(conn, &msg, &fds)
+}
+
+/// A real one-queue region whose doorbells are a good one and `second`
+/// (none when `None`).
+fn bad_bell(conn: &OwnedFd, second: Option<BorrowedFd<'_>>) -> std::io::Result<Kept> {
+    let region = real_region()?;
+    let (ours, theirs) = Doorbell::pairs(1)?;
+    let mut bells = vec![theirs[0].as_fd()];
+    bells.extend(second);
+    hello_with(conn, 1, region.size() as u64, &region.fd(), &bells)?;
+    Ok(Kept::Region(Box::new(region), ours))
 }
 
 fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
@@ -154,33 +193,33 @@ fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
             }
             // SAFETY: both descriptors are fresh and ours.
             let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-            hello(conn, real_region()?.size() as u64, &r)?;
+            let bells = hello(conn, real_region()?.size() as u64, &r)?;
             drop(r);
-            Ok(Kept::Fd(w))
+            Ok(Kept::Fd(w, bells))
         }
         "unsealed" | "truncated" => {
             let region = real_region()?;
             let fd = copy_of(&region, region.size() as u64, 0)?;
-            hello(conn, region.size() as u64, &fd)?;
+            let bells = hello(conn, region.size() as u64, &fd)?;
             if mode == "truncated" {
                 // SAFETY: ftruncate on our own memfd.
                 if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            Ok(Kept::Fd(fd))
+            Ok(Kept::Fd(fd, bells))
         }
         "small" => {
             let region = real_region()?;
             let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
             let fd = copy_of(&region, abi::HEADER_AREA, seals)?;
-            hello(conn, region.size() as u64, &fd)?;
-            Ok(Kept::Fd(fd))
+            let bells = hello(conn, region.size() as u64, &fd)?;
+            Ok(Kept::Fd(fd, bells))
         }
         "queue-lie" => {
             let region = real_region()?;
-            hello_queues(conn, 4, region.size() as u64, &region.fd())?;
-            Ok(Kept::Region(Box::new(region)))
+            let bells = hello_queues(conn, 4, region.size() as u64, &region.fd())?;
+            Ok(Kept::Region(Box::new(region), bells))
         }
         "queue-header" => {
             let region = real_region()?;
@@ -201,14 +240,46 @@ fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
             if !ok {
                 return Err(std::io::Error::last_os_error());
             }
-            hello_queues(conn, 4, size, &fd)?;
-            Ok(Kept::Fd(fd))
+            let bells = hello_queues(conn, 4, size, &fd)?;
+            Ok(Kept::Fd(fd, bells))
         }
         "valid" => {
             let region = real_region()?;
-            hello(conn, region.size() as u64, &region.fd())?;
-            Ok(Kept::Region(Box::new(region)))
+            let bells = hello(conn, region.size() as u64, &region.fd())?;
+            Ok(Kept::Region(Box::new(region), bells))
         }
+        "bell-pipe" => {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills two descriptors on success.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: both descriptors are fresh and ours.
+            let (r, _w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            bad_bell(conn, Some(r.as_fd()))
+        }
+        "bell-eventfd" => {
+            // SAFETY: a plain system call; the result is checked.
+            let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+            if raw < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: a fresh descriptor we own.
+            let efd = unsafe { OwnedFd::from_raw_fd(raw) };
+            bad_bell(conn, Some(efd.as_fd()))
+        }
+        "bell-stream" => {
+            let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+            bad_bell(conn, Some(a.as_fd()))
+        }
+        "bell-dup" => {
+            let region = real_region()?;
+            let (ours, theirs) = Doorbell::pairs(1)?;
+            let bells = [theirs[0].as_fd(), theirs[0].as_fd()];
+            hello_with(conn, 1, region.size() as u64, &region.fd(), &bells)?;
+            Ok(Kept::Region(Box::new(region), ours))
+        }
+        "bell-few" => bad_bell(conn, None),
         other => Err(std::io::Error::other(format!("unknown mode {other}"))),
     }
 }

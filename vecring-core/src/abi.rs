@@ -17,10 +17,12 @@
 //!  | ring 0: queue 0,            |  ring_offset(ring_index(0, MasterToSlave))
 //!  |         master -> slave     |
 //!  |  +-----------------------+  |
-//!  |  | RingControl   128 B   |  |  +0    producer line: head (64 B line)
+//!  |  | RingControl   256 B   |  |  +0    producer line: head (64 B line)
 //!  |  |                       |  |  +64   consumer line: tail (64 B line)
+//!  |  |                       |  |  +128  consumer's wait line
+//!  |  |                       |  |  +192  producer's wait line
 //!  |  +-----------------------+  |
-//!  |  | SlotDesc[slot_count]  |  |  +128  4 B each: len (bits 0..16),
+//!  |  | SlotDesc[slot_count]  |  |  +256  4 B each: len (bits 0..16),
 //!  |  |                       |  |        flags (bits 16..32); only a
 //!  |  |                       |  |        frame's first slot's is used
 //!  |  +-----------------------+  |  rounded up to 4096
@@ -116,7 +118,7 @@ pub const fn ring_index(queue: u16, dir: Dir) -> usize {
 /// Alignment of every ABI structure and of each slot.
 pub const CACHE_LINE: usize = 64;
 /// Offset of the descriptor array inside a ring area.
-pub const DESC_OFFSET: u64 = 2 * CACHE_LINE as u64;
+pub const DESC_OFFSET: u64 = 4 * CACHE_LINE as u64;
 
 /// Set in a frame's first descriptor when the frame is larger than one slot
 /// and continues into the following slots.
@@ -192,6 +194,41 @@ pub struct RingControl {
     pub head: IndexLine,
     /// Written only by the consumer: the index of the next slot to release.
     pub tail: IndexLine,
+    /// Written only by the consumer: whether it is attached and wants to be
+    /// woken for frames ([`WaitLine`]); `ack` says the consumer checks the
+    /// producer's wait line after every release.
+    pub consumer_wait: WaitLine,
+    /// Written only by the producer: whether it wants to be woken for free
+    /// space; `ack` says the producer checks the consumer's wait line after
+    /// every publish.
+    pub producer_wait: WaitLine,
+}
+
+/// Set in [`WaitLine::state`] while the line's owner is attached to the
+/// ring (a consumer: frames sent now will be read).
+pub const WAIT_PRESENT: u64 = 1 << 63;
+/// Set in [`WaitLine::state`] once the line's owner may sleep until the
+/// other side signals the ring's doorbell; it stays set for the rest of the
+/// owner's attachment.
+pub const WAIT_ARMED: u64 = 1 << 62;
+/// The sleep sequence in [`WaitLine::state`]: odd while the owner is about
+/// to sleep or asleep, even while it runs. Each sleep takes a new odd value.
+pub const WAIT_SEQ_MASK: u64 = 0xffff_ffff;
+
+/// One side's wait state, in a line of its own that its owner writes only
+/// when it attaches, arms, goes to sleep or wakes. The other side reads it
+/// after each publish (or release); any value is harmless to the reader,
+/// which at worst signals once for nothing or not at all (bounded by the
+/// sleeper's own timeouts).
+#[repr(C, align(64))]
+pub struct WaitLine {
+    /// [`WAIT_PRESENT`], [`WAIT_ARMED`] and the sleep sequence
+    /// ([`WAIT_SEQ_MASK`]); other bits are zero and ignored.
+    pub state: AtomicU64,
+    /// Non-zero once the owner checks the *other* side's wait line, behind a
+    /// full fence, after each of its index stores.
+    pub ack: AtomicU32,
+    _pad: [u8; CACHE_LINE - 12],
 }
 
 /// A frame's metadata word, in the descriptor of its first slot: the
@@ -224,12 +261,31 @@ impl IndexLine {
     }
 }
 
+impl WaitLine {
+    /// A line with nothing set: absent, unarmed, awake.
+    pub fn new() -> Self {
+        Self {
+            state: AtomicU64::new(0),
+            ack: AtomicU32::new(0),
+            _pad: [0; CACHE_LINE - 12],
+        }
+    }
+}
+
+impl Default for WaitLine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RingControl {
-    /// A control block with both indices at zero.
+    /// A control block with both indices at zero and nobody waiting.
     pub fn new() -> Self {
         Self {
             head: IndexLine::new(0),
             tail: IndexLine::new(0),
+            consumer_wait: WaitLine::new(),
+            producer_wait: WaitLine::new(),
         }
     }
 }
@@ -300,10 +356,16 @@ const _: () = {
     assert!(size_of::<IndexLine>() == CACHE_LINE);
     assert!(align_of::<IndexLine>() == CACHE_LINE);
     assert!(offset_of!(IndexLine, index) == 0);
-    assert!(size_of::<RingControl>() == 2 * CACHE_LINE);
+    assert!(size_of::<WaitLine>() == CACHE_LINE);
+    assert!(offset_of!(WaitLine, state) == 0);
+    assert!(offset_of!(WaitLine, ack) == 8);
+    assert!(size_of::<RingControl>() == 4 * CACHE_LINE);
     assert!(offset_of!(RingControl, head) == 0);
     assert!(offset_of!(RingControl, tail) == CACHE_LINE);
-    assert!(DESC_OFFSET == 128);
+    assert!(offset_of!(RingControl, consumer_wait) == 2 * CACHE_LINE);
+    assert!(offset_of!(RingControl, producer_wait) == 3 * CACHE_LINE);
+    assert!(DESC_OFFSET == 256);
+    assert!(data_offset(32768) == 135168);
     assert!(size_of::<SlotDesc>() == 4);
     assert!(align_of::<SlotDesc>() == 4);
 

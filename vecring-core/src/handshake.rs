@@ -31,7 +31,7 @@
 use crate::abi;
 use crate::geometry::Geometry;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
@@ -341,36 +341,54 @@ pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
     Ok(cred)
 }
 
-/// Sends `msg`, with `fd` attached when given.
+/// Descriptors one message carries at most: a region and a doorbell per
+/// ring of the most queues.
+pub const MAX_FDS: usize = 1 + 2 * crate::abi::MAX_QUEUES as usize;
+
+/// Bytes of a control buffer for `MAX_FDS + 1` descriptors (one more than
+/// allowed, so that too many is seen rather than truncated), in `u64`s for
+/// alignment.
+const CMSG_WORDS: usize = (MAX_FDS + 1 + 8) / 2 + 4;
+
+/// Sends `msg`, with `fds` attached (at most [`MAX_FDS`]).
 ///
 /// # Errors
 /// The system error (`EPIPE` if the peer is gone; never a signal).
-pub fn send(conn: &OwnedFd, msg: &Msg, fd: Option<RawFd>) -> io::Result<()> {
+pub fn send(conn: &OwnedFd, msg: &Msg, fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} descriptors, at most {MAX_FDS}", fds.len()),
+        ));
+    }
     let bytes = msg.encode();
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr() as *mut libc::c_void,
         iov_len: bytes.len(),
     };
-    // Room for one SCM_RIGHTS descriptor, u64-aligned.
-    let mut cmsg_buf = [0u64; 4];
+    let mut cmsg_buf = [0u64; CMSG_WORDS];
     // SAFETY: an all-zero msghdr is valid.
     let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
     hdr.msg_iov = &mut iov;
     hdr.msg_iovlen = 1;
-    if let Some(fd) = fd {
+    if !fds.is_empty() {
+        let data = core::mem::size_of_val(fds) as u32;
         // SAFETY: CMSG_SPACE is a pure size computation.
-        let space = unsafe { libc::CMSG_SPACE(core::mem::size_of::<RawFd>() as u32) } as usize;
+        let space = unsafe { libc::CMSG_SPACE(data) } as usize;
         debug_assert!(space <= core::mem::size_of_val(&cmsg_buf));
         hdr.msg_control = cmsg_buf.as_mut_ptr().cast();
         hdr.msg_controllen = space;
         // SAFETY: msg_control points to `space` writable, aligned bytes, so
-        // the first header and its data fit.
+        // the first header and its `fds.len()` descriptors fit.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&hdr);
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(core::mem::size_of::<RawFd>() as u32) as usize;
-            core::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<RawFd>(), fd);
+            (*c).cmsg_len = libc::CMSG_LEN(data) as usize;
+            let out = libc::CMSG_DATA(c).cast::<RawFd>();
+            for (i, fd) in fds.iter().enumerate() {
+                core::ptr::write_unaligned(out.add(i), fd.as_raw_fd());
+            }
         }
     }
     // SAFETY: `hdr` points to live buffers; MSG_NOSIGNAL avoids SIGPIPE.
@@ -433,14 +451,14 @@ pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
     }
 }
 
-/// Receives one message, and the descriptor attached to it if any, within
-/// `timeout`. Extra descriptors are closed; a truncated or malformed
-/// datagram is an error.
+/// Receives one message, and the descriptors attached to it, within
+/// `timeout`. More than [`MAX_FDS`] descriptors, or a truncated or
+/// malformed datagram, is an error (the descriptors are closed).
 ///
 /// # Errors
 /// `TimedOut`, `UnexpectedEof` when the peer closed, `InvalidData` for a
 /// malformed message, or the system error.
-pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedFd>)> {
+pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Vec<OwnedFd>)> {
     if !wait_readable(conn, timeout)? {
         return Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -452,7 +470,7 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedF
         iov_base: bytes.as_mut_ptr().cast(),
         iov_len: bytes.len(),
     };
-    let mut cmsg_buf = [0u64; 16];
+    let mut cmsg_buf = [0u64; CMSG_WORDS];
     // SAFETY: an all-zero msghdr is valid.
     let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
     hdr.msg_iov = &mut iov;
@@ -503,13 +521,13 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Option<OwnedF
     }
     let msg = Msg::decode(&bytes[..n as usize])
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    if fds.len() > 1 {
+    if fds.len() > MAX_FDS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} descriptors attached, expected at most one", fds.len()),
+            format!("{} descriptors attached, at most {MAX_FDS}", fds.len()),
         ));
     }
-    Ok((msg, fds.pop()))
+    Ok((msg, fds))
 }
 
 #[cfg(test)]
@@ -588,6 +606,7 @@ mod tests {
 
     #[test]
     fn fd_passing_over_a_socket_pair() {
+        use std::os::fd::AsFd;
         let dir = std::env::temp_dir().join(format!("vecring-hs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("l.sock");
@@ -598,10 +617,20 @@ mod tests {
         let cred = peer_credentials(&server).unwrap();
         assert_eq!(cred.pid as u32, std::process::id());
         let msg = Msg::new(Kind::Ack, 9);
-        send(&server, &msg, Some(client.as_raw_fd())).unwrap();
-        let (got, fd) = recv(&client, Duration::from_secs(1)).unwrap();
+        send(&server, &msg, &[client.as_fd()]).unwrap();
+        let (got, fds) = recv(&client, Duration::from_secs(1)).unwrap();
         assert_eq!(got, msg);
-        assert!(fd.is_some());
+        assert_eq!(fds.len(), 1);
+        let many: Vec<_> = (0..MAX_FDS).map(|_| client.as_fd()).collect();
+        send(&server, &msg, &many).unwrap();
+        let (_, fds) = recv(&client, Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            fds.len(),
+            MAX_FDS,
+            "a region and the doorbells of 16 queues"
+        );
+        let too_many: Vec<_> = (0..=MAX_FDS).map(|_| client.as_fd()).collect();
+        assert!(send(&server, &msg, &too_many).is_err());
         drop(server);
         let err = recv(&client, Duration::from_secs(1)).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);

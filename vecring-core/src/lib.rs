@@ -61,6 +61,8 @@ pub mod abi;
 mod counters;
 #[cfg(not(loom))]
 pub mod dirs;
+#[cfg(not(loom))]
+pub mod doorbell;
 pub mod geometry;
 #[cfg(not(loom))]
 pub mod handshake;
@@ -87,6 +89,6 @@ pub use link::{
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
-    heap_channel, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
-    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WriteChunk,
+    heap_channel, Bell, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
+    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, Sleep, WriteChunk,
 };

@@ -241,7 +241,7 @@ pub fn query(socket: &Path, timeout: Duration) -> Result<LinkStatus, QueryError>
         },
         _ => QueryError::Io(e),
     })?;
-    handshake::send(&conn, &Msg::new(Kind::Status, 0), None)?;
+    handshake::send(&conn, &Msg::new(Kind::Status, 0), &[])?;
     if !handshake::wait_readable(&conn, timeout)? {
         return Err(QueryError::Io(io::Error::new(
             io::ErrorKind::TimedOut,

@@ -259,6 +259,7 @@ impl LinkBuilder {
             on_change: self.on_change,
             senders: Taken::default(),
             receivers: Taken::default(),
+            pokes: std::sync::Mutex::new(Vec::new()),
         });
         let (thread, socket) = match self.role {
             Role::Master => {

@@ -1,12 +1,14 @@
 //! What the data-path endpoints share: following the current session
 //! (one atomic load per call when nothing changed), attaching to their
-//! queue's ring in it, carrying totals across generations, and giving the
-//! queue back when dropped.
+//! queue's ring in it (and putting its doorbell in their wait set),
+//! carrying totals across generations, and giving the queue back when
+//! dropped.
 
-use super::shared::{LinkShared, Taken};
+use super::shared::{LinkShared, Session, Taken};
 use super::types::Role;
+use super::wait::WaitSet;
 use crate::abi::{self, Dir};
-use crate::memory::{Region, RegionRing};
+use crate::memory::RegionRing;
 use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,15 +24,19 @@ pub(super) struct Endpoint<E: Attach> {
     pub(super) reported: bool,
     /// Totals of earlier generations' rings.
     pub(super) carried: EndpointStats,
+    /// What this endpoint sleeps on (see `link::wait`).
+    pub(super) wait: WaitSet,
 }
 
 /// What an endpoint attaches to a ring.
 pub(super) trait Attach: Sized {
+    /// The direction of this kind of endpoint's ring for `role`.
+    fn dir(role: Role) -> Dir;
     /// # Safety
     /// The caller holds `queue`'s claim in [`Attach::taken`] (so no other
-    /// endpoint of this ring exists in this process), and `queue` is below
-    /// `region.queues()`.
-    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption>;
+    /// endpoint of this ring exists in this process), and `ring` is a ring
+    /// of the queue, in the session's region.
+    unsafe fn attach(ring: RegionRing) -> Result<Self, Corruption>;
     /// The claims of this kind of endpoint.
     fn taken(shared: &LinkShared) -> &Taken;
     fn corruption(&self) -> Option<Corruption>;
@@ -56,10 +62,13 @@ fn rx_dir(role: Role) -> Dir {
 }
 
 impl Attach for Producer<RegionRing> {
-    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption> {
+    fn dir(role: Role) -> Dir {
+        tx_dir(role)
+    }
+    unsafe fn attach(ring: RegionRing) -> Result<Self, Corruption> {
         // SAFETY: the caller holds the queue's sender claim, and each
         // Sender holds at most one Producer at a time.
-        unsafe { Producer::attach(region.ring(abi::ring_index(queue, tx_dir(role)))) }
+        unsafe { Producer::attach(ring) }
     }
     fn taken(shared: &LinkShared) -> &Taken {
         &shared.senders
@@ -89,9 +98,12 @@ impl Attach for Producer<RegionRing> {
 }
 
 impl Attach for Consumer<RegionRing> {
-    unsafe fn attach(region: &Arc<Region>, role: Role, queue: u16) -> Result<Self, Corruption> {
+    fn dir(role: Role) -> Dir {
+        rx_dir(role)
+    }
+    unsafe fn attach(ring: RegionRing) -> Result<Self, Corruption> {
         // SAFETY: as for the producer, with the queue's receiver claim.
-        unsafe { Consumer::attach(region.ring(abi::ring_index(queue, rx_dir(role)))) }
+        unsafe { Consumer::attach(ring) }
     }
     fn taken(shared: &LinkShared) -> &Taken {
         &shared.receivers
@@ -112,7 +124,8 @@ impl Attach for Consumer<RegionRing> {
 impl<E: Attach> Endpoint<E> {
     /// The endpoint of queue `queue`, whose claim the caller took
     /// ([`Taken::claim`]); the endpoint gives it back when dropped.
-    pub(super) fn new(shared: Arc<LinkShared>, queue: u16) -> Self {
+    pub(super) fn new(shared: Arc<LinkShared>, queue: u16, wait: WaitSet) -> Self {
+        shared.add_poke(wait.poke());
         // Continues the queue's totals: an earlier endpoint of the queue
         // may have counted some (its last `publish` ran in its drop).
         let (frames, bytes) = E::totals(&shared, queue);
@@ -129,6 +142,7 @@ impl<E: Attach> Endpoint<E> {
             ring: None,
             reported: false,
             carried,
+            wait,
         }
     }
 
@@ -172,6 +186,7 @@ impl<E: Attach> Endpoint<E> {
         }
         self.reported = false;
         let session = self.shared.lock().session.clone();
+        self.wait.set_bell(None);
         if let Some(s) = session {
             self.generation = s.generation;
             let queues = s.region.queues();
@@ -186,17 +201,30 @@ impl<E: Attach> Endpoint<E> {
                 );
                 return;
             }
-            // SAFETY: this endpoint holds the queue's claim (taken before
-            // `new`, given back in `drop`), and the queue is in the region.
-            match unsafe { E::attach(&s.region, self.shared.role, self.queue) } {
+            match self.attach(&s) {
                 Ok(ring) => self.ring = Some(ring),
                 Err(c) => self.report(&c),
             }
         }
     }
 
+    /// Attaches to our ring in `s` (whose queues include ours) and puts
+    /// its doorbell in the wait set.
+    fn attach(&mut self, s: &Session) -> Result<E, Corruption> {
+        let index = abi::ring_index(self.queue, E::dir(self.shared.role));
+        let mut ring = s.region.ring(index);
+        if let Some(bell) = s.doorbells.get(index) {
+            ring = ring.with_doorbell(Arc::clone(bell));
+            self.wait.set_bell(Some(Arc::clone(bell)));
+        }
+        // SAFETY: this endpoint holds the queue's claim (taken before
+        // `new`, given back in `drop`), and `ring` is the queue's ring of
+        // our kind in the session's region.
+        unsafe { E::attach(ring) }
+    }
+
     #[cold]
-    fn report(&mut self, c: &Corruption) {
+    pub(super) fn report(&mut self, c: &Corruption) {
         if !self.reported {
             self.reported = true;
             self.shared.report_corruption(self.generation, c);

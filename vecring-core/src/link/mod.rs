@@ -19,6 +19,8 @@ mod receiver;
 mod sender;
 mod shared;
 mod types;
+mod wait;
+mod waiting;
 
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
@@ -38,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wait::WaitSet;
 
 /// An open link. Dropping it stops the control thread, disconnects the
 /// peer, and (master) removes the socket and lock files, within a moment
@@ -193,10 +196,15 @@ impl Link {
                 queues: limit,
             });
         }
+        let wait = WaitSet::new().map_err(|source| LinkError::Io {
+            what: "cannot create the wait set (epoll, eventfd, timerfd) of an endpoint at",
+            path: self.socket.clone().unwrap_or_default(),
+            source,
+        })?;
         if !E::taken(&self.shared).claim(queue) {
             return Err(LinkError::AlreadyTaken { what, queue });
         }
-        Ok(Endpoint::new(Arc::clone(&self.shared), queue))
+        Ok(Endpoint::new(Arc::clone(&self.shared), queue, wait))
     }
 
     /// The transmit side of queue 0; see [`sender_on`](Self::sender_on).
@@ -274,6 +282,8 @@ impl Drop for Link {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        // Endpoints asleep find the link closed.
+        self.shared.poke_all();
         log::info!("vecring: {}: closed", self.shared.label);
     }
 }

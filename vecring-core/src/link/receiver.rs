@@ -25,6 +25,14 @@ impl Receiver {
         }
     }
 
+    pub(super) fn endpoint(&mut self) -> &mut Endpoint<Consumer<RegionRing>> {
+        &mut self.ep
+    }
+
+    pub(super) fn endpoint_ref(&self) -> &Endpoint<Consumer<RegionRing>> {
+        &self.ep
+    }
+
     /// The queue this receiver receives from.
     pub fn queue(&self) -> u16 {
         self.ep.queue

@@ -24,6 +24,27 @@ impl Sender {
         Sender { ep, full }
     }
 
+    pub(super) fn endpoint(&mut self) -> &mut Endpoint<Producer<RegionRing>> {
+        &mut self.ep
+    }
+
+    pub(super) fn endpoint_ref(&self) -> &Endpoint<Producer<RegionRing>> {
+        &self.ep
+    }
+
+    /// Slots a frame of `len` bytes takes in the current generation's ring
+    /// (1 while down).
+    pub(super) fn slots_for(&mut self, len: usize) -> u64 {
+        self.geometry().map_or(1, |g| g.slots_for(len) as u64)
+    }
+
+    /// Whether the peer has a receiver on this queue now, as it says in
+    /// shared memory: frames sent while it has none may never be read
+    /// (the DPDK driver counts them as drops). False while down.
+    pub fn peer_present(&mut self) -> bool {
+        self.ep.ring().is_some_and(|p| p.peer_present())
+    }
+
     /// The queue this sender sends on.
     pub fn queue(&self) -> u16 {
         self.ep.queue

@@ -5,7 +5,9 @@
 
 use super::error::Failure;
 use super::types::*;
+use super::wait::Poke;
 use crate::abi::MAX_QUEUES;
+use crate::doorbell::Doorbell;
 use crate::geometry::Geometry;
 use crate::memory::{HugepagePolicy, Region};
 use crate::ring::Corruption;
@@ -13,12 +15,14 @@ use crossbeam_utils::CachePadded;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 /// One generation: a region shared with one peer.
 pub(crate) struct Session {
     pub(crate) region: Arc<Region>,
+    /// Our end of each ring's doorbell, in ring order.
+    pub(crate) doorbells: Vec<Arc<Doorbell>>,
     pub(crate) generation: u64,
 }
 
@@ -105,6 +109,9 @@ pub(crate) struct LinkShared {
     pub(crate) on_change: Option<Box<dyn Fn(LinkState) + Send + Sync>>,
     pub(crate) senders: Taken,
     pub(crate) receivers: Taken,
+    /// The pokes of the endpoints' wait sets, written after every session
+    /// change and at close (see `link::wait`).
+    pub(crate) pokes: Mutex<Vec<Weak<Poke>>>,
 }
 
 impl LinkShared {
@@ -169,6 +176,24 @@ impl LinkShared {
         }
         // After the callback, so that a waiter woken here sees its effects.
         self.changed.notify_all();
+        // After the epoch bump: a sleeper drains its poke and then loads
+        // the epoch, so it sees the new epoch or finds the poke written.
+        self.poke_all();
+    }
+
+    /// Registers an endpoint's poke.
+    pub(crate) fn add_poke(&self, poke: &Arc<Poke>) {
+        let mut pokes = self.pokes.lock().unwrap_or_else(|p| p.into_inner());
+        pokes.retain(|p| p.strong_count() > 0);
+        pokes.push(Arc::downgrade(poke));
+    }
+
+    /// Wakes every sleeping endpoint, to look at the link again.
+    pub(crate) fn poke_all(&self) {
+        let pokes = self.pokes.lock().unwrap_or_else(|p| p.into_inner());
+        for p in pokes.iter().filter_map(Weak::upgrade) {
+            p.poke();
+        }
     }
 
     /// A snapshot of queue `queue`'s counters.

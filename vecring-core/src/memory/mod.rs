@@ -7,9 +7,10 @@
 //! seals and size and every header field before trusting the layout.
 
 use crate::abi::{self, RegionHeader, RingControl, SlotDesc};
+use crate::doorbell::Doorbell;
 use crate::geometry::Geometry;
 use crate::numa::{self, NumaError};
-use crate::ring::RingStorage;
+use crate::ring::{Bell, RingStorage};
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -491,6 +492,7 @@ impl Region {
         let area = unsafe { self.map.as_mut_ptr().add(base) };
         RegionRing {
             region: Arc::clone(self),
+            doorbell: None,
             control: area as *const RingControl,
             // SAFETY: DESC_OFFSET and data_offset lie inside the ring area.
             descs: unsafe { area.add(abi::DESC_OFFSET as usize) } as *const SlotDesc,
@@ -606,6 +608,8 @@ pub(crate) fn validate_header(
 #[derive(Clone)]
 pub struct RegionRing {
     region: Arc<Region>,
+    /// Our end of the ring's doorbell (none: sleepers wake by timeouts).
+    doorbell: Option<Arc<Doorbell>>,
     control: *const RingControl,
     descs: *const SlotDesc,
     data: *mut u8,
@@ -615,6 +619,17 @@ impl RegionRing {
     /// The region this ring lives in.
     pub fn region(&self) -> &Arc<Region> {
         &self.region
+    }
+
+    /// The ring with `doorbell` as our end of its doorbell pair.
+    pub fn with_doorbell(mut self, doorbell: Arc<Doorbell>) -> Self {
+        self.doorbell = Some(doorbell);
+        self
+    }
+
+    /// Our end of the ring's doorbell pair, if it has one.
+    pub fn doorbell(&self) -> Option<&Arc<Doorbell>> {
+        self.doorbell.as_ref()
     }
 }
 
@@ -643,6 +658,14 @@ unsafe impl RingStorage for RegionRing {
     }
     fn geometry(&self) -> Geometry {
         self.region.geometry
+    }
+    #[inline]
+    fn ring_doorbell(&self, _bell: Bell) {
+        // On a ring's pair each end carries one kind of signal (see
+        // `crate::doorbell`), so the kind needs no saying.
+        if let Some(d) = &self.doorbell {
+            d.ring();
+        }
     }
 }
 

@@ -7,7 +7,8 @@ use super::copy::RUN;
 use super::descriptor::{SeenDesc, Shape};
 use super::error::{Corruption, IndexKind, RecvError};
 use super::stats::EndpointStats;
-use super::storage::{model_read, RingStorage};
+use super::storage::{model_read, Bell, RingStorage};
+use super::wait_line::WaitState;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
 use std::time::{Duration, Instant};
@@ -36,6 +37,14 @@ pub struct Consumer<S: RingStorage> {
     pub(super) hold_wait: Duration,
     /// When the frames held back now were first held back.
     pub(super) held_since: Option<Instant>,
+    /// Our side of the sleep/wake protocol (`ring::wait_line`).
+    pub(super) wait: WaitState,
+}
+
+impl<S: RingStorage> Drop for Consumer<S> {
+    fn drop(&mut self) {
+        self.wait.detach(&self.storage.control().consumer_wait);
+    }
 }
 
 // SAFETY: as for `Producer`: the raw pointers in `Shape` point into
@@ -63,6 +72,7 @@ impl<S: RingStorage> Consumer<S> {
                 slot_count: shape.slot_count,
             });
         }
+        let wait = WaitState::attach(&ctl.consumer_wait);
         Ok(Consumer {
             storage,
             shape,
@@ -75,6 +85,7 @@ impl<S: RingStorage> Consumer<S> {
             hold_below: 0,
             hold_wait: Duration::ZERO,
             held_since: None,
+            wait,
         })
     }
 
@@ -161,6 +172,13 @@ impl<S: RingStorage> Consumer<S> {
             .tail
             .index
             .store(index, Ordering::Release);
+        let ctl = self.storage.control();
+        self.wait.after_store(
+            &self.storage,
+            &ctl.consumer_wait,
+            &ctl.producer_wait,
+            Bell::Space,
+        );
     }
 
     /// Releases the slots of kept frames up to (not including) slot

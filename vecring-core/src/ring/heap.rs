@@ -2,6 +2,8 @@
 
 use super::consumer::Consumer;
 use super::producer::Producer;
+#[cfg(loom)]
+use super::storage::Bell;
 use super::storage::RingStorage;
 use crate::abi::{self, RingControl, SlotDesc};
 use crate::geometry::Geometry;
@@ -21,6 +23,10 @@ pub struct HeapRingInner {
     /// [`RingStorage::slot_access`]).
     #[cfg(loom)]
     cells: Box<[crate::sync::UnsafeCell<()>]>,
+    /// Under loom, the doorbells ([`Bell::Data`], [`Bell::Space`]) as
+    /// loom's park/unpark pair, which may also wake spuriously.
+    #[cfg(loom)]
+    bells: [loom::sync::Notify; 2],
 }
 
 // SAFETY: `data` is a private heap allocation only reached through the ring
@@ -61,7 +67,15 @@ impl HeapRing {
             cells: (0..geometry.slot_count())
                 .map(|_| crate::sync::UnsafeCell::new(()))
                 .collect(),
+            #[cfg(loom)]
+            bells: Default::default(),
         }))
+    }
+
+    /// Under loom only: sleeps until `bell` rang (or spuriously).
+    #[cfg(loom)]
+    pub fn wait_doorbell(&self, bell: Bell) {
+        self.0.bells[bell as usize].wait();
     }
 }
 
@@ -79,6 +93,10 @@ unsafe impl RingStorage for HeapRing {
     }
     fn geometry(&self) -> Geometry {
         self.0.geometry
+    }
+    #[cfg(loom)]
+    fn ring_doorbell(&self, bell: Bell) {
+        self.0.bells[bell as usize].notify();
     }
     #[cfg(loom)]
     fn slot_access(&self, index: u64, slots: u64, write: bool) {

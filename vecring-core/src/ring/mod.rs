@@ -21,17 +21,24 @@
 //! checked, and only then used. A bad value *poisons* the endpoint: it
 //! returns [`Corruption`] from then on, counts it, and never touches memory
 //! outside the ring. The endpoint's own index is private and never re-read.
+//!
+//! A side with nothing to do may sleep instead of polling
+//! ([`Consumer::prepare_sleep`], [`Producer::prepare_space_sleep`]): it
+//! says so in its wait line and the other side, after its next index store,
+//! rings the storage's doorbell ([`RingStorage::ring_doorbell`]).
 
 // The files, each importing only from those on the lines above its own
 // (this file re-exports what is public):
 // - `error`, `stats`, `storage`: what an endpoint reports, and the memory
 //   a ring lives in;
+// - `wait_line`: one side of the sleep/wake protocol;
 // - `bytes`: byte copies and prefetches;
 // - `descriptor`: descriptor words and the ring's shape;
 // - `frame`: received frames, read in place;
 // - `copy`: the copy loops;
 // - `producer`, then `write_chunk`: the writing end;
 // - `consumer`, then `hold_back` and `read_chunk`: the reading end;
+// - `sleep`: a side's way to sleep until the other moves;
 // - `heap`: the heap backend.
 mod bytes;
 mod consumer;
@@ -43,10 +50,12 @@ mod heap;
 mod hold_back;
 mod producer;
 mod read_chunk;
+mod sleep;
 mod stats;
 mod storage;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
+mod wait_line;
 mod write_chunk;
 
 pub use consumer::Consumer;
@@ -57,5 +66,6 @@ pub use hold_back::HoldBack;
 pub use producer::Producer;
 pub use read_chunk::ReadChunk;
 pub use stats::EndpointStats;
-pub use storage::RingStorage;
+pub use storage::{Bell, RingStorage};
+pub use wait_line::Sleep;
 pub use write_chunk::{FrameWriter, WriteChunk};

@@ -7,7 +7,8 @@ use super::copy::{stream_like, StreamEnd};
 use super::descriptor::{put_desc, LenPlan, Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
 use super::stats::EndpointStats;
-use super::storage::{model_write, RingStorage};
+use super::storage::{model_write, Bell, RingStorage};
+use super::wait_line::WaitState;
 use crate::abi::SlotDesc;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -22,14 +23,22 @@ pub struct Producer<S: RingStorage> {
     /// Last validated value of the consumer's `tail`; `head - cached_tail`
     /// is in `0..=slot_count`.
     cached_tail: u64,
-    poisoned: Option<Corruption>,
+    pub(super) poisoned: Option<Corruption>,
     stats: EndpointStats,
+    /// Our side of the sleep/wake protocol (`ring::wait_line`).
+    pub(super) wait: WaitState,
 }
 
 // SAFETY: the raw pointers in `Shape` point into `storage`, which is `Send`
 // and `Sync` and lives as long as the endpoint; an endpoint is used by one
 // thread at a time (`&mut self`).
 unsafe impl<S: RingStorage> Send for Producer<S> {}
+
+impl<S: RingStorage> Drop for Producer<S> {
+    fn drop(&mut self) {
+        self.wait.detach(&self.storage.control().producer_wait);
+    }
+}
 
 impl<S: RingStorage> Producer<S> {
     /// The producer of the ring in `storage`, starting at the shared head.
@@ -56,6 +65,7 @@ impl<S: RingStorage> Producer<S> {
                 slot_count: shape.slot_count,
             });
         }
+        let wait = WaitState::attach(&ctl.producer_wait);
         Ok(Producer {
             storage,
             shape,
@@ -63,6 +73,7 @@ impl<S: RingStorage> Producer<S> {
             cached_tail: tail,
             poisoned: None,
             stats: EndpointStats::default(),
+            wait,
         })
     }
 
@@ -92,7 +103,7 @@ impl<S: RingStorage> Producer<S> {
 
     /// Reads the consumer's index once and checks it moved forward, by no
     /// more than the slots we have published.
-    fn refresh_tail(&mut self) -> Result<(), Corruption> {
+    pub(super) fn refresh_tail(&mut self) -> Result<(), Corruption> {
         // Acquire: pairs with the consumer's Release store of `tail` in
         // `Consumer::publish_release`, so the consumer's reads of those
         // slots happen before we overwrite them.
@@ -233,6 +244,13 @@ impl<S: RingStorage> Producer<S> {
             .head
             .index
             .store(head, Ordering::Release);
+        let ctl = self.storage.control();
+        self.wait.after_store(
+            &self.storage,
+            &ctl.producer_wait,
+            &ctl.consumer_wait,
+            Bell::Data,
+        );
         self.stats.frames += frames as u64;
         self.stats.bytes += bytes;
         self.prime_next_slot(frames);

@@ -1,5 +1,6 @@
-//! The memory a ring lives in ([`RingStorage`]), and the hooks through
-//! which the ring tells loom when it touches a slot's bytes.
+//! The memory a ring lives in ([`RingStorage`]), the doorbell through
+//! which one side wakes the other, and the hooks through which the ring
+//! tells loom when it touches a slot's bytes.
 
 use crate::abi::{RingControl, SlotDesc};
 use crate::geometry::Geometry;
@@ -35,6 +36,14 @@ pub unsafe trait RingStorage: Send + Sync {
         let slot = offset >> g.slot_size().trailing_zeros();
         (slot < g.slot_count() as usize).then_some(slot)
     }
+    /// Wakes the other side of the ring, which said it sleeps (see
+    /// `ring::wait_line`): the consumer for [`Bell::Data`], the producer
+    /// for [`Bell::Space`]. Must not block. Storage without a doorbell does
+    /// nothing: its sleepers wake by their own timeouts.
+    #[inline]
+    fn ring_doorbell(&self, bell: Bell) {
+        let _ = bell;
+    }
     /// Under loom only: the ring reads (`write` false) or writes the bytes
     /// of the `slots` slots from free-running `index` now. [`HeapRing`]
     /// records it in a loom cell per slot, so that loom reports a slot
@@ -45,6 +54,15 @@ pub unsafe trait RingStorage: Send + Sync {
     fn slot_access(&self, index: u64, slots: u64, write: bool) {
         let _ = (index, slots, write);
     }
+}
+
+/// Which side a doorbell wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bell {
+    /// The producer published frames: wakes the consumer.
+    Data,
+    /// The consumer freed slots: wakes the producer.
+    Space,
 }
 
 /// The consumer reads the `slots` slots from free-running `index` now:

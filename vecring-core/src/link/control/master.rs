@@ -5,6 +5,7 @@
 use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX, LOG_EVERY};
 use super::{MAX_PENDING, MAX_REGIONS};
 use crate::dirs::MasterClaim;
+use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
 use crate::link::shared::{Config, LinkShared, Session};
 use crate::memory::{Region, RegionOptions};
@@ -12,7 +13,7 @@ use crate::pinned::PinWatch;
 use crate::status::{LinkStatus, PeerInfo, RegionInfo};
 use crate::{abi, geometry::Geometry};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,6 +59,8 @@ struct Offer {
     conn: OwnedFd,
     cred: libc::ucred,
     region: Arc<Region>,
+    /// Our ends of the region's doorbells, in ring order.
+    doorbells: Vec<Arc<Doorbell>>,
     watch: i32,
     generation: u64,
     deadline: Instant,
@@ -268,7 +271,7 @@ impl<'a> Master<'a> {
         };
         self.refusals
             .warn(&label, || format!("{verb} slave ({who}): {reason}"));
-        let _ = handshake::send(conn, &Msg::refusal(kind, 0, reason), None);
+        let _ = handshake::send(conn, &Msg::refusal(kind, 0, reason), &[]);
     }
 
     /// Accepts queued connections (a bounded number per turn); checks each one's credentials
@@ -340,7 +343,9 @@ impl<'a> Master<'a> {
             return;
         }
         match handshake::recv(&self.pending[i].conn, Duration::ZERO) {
-            Ok((m, None)) if m.kind == Kind::Request && !self.pending[i].requested => {
+            Ok((m, fds))
+                if fds.is_empty() && m.kind == Kind::Request && !self.pending[i].requested =>
+            {
                 if !self.may_attach(self.pending[i].cred.uid) {
                     let p = self.pending.remove(i);
                     let reason = self.not_allowed(p.cred.uid);
@@ -359,7 +364,9 @@ impl<'a> Master<'a> {
                 }
                 self.pending[i].requested = true;
             }
-            Ok((m, None)) if m.kind == Kind::Status && !self.pending[i].requested => {
+            Ok((m, fds))
+                if fds.is_empty() && m.kind == Kind::Status && !self.pending[i].requested =>
+            {
                 let p = self.pending.remove(i);
                 let answer = self.status().encode();
                 if let Err(e) = handshake::send_bytes(&p.conn, answer.as_bytes()) {
@@ -420,7 +427,7 @@ impl<'a> Master<'a> {
                     self.config.handshake_timeout,
                     abi::VERSION_MAJOR
                 );
-                let _ = handshake::send(&p.conn, &Msg::refusal(Kind::Reject, 0, &why), None);
+                let _ = handshake::send(&p.conn, &Msg::refusal(Kind::Reject, 0, &why), &[]);
             }
         }
     }
@@ -483,13 +490,30 @@ impl<'a> Master<'a> {
                 return;
             }
         };
+        let (doorbells, theirs) = match Doorbell::pairs(abi::ring_count(self.queues) as usize) {
+            Ok(pairs) => pairs,
+            Err(e) => {
+                log::error!("vecring: {}: cannot create doorbells: {e}", self.label());
+                let reason = format!("master cannot create doorbells: {e}");
+                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
+                self.pins.dropped(watch);
+                return;
+            }
+        };
         let hello = Msg::hello(
             self.geometry,
             self.queues,
             region.size() as u64,
             self.generation,
         );
-        let sent = handshake::send(&p.conn, &hello, Some(region.fd().as_raw_fd()));
+        // The memfd, then the slave's end of each ring's doorbell in ring
+        // order; our copies of their ends close when `theirs` drops.
+        let fds: Vec<BorrowedFd<'_>> = std::iter::once(region.fd())
+            .chain(theirs.iter().map(|fd| fd.as_fd()))
+            .collect();
+        let sent = handshake::send(&p.conn, &hello, &fds);
+        drop(fds);
+        drop(theirs);
         let deadline = Instant::now()
             .checked_add(self.config.handshake_timeout)
             .unwrap_or_else(far_future);
@@ -497,6 +521,7 @@ impl<'a> Master<'a> {
             conn: p.conn,
             cred: p.cred,
             region,
+            doorbells: doorbells.into_iter().map(Arc::new).collect(),
             watch,
             generation: self.generation,
             deadline,
@@ -529,7 +554,9 @@ impl<'a> Master<'a> {
             return;
         };
         match handshake::recv(&o.conn, Duration::ZERO) {
-            Ok((m, None)) if m.kind == Kind::Ack && m.generation == o.generation => {
+            Ok((m, fds))
+                if fds.is_empty() && m.kind == Kind::Ack && m.generation == o.generation =>
+            {
                 // The slave has mapped the region: seal it against new
                 // writable mappings and hole punching, and check that our
                 // own pages are all there.
@@ -540,7 +567,7 @@ impl<'a> Master<'a> {
                     self.offer_failed(o);
                     return;
                 }
-                if let Err(e) = handshake::send(&o.conn, &Msg::new(Kind::Ready, o.generation), None)
+                if let Err(e) = handshake::send(&o.conn, &Msg::new(Kind::Ready, o.generation), &[])
                 {
                     log::warn!(
                         "vecring: {}: slave vanished during handshake: {e}",
@@ -571,6 +598,7 @@ impl<'a> Master<'a> {
                 };
                 self.shared.set_session(Some(Arc::new(Session {
                     region: o.region,
+                    doorbells: o.doorbells,
                     generation: o.generation,
                 })));
                 self.attached = Some(Attached {

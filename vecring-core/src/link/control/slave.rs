@@ -5,6 +5,7 @@
 use super::{corrupt, far_future, pause, stopping, wait, Wake};
 use crate::abi;
 use crate::dirs::{DirError, SlaveDirs};
+use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
 use crate::link::error::{Failure, LinkError};
 use crate::link::shared::{Config, LinkShared, Session};
@@ -98,7 +99,7 @@ fn recv(
     shared: &LinkShared,
     conn: &OwnedFd,
     timeout: Duration,
-) -> Result<(Msg, Option<OwnedFd>), Attempt> {
+) -> Result<(Msg, Vec<OwnedFd>), Attempt> {
     let deadline = Instant::now()
         .checked_add(timeout)
         .unwrap_or_else(far_future);
@@ -192,7 +193,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
     // one already queued when the master accepts is served first, however
     // many other connections flood it. Nothing the listener sends is
     // trusted before its credentials are checked below.
-    handshake::send(&conn, &Msg::new(Kind::Request, 0), None)
+    handshake::send(&conn, &Msg::new(Kind::Request, 0), &[])
         .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
     let cred = handshake::peer_credentials(&conn)
         .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
@@ -216,20 +217,20 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             f,
         ));
     }
-    let (msg, fd) = recv(shared, &conn, config.handshake_timeout)?;
+    let (msg, fds) = recv(shared, &conn, config.handshake_timeout)?;
     let nack = |generation: u64, reason: String, failure: Failure| {
-        let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), None);
+        let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), &[]);
         Attempt::Failed(format!("refusing the master's region: {reason}"), failure)
     };
-    let region = match (msg.kind, fd) {
-        (Kind::Reject, _) => {
+    let (region, doorbells) = match msg.kind {
+        Kind::Reject => {
             return Err(Attempt::Failed(
                 format!("master refused us: {}", msg.text),
                 Failure::Refused(msg.text),
             ))
         }
-        (Kind::Busy, _) => return Err(Attempt::Retry(format!("master busy: {}", msg.text))),
-        (Kind::Hello, Some(fd)) => {
+        Kind::Busy => return Err(Attempt::Retry(format!("master busy: {}", msg.text))),
+        Kind::Hello if !fds.is_empty() => {
             if msg.version_major != abi::VERSION_MAJOR {
                 let e = crate::memory::AttachError::Mismatch {
                     field: "major version",
@@ -238,27 +239,45 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
                 };
                 return Err(nack(msg.generation, e.to_string(), Failure::Attach(e)));
             }
+            let mut fds = fds.into_iter();
+            let memfd = fds.next().expect("not empty");
             let expect = Expectation {
                 geometry: config.geometry,
                 queues: config.queues,
                 generation: Some(msg.generation),
                 announced_queues: Some(msg.queue_count),
             };
-            match Region::attach(fd, &expect) {
+            let region = match Region::attach(memfd, &expect) {
                 Ok(region) => region,
                 Err(e) => return Err(nack(msg.generation, e.to_string(), Failure::Attach(e))),
+            };
+            // One doorbell per ring of the queues the header states (and
+            // the Hello announced: `Region::attach` checked both agree).
+            let rings = abi::ring_count(region.queues()) as usize;
+            let doorbells: Vec<OwnedFd> = fds.collect();
+            if doorbells.len() != rings {
+                let m = format!(
+                    "{} doorbells for {rings} rings ({} queues)",
+                    doorbells.len(),
+                    region.queues()
+                );
+                return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
+            }
+            match Doorbell::received(doorbells, &cred) {
+                Ok(d) => (region, d.into_iter().map(Arc::new).collect()),
+                Err(m) => return Err(nack(msg.generation, m.clone(), Failure::Protocol(m))),
             }
         }
-        (kind, _) => {
+        kind => {
             let m = format!("unexpected {kind:?} message from master");
             return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
         }
     };
     let generation = msg.generation;
-    handshake::send(&conn, &Msg::new(Kind::Ack, generation), None)
+    handshake::send(&conn, &Msg::new(Kind::Ack, generation), &[])
         .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
-    let (ready, fd) = recv(shared, &conn, config.handshake_timeout)?;
-    if ready.kind != Kind::Ready || ready.generation != generation || fd.is_some() {
+    let (ready, fds) = recv(shared, &conn, config.handshake_timeout)?;
+    if ready.kind != Kind::Ready || ready.generation != generation || !fds.is_empty() {
         let m = format!(
             "expected Ready for generation {generation}, got {:?} for {}",
             ready.kind, ready.generation
@@ -275,6 +294,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
         conn,
         Arc::new(Session {
             region: Arc::new(region),
+            doorbells,
             generation,
         }),
     ))

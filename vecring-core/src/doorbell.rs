@@ -1,0 +1,233 @@
+//! Doorbells: one `AF_UNIX` datagram socket pair per ring, through which a
+//! side wakes the other when it said it sleeps (`ring::wait_line`).
+//!
+//! The master creates the pairs with each region and sends the slave's
+//! ends with the memfd; each side keeps one end of each ring's pair. A side
+//! rings by sending a one-byte datagram on its end; the other side's end
+//! becomes readable. On a ring's pair only one kind of signal travels each
+//! way: the producer's end receives "space" (from the consumer), the
+//! consumer's end "data" (from the producer).
+//!
+//! Why a socket pair and not an eventfd: whoever holds an eventfd shares
+//! its open file description, so a hostile peer could clear `O_NONBLOCK`
+//! on it and fill its counter, and our next `write` would block forever.
+//! A datagram socket takes `MSG_DONTWAIT` per call, which the peer cannot
+//! undo: a peer that never reads makes our send fail with `EAGAIN` (a
+//! wakeup is already pending), a peer that left makes it fail with
+//! `ECONNREFUSED`; neither blocks nor raises a signal. Draining reads
+//! datagrams without a control buffer, so descriptors a peer passes
+//! through its end are discarded, and everything queued in a pair is
+//! freed with it when the generation ends.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Datagrams read by one [`Doorbell::drain`] at most: a peer that rings
+/// constantly cannot keep a drain going.
+const DRAIN_MAX: usize = 64;
+
+/// One side's end of a ring's doorbell pair.
+#[derive(Debug)]
+pub struct Doorbell(OwnedFd);
+
+impl Doorbell {
+    /// `count` new pairs: ours and theirs, in ring order.
+    ///
+    /// # Errors
+    /// The system error (typically `EMFILE`).
+    pub fn pairs(count: usize) -> io::Result<(Vec<Doorbell>, Vec<OwnedFd>)> {
+        let mut ours = Vec::with_capacity(count);
+        let mut theirs = Vec::with_capacity(count);
+        for _ in 0..count {
+            let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors.
+            let rc = unsafe {
+                libc::socketpair(
+                    libc::AF_UNIX,
+                    libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                    0,
+                    fds.as_mut_ptr(),
+                )
+            };
+            if rc < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: socketpair returned two new descriptors we own.
+            unsafe {
+                ours.push(Doorbell(OwnedFd::from_raw_fd(fds[0])));
+                theirs.push(OwnedFd::from_raw_fd(fds[1]));
+            }
+        }
+        Ok((ours, theirs))
+    }
+
+    /// Takes the doorbells a master sent, after checking that each is what
+    /// a master makes: an `AF_UNIX` datagram socket created by the process
+    /// whose credentials are `master` (a socket pair is stamped with its
+    /// creator's), no two the same.
+    ///
+    /// # Errors
+    /// Which descriptor is not a doorbell, and why.
+    pub fn received(fds: Vec<OwnedFd>, master: &libc::ucred) -> Result<Vec<Doorbell>, String> {
+        let mut inodes = Vec::with_capacity(fds.len());
+        for (i, fd) in fds.iter().enumerate() {
+            let bad = |why: String| {
+                format!("doorbell {i} is not a socket pair made by the master ({why})")
+            };
+            // SAFETY: an all-zero stat is valid; fstat fills it.
+            let mut st: libc::stat = unsafe { core::mem::zeroed() };
+            // SAFETY: a valid descriptor and a writable stat.
+            if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } < 0 {
+                return Err(bad(io::Error::last_os_error().to_string()));
+            }
+            if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+                return Err(bad(format!("file mode {:o}", st.st_mode)));
+            }
+            let domain = sockopt_int(fd, libc::SO_DOMAIN).map_err(|e| bad(e.to_string()))?;
+            let kind = sockopt_int(fd, libc::SO_TYPE).map_err(|e| bad(e.to_string()))?;
+            if domain != libc::AF_UNIX || kind != libc::SOCK_DGRAM {
+                return Err(bad(format!("socket domain {domain}, type {kind}")));
+            }
+            let cred = crate::handshake::peer_credentials(fd).map_err(|e| bad(e.to_string()))?;
+            if cred.pid != master.pid || cred.uid != master.uid {
+                return Err(bad(format!(
+                    "made by pid {} uid {}, the master is pid {} uid {}",
+                    cred.pid, cred.uid, master.pid, master.uid
+                )));
+            }
+            if inodes.contains(&(st.st_dev, st.st_ino)) {
+                return Err(bad("the same socket as another doorbell".into()));
+            }
+            inodes.push((st.st_dev, st.st_ino));
+        }
+        Ok(fds.into_iter().map(Doorbell).collect())
+    }
+
+    /// Rings: wakes the other side if it waits on its end. Never blocks;
+    /// a full queue (a wakeup already pending) or a departed peer is
+    /// ignored, as the peer's own timeouts cover a signal not delivered.
+    #[inline]
+    pub fn ring(&self) {
+        // SAFETY: a one-byte buffer live for the call; MSG_DONTWAIT and
+        // MSG_NOSIGNAL make the call neither block nor raise SIGPIPE.
+        unsafe {
+            libc::send(
+                self.0.as_raw_fd(),
+                b"!".as_ptr().cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+    }
+
+    /// Reads what is queued on our end, at most [`DRAIN_MAX`] datagrams;
+    /// returns how many. Descriptors passed along are discarded (no
+    /// control buffer).
+    pub fn drain(&self) -> usize {
+        let mut byte = [0u8; 1];
+        let mut n = 0;
+        while n < DRAIN_MAX {
+            // SAFETY: a one-byte buffer live for the call; longer datagrams
+            // are truncated, which is what we want.
+            let rc = unsafe {
+                libc::recv(
+                    self.0.as_raw_fd(),
+                    byte.as_mut_ptr().cast(),
+                    1,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if rc < 0 {
+                break;
+            }
+            n += 1;
+        }
+        n
+    }
+}
+
+impl AsFd for Doorbell {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0.as_fd()
+    }
+}
+
+/// An integer socket option of `fd`.
+fn sockopt_int(fd: &OwnedFd, opt: libc::c_int) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = core::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for the call and sized for an int.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me() -> libc::ucred {
+        libc::ucred {
+            // SAFETY: plain system calls without arguments.
+            pid: unsafe { libc::getpid() },
+            uid: unsafe { libc::getuid() },
+            gid: unsafe { libc::getgid() },
+        }
+    }
+
+    #[test]
+    fn a_ring_wakes_the_other_end_and_drains() {
+        let (ours, theirs) = Doorbell::pairs(2).unwrap();
+        let theirs = Doorbell::received(theirs, &me()).unwrap();
+        assert_eq!(theirs[0].drain(), 0);
+        ours[0].ring();
+        ours[0].ring();
+        assert_eq!(theirs[0].drain(), 2);
+        assert_eq!(theirs[1].drain(), 0, "pairs are separate");
+        theirs[1].ring();
+        assert_eq!(ours[1].drain(), 1, "both ways");
+    }
+
+    #[test]
+    fn a_full_or_closed_pair_never_blocks() {
+        let (ours, theirs) = Doorbell::pairs(1).unwrap();
+        for _ in 0..100_000 {
+            ours[0].ring();
+        }
+        drop(theirs);
+        ours[0].ring();
+    }
+
+    #[test]
+    fn other_descriptors_are_refused() {
+        let file = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let e = Doorbell::received(vec![file], &me()).unwrap_err();
+        assert!(e.contains("doorbell 0") && e.contains("file mode"), "{e}");
+
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let e = Doorbell::received(vec![a.into()], &me()).unwrap_err();
+        assert!(e.contains("type 1"), "{e}");
+
+        let (_, theirs) = Doorbell::pairs(1).unwrap();
+        let dup = theirs[0].try_clone().unwrap();
+        let e =
+            Doorbell::received(vec![theirs.into_iter().next().unwrap(), dup], &me()).unwrap_err();
+        assert!(e.contains("doorbell 1") && e.contains("same socket"), "{e}");
+
+        let (_, theirs) = Doorbell::pairs(1).unwrap();
+        let mut other = me();
+        other.pid += 1;
+        let e = Doorbell::received(theirs, &other).unwrap_err();
+        assert!(e.contains("made by pid"), "{e}");
+    }
+}

@@ -1,0 +1,256 @@
+//! [`WaitSet`]: what a sleeping endpoint waits on, behind one file
+//! descriptor that stays the same for the endpoint's life (across link
+//! down, up and new masters), so that an application registers it once
+//! with epoll, mio, tokio or DPDK.
+//!
+//! It is an epoll instance holding:
+//! - the current generation's doorbell end of the endpoint's ring (none
+//!   while the link is down), swapped by the endpoint when it follows a new
+//!   session;
+//! - a private eventfd ([`Poke`]) the control thread writes after every
+//!   session change and at close, so that a sleeper notices link up/down;
+//! - a timerfd for naps (the other side has not acknowledged the wait
+//!   protocol yet) and for the back-off against a peer that rings for
+//!   nothing.
+//!
+//! The poke eventfd never leaves this process, so the reasons that rule
+//! out an eventfd for the doorbell (see `crate::doorbell`) do not apply.
+
+use crate::doorbell::Doorbell;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Shortest nap; each nap in a row doubles it up to [`NAP_MAX`].
+const NAP_FIRST: Duration = Duration::from_millis(1);
+/// Longest nap: an idle side whose peer never acknowledges the protocol
+/// wakes about 16 times a second.
+const NAP_MAX: Duration = Duration::from_millis(64);
+/// Wakeups in a row by the doorbell that found nothing, after which the
+/// doorbell is left out of the set and the ring is checked by timer only
+/// (1 ms doubling to 64 ms) until work is found: a peer ringing constantly
+/// costs at most about a thousand checks a second, never a spin. An honest
+/// peer rings once per sleep.
+const SPURIOUS_MAX: u32 = 8;
+
+/// The private eventfd that wakes a sleeping endpoint when the link
+/// changes.
+#[derive(Debug)]
+pub(crate) struct Poke(OwnedFd);
+
+impl Poke {
+    fn new() -> io::Result<Self> {
+        // SAFETY: a plain system call; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        Ok(Poke(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Makes the set readable. Never blocks (the counter saturating only
+    /// means a poke is pending).
+    pub(crate) fn poke(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: an 8-byte buffer live for the call, on our eventfd.
+        unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), 8) };
+    }
+
+    fn drain(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: an 8-byte buffer live for the call, on our eventfd.
+        unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+    }
+}
+
+/// What one endpoint sleeps on; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct WaitSet {
+    epoll: OwnedFd,
+    poke: Arc<Poke>,
+    timer: OwnedFd,
+    /// The doorbell end in the set, if any.
+    bell: Option<Arc<Doorbell>>,
+    /// The doorbell is left out of the set (see [`SPURIOUS_MAX`]).
+    muted: bool,
+    /// Wakeups in a row that found nothing.
+    spurious: u32,
+    /// The next nap's length.
+    nap: Duration,
+    /// Whether the last sleep was only a nap or a back-off (timer armed).
+    timed: bool,
+    /// Wakeups that found nothing, in all.
+    pub(crate) spurious_total: u64,
+}
+
+impl WaitSet {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: a plain system call; the result is checked.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        // SAFETY: a plain system call; the result is checked.
+        let timer = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if timer < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        let timer = unsafe { OwnedFd::from_raw_fd(timer) };
+        let poke = Arc::new(Poke::new()?);
+        let set = WaitSet {
+            epoll,
+            poke,
+            timer,
+            bell: None,
+            muted: false,
+            spurious: 0,
+            nap: NAP_FIRST,
+            timed: false,
+            spurious_total: 0,
+        };
+        set.ctl(libc::EPOLL_CTL_ADD, set.poke.0.as_raw_fd())?;
+        set.ctl(libc::EPOLL_CTL_ADD, set.timer.as_raw_fd())?;
+        Ok(set)
+    }
+
+    /// The poke the control thread writes on link changes.
+    pub(crate) fn poke(&self) -> &Arc<Poke> {
+        &self.poke
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: both descriptors are open; `ev` is live for the call.
+        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Puts `bell` (the new generation's doorbell end, or none while down)
+    /// in the set in place of the old one.
+    pub(crate) fn set_bell(&mut self, bell: Option<Arc<Doorbell>>) {
+        if let Some(old) = self.bell.take() {
+            if !self.muted {
+                // Errors here only mean the fd was not in the set.
+                let _ = self.ctl(libc::EPOLL_CTL_DEL, old.as_fd().as_raw_fd());
+            }
+        }
+        self.muted = false;
+        self.spurious = 0;
+        if let Some(b) = &bell {
+            if let Err(e) = self.ctl(libc::EPOLL_CTL_ADD, b.as_fd().as_raw_fd()) {
+                // Without the doorbell a sleeper still wakes by its nap
+                // timer; say why it is slow.
+                log::warn!("vecring: cannot wait on a doorbell: {e}; waits fall back to timers");
+                self.muted = true;
+            }
+        }
+        self.bell = bell;
+    }
+
+    /// Empties the poke, the timer and the doorbell before a new sleep (so
+    /// that each wakes the set again). Returns whether the doorbell had
+    /// rung.
+    pub(crate) fn drain(&mut self) -> bool {
+        self.poke.drain();
+        let mut buf = [0u8; 8];
+        // SAFETY: an 8-byte buffer live for the call, on our timerfd.
+        unsafe { libc::read(self.timer.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        self.bell.as_ref().is_some_and(|b| b.drain() > 0)
+    }
+
+    /// After a wakeup: `rang` (the doorbell had rung when drained) and
+    /// whether work was found. Counts wakeups for nothing and mutes the
+    /// doorbell after [`SPURIOUS_MAX`] in a row; work resets it all.
+    pub(crate) fn after_wake(&mut self, rang: bool, found: bool) {
+        if found {
+            self.spurious = 0;
+            self.nap = NAP_FIRST;
+            if self.muted {
+                if let Some(b) = &self.bell {
+                    self.muted = self
+                        .ctl(libc::EPOLL_CTL_ADD, b.as_fd().as_raw_fd())
+                        .is_err();
+                }
+            }
+            return;
+        }
+        if rang {
+            self.spurious_total += 1;
+            self.spurious += 1;
+            if self.spurious >= SPURIOUS_MAX && !self.muted {
+                if let Some(b) = &self.bell {
+                    let _ = self.ctl(libc::EPOLL_CTL_DEL, b.as_fd().as_raw_fd());
+                    self.muted = true;
+                    log::debug!(
+                        "vecring: the peer rings for nothing; checking by timer for a while"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sets up the next sleep: a full sleep on the doorbell (`nap` false)
+    /// or a nap. A muted doorbell turns a sleep into a nap too.
+    pub(crate) fn prepare(&mut self, nap: bool) {
+        if nap || self.muted {
+            self.arm_timer(self.nap);
+            self.nap = (self.nap * 2).min(NAP_MAX);
+            self.timed = true;
+        } else if self.timed {
+            self.arm_timer(Duration::ZERO);
+            self.nap = NAP_FIRST;
+            self.timed = false;
+        }
+    }
+
+    fn arm_timer(&self, after: Duration) {
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: our timerfd; `spec` is live for the call. A zero value
+        // disarms it.
+        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, core::ptr::null_mut()) };
+    }
+
+    /// Sleeps until the set is readable or `timeout` passes (`None`:
+    /// no limit). Returns whether it woke by an event.
+    pub(crate) fn sleep(&self, timeout: Option<Duration>) -> bool {
+        let ms = match timeout {
+            None => -1,
+            // Rounded up, so that a short timeout still sleeps.
+            Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+        };
+        let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 4];
+        // SAFETY: our epoll fd and a live buffer of 4 events.
+        let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ev.as_mut_ptr(), 4, ms) };
+        n > 0
+    }
+}
+
+impl AsFd for WaitSet {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
+    }
+}

@@ -1,0 +1,189 @@
+//! One endpoint's side of the sleep/wake protocol: its own [`WaitLine`]
+//! (attached, armed, asleep) and its check of the other side's line after
+//! each index store.
+//!
+//! A side about to sleep (the consumer for frames, the producer for space)
+//! writes an odd sequence into its line, issues a full fence and then looks
+//! at the other side's index once more. The other side, after storing its
+//! index, issues a full fence and then loads that line; seeing an odd
+//! sequence it has not signalled yet, it rings the ring's doorbell. The two
+//! fences are a Dekker pair: in their single total order one comes first,
+//! so either the sleeper's re-check sees the new index or the other side's
+//! load sees the odd sequence. No wakeup is lost.
+//!
+//! A side that never slept pays neither fence nor system call: after each
+//! index store it loads the other side's line (a line written only on
+//! arm/sleep/wake, so it stays in its cache) and branches. The fenced path
+//! starts when that load first sees [`WAIT_ARMED`] and then stays on (the
+//! `ack` word says so to the sleeper). Until a sleeper sees the ack it
+//! cannot know that the other side's load came after its index store, so
+//! it only naps (see [`Sleep::Nap`]).
+//!
+//! The other side may be hostile. Every value read from its line is used
+//! for one decision (signal or not, sleep or nap) and nothing else: the
+//! worst it can cause is one signal for nothing, or a signal not sent,
+//! which the sleeper's own timeouts bound.
+
+use super::storage::{Bell, RingStorage};
+use crate::abi::{WaitLine, WAIT_ARMED, WAIT_PRESENT, WAIT_SEQ_MASK};
+use crate::sync::{fence, Ordering};
+
+/// What a side that found nothing to do should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sleep {
+    /// The re-check found work (frames, or space): do not sleep.
+    Ready,
+    /// Sleep until the doorbell rings, *but wake by a short timer* as well:
+    /// the other side has not acknowledged the wait protocol yet, so a
+    /// store made before its acknowledgement may come without a signal.
+    Nap,
+    /// Sleep until the doorbell rings: every later store of the other side
+    /// is followed by its check of our line.
+    Sleep,
+}
+
+/// An endpoint's private state in the wait protocol.
+#[derive(Debug, Default)]
+pub(super) struct WaitState {
+    /// We check the other side's line behind a full fence after every index
+    /// store of ours (and our line's `ack` says so).
+    fenced: bool,
+    /// Our sleep sequence: odd while about to sleep or asleep.
+    seq: u32,
+    /// The other side's odd sequence we signalled last: one signal per
+    /// sleep, however many stores follow.
+    signaled: u32,
+    /// Doorbell signals sent.
+    pub(super) signals: u64,
+}
+
+impl WaitState {
+    /// Takes over our line when attaching: present, awake, the sequence
+    /// continued (a signal for an earlier endpoint's sequence must not be
+    /// mistaken for one for ours) and the fenced path kept if an earlier
+    /// endpoint of this ring acknowledged it (a sleeper trusts that ack).
+    pub(super) fn attach(mine: &WaitLine) -> Self {
+        // Relaxed: our own line, written by earlier endpoints of this
+        // process; a value the peer scribbled there costs the peer at most
+        // a missed or extra signal.
+        let state = mine.state.load(Ordering::Relaxed);
+        // Relaxed: as above; read only to decide whether to keep fencing.
+        let fenced = mine.ack.load(Ordering::Relaxed) != 0;
+        let seq = ((state & WAIT_SEQ_MASK) as u32).wrapping_add(1) & !1;
+        let armed = state & WAIT_ARMED;
+        // Release: pairs with the peer's Acquire load in `peer_present`,
+        // so a peer that sees us present also sees the ring as we left it.
+        mine.state
+            .store(WAIT_PRESENT | armed | u64::from(seq), Ordering::Release);
+        WaitState {
+            fenced,
+            seq,
+            signaled: 0,
+            signals: 0,
+        }
+    }
+
+    /// Clears our line when the endpoint goes away: absent, not sleeping.
+    /// Keeps `ack`, which a later endpoint of this ring continues.
+    pub(super) fn detach(&self, mine: &WaitLine) {
+        // Release: as in `attach`.
+        mine.state
+            .store(u64::from(self.seq & !1), Ordering::Release);
+    }
+
+    /// After each store of our index: signal the other side if it sleeps.
+    /// One predicted branch on a field and one load of a line that changes
+    /// only when the other side sleeps or wakes, until the protocol is on.
+    #[inline(always)]
+    pub(super) fn after_store<S: RingStorage>(
+        &mut self,
+        storage: &S,
+        mine: &WaitLine,
+        peer: &WaitLine,
+        bell: Bell,
+    ) {
+        // Relaxed: only a hint that the other side uses the protocol; the
+        // fenced load in `signal` is the one that counts.
+        if self.fenced || peer.state.load(Ordering::Relaxed) & WAIT_ARMED != 0 {
+            self.signal(storage, mine, peer, bell);
+        }
+    }
+
+    /// The fenced check: out of line, so that the polling path stays small.
+    #[cold]
+    #[inline(never)]
+    fn signal<S: RingStorage>(
+        &mut self,
+        storage: &S,
+        mine: &WaitLine,
+        peer: &WaitLine,
+        bell: Bell,
+    ) {
+        if !self.fenced {
+            self.fenced = true;
+            // Relaxed: the fence below orders it. A sleeper that sees the
+            // ack learns only that every store of ours from now on is
+            // followed by that fence; the fence pair, not the ack, makes
+            // the index stores before it visible to the sleeper's re-check
+            // (or makes us see the sleeper's odd sequence).
+            mine.ack.store(1, Ordering::Relaxed);
+        }
+        // SeqCst fence: pairs with the fence in `prepare` (Dekker): either
+        // the sleeper's re-check after its fence sees our index store, or
+        // our load after this fence sees its odd sequence.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence above.
+        let seq = peer.state.load(Ordering::Relaxed) as u32;
+        if seq & 1 == 1 && seq != self.signaled {
+            self.signaled = seq;
+            self.signals += 1;
+            storage.ring_doorbell(bell);
+        }
+    }
+
+    /// Says we are about to sleep; the caller then re-checks the other
+    /// side's index. Returns whether the other side acknowledged the
+    /// protocol (sleep) or not yet (nap).
+    pub(super) fn prepare(&mut self, mine: &WaitLine, peer: &WaitLine) -> bool {
+        self.seq = self.seq.wrapping_add(1) | 1;
+        // Relaxed: ordered before the re-check by the fence below.
+        mine.state.store(
+            WAIT_PRESENT | WAIT_ARMED | u64::from(self.seq),
+            Ordering::Relaxed,
+        );
+        // SeqCst fence: pairs with the fence in `signal` (see there).
+        fence(Ordering::SeqCst);
+        // Relaxed: after the fence above. Seeing the ack means the other
+        // side stored it before one of its fences; that fence and ours
+        // order every index store it made before, and it fences after
+        // every later one (see `signal`).
+        peer.ack.load(Ordering::Relaxed) != 0
+    }
+
+    /// Says we are awake again (found work, woke, or gave up waiting): the
+    /// other side stops signalling until our next sleep.
+    pub(super) fn wake(&mut self, mine: &WaitLine) {
+        if self.seq & 1 == 1 {
+            self.seq = self.seq.wrapping_add(1);
+            // Relaxed: a hint to the other side; a late view only costs one
+            // signal for nothing.
+            mine.state.store(
+                WAIT_PRESENT | WAIT_ARMED | u64::from(self.seq),
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// Whether we are between `prepare` and `wake`.
+    pub(super) fn sleeping(&self) -> bool {
+        self.seq & 1 == 1
+    }
+}
+
+/// Whether the owner of `line` is attached (a consumer: someone reads
+/// this ring now). A hint from the peer, used only for counting.
+pub(super) fn present(line: &WaitLine) -> bool {
+    // Acquire: pairs with the Release stores in `WaitState::attach` and
+    // `WaitState::detach`.
+    line.state.load(Ordering::Acquire) & WAIT_PRESENT != 0
+}

@@ -22,10 +22,12 @@
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
 //! counted as `tx_ring_full` or `tx_link_down`. A TX queue the peer does
-//! not have (the link is up with fewer queue pairs than its index, or the
-//! queue has no end of the link at all) takes and frees every mbuf and
-//! counts it in `peer_queue_absent`: retrying cannot help, and nothing is
-//! dropped uncounted. An RX queue the link lacks receives nothing.
+//! not read (no receiver of the peer on it, as the consumer's wait line in
+//! shared memory says, one load per burst; or the link is up with fewer
+//! queue pairs than its index; or the queue has no end of the link at all)
+//! takes and frees every mbuf and counts it in `peer_queue_absent`:
+//! retrying cannot help, and nothing is dropped uncounted. An RX queue the
+//! link lacks receives nothing.
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
@@ -34,7 +36,7 @@ use std::ffi::c_void;
 use std::ptr;
 use std::slice;
 use std::sync::Arc;
-use vecring_core::{PushError, Receiver, SendError, Sender};
+use vecring_core::{PushError, Receiver, Sender};
 
 /// The receive queue behind `rte_eth_dev_data::rx_queues[qid]`.
 pub struct RxQueue {
@@ -291,6 +293,16 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         // SAFETY: the application passed `n` mbufs it owns.
         return unsafe { drop_absent(t, pkts, n) };
     };
+    // One load of the consumer's wait line per burst: does the peer read
+    // this queue?
+    if !sender.peer_present() {
+        if queue_absent(sender) {
+            // SAFETY: the application passed `n` mbufs it owns.
+            return unsafe { drop_absent(t, pkts, n) };
+        }
+        t.link_down.add(n as u64);
+        return 0;
+    }
     // SAFETY: ethdev passes an array of `nb_pkts` mbuf pointers.
     let mbufs = unsafe { slice::from_raw_parts(pkts, n) };
 
@@ -302,13 +314,9 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
     let mut chunk = match sender.write_chunk_for(lens) {
         Ok(c) => c,
-        Err(e) => {
-            if matches!(e, SendError::LinkDown) && queue_absent(sender) {
-                // SAFETY: the application passed `n` mbufs it owns.
-                return unsafe { drop_absent(t, pkts, n) };
-            }
-            // Link down, or the peer corrupted the ring (the link counts and
-            // logs that): nothing is taken.
+        Err(_) => {
+            // The link went down since, or the peer corrupted the ring (the
+            // link counts and logs that): nothing is taken.
             t.link_down.add(n as u64);
             return 0;
         }
@@ -521,13 +529,17 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     filled as u16
 }
 
-/// Whether `sender`, which found the link down, is rather on a queue the
-/// link's session lacks (the link is up with fewer queue pairs).
+/// Whether `sender`, whose peer is not present, sends on a queue the peer
+/// does not read rather than on a link that is down: the link is up and
+/// either the peer has no receiver on this queue (its application did not
+/// set the queue up, or has not polled it since the link came up) or the
+/// session has fewer queue pairs than this queue's index.
 #[cold]
-fn queue_absent(sender: &Sender) -> bool {
-    sender
-        .session_queues()
-        .is_some_and(|queues| sender.queue() >= queues)
+fn queue_absent(sender: &mut Sender) -> bool {
+    sender.is_up()
+        || sender
+            .session_queues()
+            .is_some_and(|queues| sender.queue() >= queues)
 }
 
 /// Takes the `n` mbufs of a burst for a queue the peer does not have:

@@ -87,6 +87,9 @@ qtraffic() {
 	wait_for "${t}_s" "VECRING: eth_vecring0: link up" 1 30 || return 1
 	wait_for "${t}_m" "testpmd> " 1 30 || return 1
 	cmd "${t}_$rxr" start
+	# A queue counts as read once the receiver's lcore polled it: let it
+	# poll before frames come.
+	sleep 0.5
 	cmd "${t}_$txr" start
 	sleep 3
 	stop_fwd "${t}_$txr"

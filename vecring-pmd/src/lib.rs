@@ -28,6 +28,7 @@
 //! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
 //! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | the queues' state and burst functions |
+//! | [`scatter`] | a long frame received into a chain of mbufs |
 //! | [`stats`] | per-queue counters, the receive filter |
 //! | [`snapshot`] | the counters at one moment, port totals, reset baselines |
 //! | [`xstats`] | the extended statistics: port totals and per-queue drops |
@@ -52,6 +53,7 @@ pub mod probe;
 pub mod qinfo;
 pub mod queues;
 pub mod rxtx;
+pub mod scatter;
 pub mod secondary;
 pub mod snapshot;
 pub mod stats;

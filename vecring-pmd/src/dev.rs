@@ -85,6 +85,17 @@ impl Dev {
         unsafe { (*self.rx_slot(q)).cast::<RxQueue>().as_ref() }.map(RxQueue::buf_space)
     }
 
+    /// Prepares RX queue `q` for the start ([`RxQueue::prepare`]), if it is
+    /// set up. Only while the port is stopped: no lcore may poll it.
+    pub(crate) fn prepare_rx_queue(self, q: u16) {
+        // SAFETY: the slot holds null or a `Box<RxQueue>` from
+        // `rx_queue_setup`; the port is starting, so no lcore polls it and
+        // this is the only reference.
+        if let Some(rxq) = unsafe { (*self.rx_slot(q)).cast::<RxQueue>().as_mut() } {
+            rxq.prepare();
+        }
+    }
+
     /// Whether TX queue `q` frees sent mbufs the fast way, if it is set up.
     pub(crate) fn tx_queue_fast_free(self, q: u16) -> Option<bool> {
         // SAFETY: the slot holds null or a `Box<TxQueue>` from

@@ -131,6 +131,11 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
         if let Err(e) = p.reopen_link() {
             return e;
         }
+        // Receivers on a link that is up already count as present for
+        // the peer before the application's first burst.
+        for q in 0..dev.nb_rx_queues() {
+            dev.prepare_rx_queue(q);
+        }
         dev.set_burst_fns(scatter, p.args.zero_copy, fast_free);
         dev.set_queue_states(QUEUE_STARTED);
         dev.set_link_status(p.link_up());

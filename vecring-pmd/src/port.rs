@@ -36,6 +36,7 @@ use crate::lsc::Lsc;
 use crate::snapshot::Snapshot;
 use crate::stats::{Shared, MAX_MACS, MAX_QUEUES};
 use crate::vlog;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use vecring_core::{Geometry, Link, LinkCounters, LinkError, LinkState, Receiver, Sender};
 
@@ -212,6 +213,9 @@ impl Port {
             drop(self.shared.rx_next[q].take());
         }
         drop(link);
+        // After the drop: its control thread, the only other writer, has
+        // ended.
+        self.shared.link_up.store(false, Ordering::Relaxed);
         vlog!(INFO, "{}: link closed ({why})", self.name);
     }
 
@@ -228,7 +232,7 @@ impl Port {
             vlog!(ERR, "{}: {msg}", self.name);
             -libc::EINVAL
         })?;
-        let link = open_link(&self.args, geometry, self.lsc.notifier()).map_err(|msg| {
+        let link = open_link(&self.args, geometry, &self.shared, &self.lsc).map_err(|msg| {
             vlog!(ERR, "{}: {msg}", self.name);
             -libc::EIO
         })?;
@@ -317,11 +321,21 @@ pub(crate) fn requested_geometry(args: &Devargs) -> Result<Option<Geometry>, Str
     .map_err(|e| format!("invalid ring geometry (keys 'slots', 'slot_size'): {e}"))
 }
 
+/// Opens the link the devargs describe. Every change of its state goes to
+/// `shared.link_up` (for the data path) and to the port's link-state
+/// events.
 pub(crate) fn open_link(
     args: &Devargs,
     geometry: Option<Geometry>,
-    on_state: impl Fn(LinkState) + Send + Sync + 'static,
+    shared: &Arc<Shared>,
+    lsc: &Lsc,
 ) -> Result<Link, String> {
+    let notify = lsc.notifier();
+    let shared = Arc::clone(shared);
+    let on_state = move |state: LinkState| {
+        shared.link_up.store(state.is_up(), Ordering::Relaxed);
+        notify(state);
+    };
     let mut b = Link::builder(&args.domain, &args.link).master(args.master);
     if let Some(node) = args.socket {
         b = b.numa_node(node);

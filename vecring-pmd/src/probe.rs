@@ -77,7 +77,8 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             return -libc::ENOMEM;
         }
     };
-    let link = match open_link(&args, geometry, lsc.notifier()) {
+    let shared = Arc::new(Shared::default());
+    let link = match open_link(&args, geometry, &shared, &lsc) {
         Ok(l) => l,
         Err(msg) => {
             vlog!(ERR, "{name}: {msg}");
@@ -106,7 +107,6 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     }
 
     let mac = args.mac();
-    let shared = Arc::new(Shared::default());
     shared.macs.set(0, Some(&mac));
     shared.set_filter(false, false);
     let socket = args.socket;

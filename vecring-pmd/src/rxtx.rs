@@ -21,13 +21,14 @@
 //!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
-//! counted as `tx_ring_full` or `tx_link_down`. A TX queue the peer does
-//! not read (no receiver of the peer on it, as the consumer's wait line in
-//! shared memory says, one load per burst; or the link is up with fewer
-//! queue pairs than its index; or the queue has no end of the link at all)
-//! takes and frees every mbuf and counts it in `peer_queue_absent`:
-//! retrying cannot help, and nothing is dropped uncounted. An RX queue the
-//! link lacks receives nothing.
+//! counted as `tx_ring_full` or `tx_link_down`. Frames for a queue the
+//! peer does not read are taken, freed and counted in `peer_queue_absent`
+//! (retrying cannot help, and nothing is dropped uncounted): all of a
+//! burst when the link is up with fewer queue pairs than the queue's index
+//! or the queue has no end of the link at all; and, when the ring is full,
+//! the rest of a burst if the peer has no receiver on the queue (the
+//! consumer's wait line in shared memory says so; read only then). An RX
+//! queue the link lacks receives nothing.
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::scatter::{scatter_into, Scatter};
@@ -35,6 +36,7 @@ use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
 use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::slice;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use vecring_core::{PushError, Receiver, Sender};
 
@@ -137,6 +139,17 @@ impl RxQueue {
         if let Some(r) = self.shared.rx_next[self.qid].take() {
             self.receiver = r;
             self.zc = None;
+        }
+    }
+
+    /// Before the port starts (no lcore polls the queue): takes a reopened
+    /// link's end if one waits, and attaches it to its ring if the link is
+    /// up, so that the peer sees a receiver on the queue from now on, not
+    /// only from the first burst.
+    pub fn prepare(&mut self) {
+        self.take_next();
+        if let Some(r) = self.receiver.as_mut() {
+            r.is_up();
         }
     }
 
@@ -293,16 +306,6 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         // SAFETY: the application passed `n` mbufs it owns.
         return unsafe { drop_absent(t, pkts, n) };
     };
-    // One load of the consumer's wait line per burst: does the peer read
-    // this queue?
-    if !sender.peer_present() {
-        if queue_absent(sender) {
-            // SAFETY: the application passed `n` mbufs it owns.
-            return unsafe { drop_absent(t, pkts, n) };
-        }
-        t.link_down.add(n as u64);
-        return 0;
-    }
     // SAFETY: ethdev passes an array of `nb_pkts` mbuf pointers.
     let mbufs = unsafe { slice::from_raw_parts(pkts, n) };
 
@@ -315,8 +318,14 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     let mut chunk = match sender.write_chunk_for(lens) {
         Ok(c) => c,
         Err(_) => {
-            // The link went down since, or the peer corrupted the ring (the
-            // link counts and logs that): nothing is taken.
+            if q.shared.link_up.load(Ordering::Relaxed) && !sender.is_up() {
+                // Up, but no ring for this queue: the session has fewer
+                // queue pairs.
+                // SAFETY: the application passed `n` mbufs it owns.
+                return unsafe { drop_absent(t, pkts, n) };
+            }
+            // Link down, or the peer corrupted the ring (the link counts
+            // and logs that): nothing is taken.
             t.link_down.add(n as u64);
             return 0;
         }
@@ -374,6 +383,15 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         t.too_large.add(dropped);
     }
     if taken < n {
+        // The ring is full. If the peer has no receiver on this queue, it
+        // never empties: drop the rest, counted (one load of the
+        // consumer's wait line, only when full).
+        if !sender.peer_present() {
+            // SAFETY: the mbufs after the first `taken` are still the
+            // application's, handed to this burst.
+            unsafe { drop_absent(t, pkts.add(taken), n - taken) };
+            return n as u16;
+        }
         t.ring_full.add((n - taken) as u64);
     }
     taken as u16
@@ -527,19 +545,6 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         r.scatter_nombuf.add(scatter_nombuf);
     }
     filled as u16
-}
-
-/// Whether `sender`, whose peer is not present, sends on a queue the peer
-/// does not read rather than on a link that is down: the link is up and
-/// either the peer has no receiver on this queue (its application did not
-/// set the queue up, or has not polled it since the link came up) or the
-/// session has fewer queue pairs than this queue's index.
-#[cold]
-fn queue_absent(sender: &mut Sender) -> bool {
-    sender.is_up()
-        || sender
-            .session_queues()
-            .is_some_and(|queues| sender.queue() >= queues)
 }
 
 /// Takes the `n` mbufs of a burst for a queue the peer does not have:

@@ -14,7 +14,7 @@
 use crate::ffi;
 use crate::handoff::Handoff;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use vecring_core::{Receiver, Sender};
 
 /// A counter with a single writer (see the module doc).
@@ -81,10 +81,10 @@ pub struct TxCounters {
     pub ring_full: Counter,
     /// Frames left to the application because the link was down (per offer).
     pub link_down: Counter,
-    /// Frames dropped (freed) because the peer has no such queue: the link
-    /// is up but its session has fewer queue pairs than this queue's index.
-    /// Taken and freed rather than left to the application, which would
-    /// retry them forever.
+    /// Frames dropped (freed) because the peer does not read this queue:
+    /// the link is up with fewer queue pairs than this queue's index, or
+    /// the ring is full and the peer has no receiver on it. Taken and freed
+    /// rather than left to the application, which would retry them forever.
     pub peer_queue_absent: Counter,
 }
 
@@ -165,6 +165,13 @@ pub struct Shared {
     pub rx: PerQueue<RxCounters>,
     /// Transmit counters, indexed by TX queue.
     pub tx: PerQueue<TxCounters>,
+    /// Whether the link has a session (a peer): stored by vecring's
+    /// control thread on every change of the link's state (see
+    /// [`crate::port::open_link`]) and cleared when the port closes its
+    /// link; read by a TX burst whose sender finds no ring, to tell a link
+    /// that is down from a queue the session lacks. Relaxed: a hint for
+    /// counting, ordered with nothing.
+    pub link_up: AtomicBool,
     /// One of the [`filter`] modes.
     pub filter: AtomicU8,
     /// The port's unicast MACs: the primary at 0, `mac_addr_add`'s after.
@@ -183,6 +190,7 @@ impl Default for Shared {
         Shared {
             rx: std::array::from_fn(|_| CachePadded::default()),
             tx: std::array::from_fn(|_| CachePadded::default()),
+            link_up: AtomicBool::new(false),
             filter: AtomicU8::default(),
             macs: AddrTable::default(),
             mc_addrs: AddrTable::default(),

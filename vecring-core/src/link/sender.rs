@@ -69,21 +69,6 @@ impl Sender {
         self.ep.ring().is_some()
     }
 
-    /// Queue pairs of the link's current session, or `None` while the link
-    /// is down. A sender whose [`queue`](Self::queue) is not below it has
-    /// no ring in this session: nothing it sends can arrive, so a caller
-    /// that finds neither [`peer_present`](Self::peer_present) nor
-    /// [`is_up`](Self::is_up) can tell an absent queue from a link that is
-    /// down. Takes the link's lock: for a cold path.
-    pub fn session_queues(&self) -> Option<u16> {
-        self.ep
-            .shared
-            .lock()
-            .session
-            .as_ref()
-            .map(|s| s.region.queues())
-    }
-
     /// The geometry of the rings, if the link is up (it may change when a
     /// new master arrives).
     pub fn geometry(&mut self) -> Option<crate::Geometry> {

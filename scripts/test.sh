@@ -22,6 +22,9 @@ export VECRING_PMD_SO=/usr/local/lib/vecring/librte_net_vecring.so
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
 cargo test --release --workspace --no-fail-fast
 
+step "the tokio example: a Receiver registered with AsyncFd sleeps in the reactor and wakes for each frame, through a link down and up"
+timeout --kill-after=10s 60s cargo run --release -p vecring-core --example tokio_recv
+
 step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
 bash tests/dpdk/run.sh
 

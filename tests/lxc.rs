@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 use vecring_tests::{built_binary, Watchdog};
 
-const FRAMES: &str = "10000000";
+const FRAMES: u64 = 10_000_000;
 
 /// Held by each ten-million-frame test while it runs: each pair of peers
 /// busy-polls two CPUs, and two pairs at once on the same CPUs would slow
@@ -91,6 +91,7 @@ fn run_pair(
     name: &str,
     unprivileged: bool,
     master_extra: &[&str],
+    frames: u64,
 ) -> (Output, Output, Option<String>) {
     let scratch = PathBuf::from(format!(
         "/var/tmp/vecring-lxc-{}-{name}",
@@ -112,7 +113,7 @@ fn run_pair(
         "--run-dir",
         run_s,
         "--up-timeout=60",
-        &format!("--frames={FRAMES}"),
+        &format!("--frames={frames}"),
     ];
 
     let master = Command::new(&tool)
@@ -182,16 +183,24 @@ fn run_pair(
 }
 
 fn assert_ten_million_each_way(master: &Output, slave: &Output) {
-    let expect = format!("sent {FRAMES} frames, received {FRAMES} frames, all intact and in order");
+    assert_each_way(
+        master,
+        slave,
+        &format!("sent {FRAMES} frames, received {FRAMES} frames, all intact and in order"),
+    );
+}
+
+/// Both sides succeeded and printed `expect`.
+fn assert_each_way(master: &Output, slave: &Output, expect: &str) {
     assert!(slave.status.success(), "{}", show("container slave", slave));
     assert!(master.status.success(), "{}", show("host master", master));
     assert!(
-        String::from_utf8_lossy(&slave.stdout).contains(&expect),
+        String::from_utf8_lossy(&slave.stdout).contains(expect),
         "{}",
         show("container slave", slave)
     );
     assert!(
-        String::from_utf8_lossy(&master.stdout).contains(&expect),
+        String::from_utf8_lossy(&master.stdout).contains(expect),
         "{}",
         show("host master", master)
     );
@@ -205,7 +214,7 @@ fn privileged_container_moves_ten_million_frames_each_way() {
     require_lxc();
     let _alone = one_at_a_time();
     let _w = Watchdog::new("lxc privileged", Duration::from_secs(600));
-    let (master, slave, _) = run_pair("priv", false, &["--hold-back"]);
+    let (master, slave, _) = run_pair("priv", false, &["--hold-back"], FRAMES);
     assert_ten_million_each_way(&master, &slave);
 }
 
@@ -216,7 +225,7 @@ fn unprivileged_container_gets_the_link_through_ownership_options() {
     let _w = Watchdog::new("lxc unprivileged", Duration::from_secs(600));
     let owner = format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}");
     let allow = format!("--allow-uid={MAPPED_ROOT}");
-    let (master, slave, listed) = run_pair("unpriv", true, &[&owner, &allow]);
+    let (master, slave, listed) = run_pair("unpriv", true, &[&owner, &allow], FRAMES);
     assert_ten_million_each_way(&master, &slave);
     // `vecring list` from the host saw the link up with the container's
     // slave attached, as the host sees its uid.
@@ -228,12 +237,42 @@ fn unprivileged_container_gets_the_link_through_ownership_options() {
     );
 }
 
+/// Four queue pairs, the container's slave taking the master's count:
+/// every queue's frames arrive intact and in order on the same queue, both
+/// ways (a frame on the wrong queue fails the stress check).
+#[test]
+fn unprivileged_container_moves_frames_on_four_queues_each_way() {
+    require_lxc();
+    let _alone = one_at_a_time();
+    let _w = Watchdog::new("lxc queues", Duration::from_secs(600));
+    let owner = format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}");
+    let allow = format!("--allow-uid={MAPPED_ROOT}");
+    const PER_QUEUE: u64 = 1_000_000;
+    let (master, slave, _) = run_pair("queues", true, &[&owner, &allow, "--queues=4"], PER_QUEUE);
+    for q in 0..4 {
+        assert_each_way(
+            &master,
+            &slave,
+            &format!("queue {q}: sent {PER_QUEUE} frames, received {PER_QUEUE} frames, all intact and in order"),
+        );
+    }
+    assert_each_way(
+        &master,
+        &slave,
+        &format!(
+            "sent {} frames, received {} frames, all intact and in order",
+            4 * PER_QUEUE,
+            4 * PER_QUEUE
+        ),
+    );
+}
+
 #[test]
 fn container_with_a_refused_uid_gets_a_clear_error() {
     require_lxc();
     let _w = Watchdog::new("lxc refused", Duration::from_secs(120));
     // Privileged container (uid 0), but the master only admits uid 4242.
-    let (_master, slave, _) = run_pair("refused", false, &["--allow-uid=4242"]);
+    let (_master, slave, _) = run_pair("refused", false, &["--allow-uid=4242"], FRAMES);
     assert!(!slave.status.success());
     let err = String::from_utf8_lossy(&slave.stderr);
     assert!(

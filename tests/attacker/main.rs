@@ -11,12 +11,14 @@
 //! vecring-attack slave-drop    run-dir=R domain=D link=L up-ms=T
 //! vecring-attack fake-master   socket=P mode=M
 //! vecring-attack seal-attack   run-dir=R domain=D link=L
+//! vecring-attack wait-attack   run-dir=R domain=D link=L mode=M [after-ms=T] [secs=S]
 //! ```
 
 mod fake_master;
 mod peer;
 mod seal;
 mod sock;
+mod wait;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         "slave-drop" => peer::slave_drop(&args),
         "fake-master" => fake_master::run(&args),
         "seal-attack" => seal::run(&args),
+        "wait-attack" => wait::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

@@ -1,10 +1,12 @@
 //! `vecring`: the operator's tool for vecring links.
 //!
-//! - Traffic: `txonly` and `rxonly` open one end of a link (master or
-//!   slave) and send or count frames, with labelled counts and rates;
-//!   `bench` starts a slave in its own namespaces (standing in for a
-//!   container) and prints the seed-style table per frame size
-//!   ([`bench`]).
+//! - Traffic: `stress`, `txonly` and `rxonly` open one end of a link
+//!   (master or slave) and send and check, send, or count frames on each
+//!   of its queue pairs (`--queues`, a thread per queue), with labelled
+//!   counts and rates per queue and in total ([`traffic`]); `bench` starts
+//!   a slave in its own namespaces (standing in for a container) and
+//!   prints the seed-style table per frame size, its queues' threads spread
+//!   over the CPUs given ([`bench`]).
 //! - Operations: `list` and `stats` ask each link's master for its state
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`
@@ -16,6 +18,7 @@
 //! and `vecring <command> --help` the reference.
 
 mod bench;
+mod cpus;
 mod doctor;
 mod ops;
 mod prepare;
@@ -26,8 +29,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use vecring_core::abi::{
-    MAX_FRAME_LEN, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT, MIN_SLOT_SIZE,
+    MAX_FRAME_LEN, MAX_QUEUES, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT,
+    MIN_SLOT_SIZE,
 };
+use vecring_core::geometry::check_queues;
+use vecring_core::memory::AttachError;
 use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, LinkError, Role};
 
 /// The text after `--help`: logging and how the modes end.
@@ -67,13 +73,15 @@ enum Command {
     Stress {
         #[command(flatten)]
         link: LinkArgs,
-        /// Frames to send (and to expect from the peer).
+        /// Frames to send on each queue (and to expect from the peer on
+        /// each).
         #[arg(long, default_value_t = 1_000_000)]
         frames: u64,
     },
     /// Send frames of one size as fast as the peer takes them, then wait
     /// (at most --drain seconds) for the peer to read them, and report the
-    /// frames sent, taken by the peer and left in the ring.
+    /// frames sent, taken by the peer and left in the ring (per queue and
+    /// in total).
     Txonly {
         #[command(flatten)]
         link: LinkArgs,
@@ -89,7 +97,8 @@ enum Command {
     },
     /// Receive and count frames. Prints labelled counts and rates every
     /// --interval seconds and on link up/down (stderr), answers each line
-    /// on stdin with `rx <frames> <bytes>` (stdout), and ends with a
+    /// on stdin with `rx <frames> <bytes>` (stdout; with several queues,
+    /// followed by `<frames> <bytes>` of each queue), and ends with a
     /// summary when stdin closes or on Ctrl-C.
     Rxonly {
         #[command(flatten)]
@@ -97,6 +106,11 @@ enum Command {
         /// Seconds between reports (0: none).
         #[arg(long, default_value_t = 1.0)]
         interval: f64,
+        /// Sleep until frames arrive instead of polling: each queue's
+        /// thread waits on its ring's doorbell when the ring is empty
+        /// (the sender then pays a fence per publish).
+        #[arg(long)]
+        interrupt: bool,
     },
     /// Create a domain directory before either side starts (for a
     /// container's bind mount) with the owner and mode the master accepts,
@@ -158,9 +172,14 @@ pub struct LinkArgs {
     /// Seconds to wait for the peer.
     #[arg(long, default_value_t = 30.0)]
     up_timeout: f64,
-    /// Pin the data-path threads to this CPU (one this process may run on).
-    #[arg(long)]
-    cpu: Option<usize>,
+    /// Queue pairs: the link's (master) or the count required of the
+    /// master (slave); the help text is [`queues_help`].
+    #[arg(long, value_name = "N", help = queues_help())]
+    queues: Option<u64>,
+    /// Pin the data-path threads to these CPUs (ones this process may run
+    /// on; comma-separated): queue q's to the (q mod count)-th.
+    #[arg(long, value_name = "CPU,...", value_delimiter = ',')]
+    cpu: Vec<usize>,
     /// Receive with the hold-back on (vecring_core::HoldBack::STREAMING):
     /// a few frames wait up to 250 ns rather than being read right behind
     /// a streaming sender.
@@ -200,23 +219,14 @@ fn slot_size_help() -> String {
     )
 }
 
-fn frame_size_help() -> String {
-    format!("Frame size in bytes, {MIN_FRAME_LEN}..={MAX_FRAME_LEN}")
+fn queues_help() -> String {
+    format!(
+        "Queue pairs, 1..={MAX_QUEUES}, one data-path thread each (stress: two). Master: the link's count (default 1); slave: the count required of the master (default: the master's)"
+    )
 }
 
-/// Whether this process may run on `cpu` (it exists and is in our
-/// affinity mask).
-fn cpu_usable(cpu: usize) -> bool {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return false;
-    }
-    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it, and
-    // CPU_ISSET reads within it (cpu < CPU_SETSIZE, checked above).
-    unsafe {
-        let mut set: libc::cpu_set_t = core::mem::zeroed();
-        libc::sched_getaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
-            && libc::CPU_ISSET(cpu, &set)
-    }
+fn frame_size_help() -> String {
+    format!("Frame size in bytes, {MIN_FRAME_LEN}..={MAX_FRAME_LEN}")
 }
 
 impl LinkArgs {
@@ -231,13 +241,8 @@ impl LinkArgs {
                 self.run_dir.display()
             ));
         }
-        if let Some(cpu) = self.cpu {
-            if !cpu_usable(cpu) {
-                return Err(format!(
-                    "--cpu {cpu}: no such CPU, or not one this process may run on"
-                ));
-            }
-        }
+        cpus::check("--cpu", &self.cpu)?;
+        let queues = self.queue_count()?;
         if self.role == Role::Slave {
             let master_only = [
                 ("--owner", self.owner.is_some()),
@@ -253,7 +258,20 @@ impl LinkArgs {
         } else if !self.master_uid.is_empty() {
             return Err("--master-uid is a slave option; this side is the master".into());
         }
-        self.geometry().map(|_| ())
+        match (self.geometry()?, queues) {
+            (Some(g), Some(n)) => g
+                .region_size_for(n)
+                .map(|_| ())
+                .map_err(|e| format!("--queues/--slots/--slot-size: {e}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// The queue count asked for (`--queues`), checked by the core.
+    fn queue_count(&self) -> Result<Option<u16>, String> {
+        self.queues
+            .map(|n| check_queues(n).map_err(|e| format!("--queues {n}: {e}")))
+            .transpose()
     }
 
     /// The geometry asked for, checked by the core.
@@ -280,6 +298,9 @@ impl LinkArgs {
         }
         if let Some(g) = self.geometry()? {
             b = b.geometry(g);
+        }
+        if let Some(n) = self.queue_count()? {
+            b = b.queues(n);
         }
         if let Some((uid, gid)) = self.owner {
             b = b.owner(uid, gid);
@@ -327,30 +348,38 @@ impl LinkArgs {
                         self.up_timeout
                     ))
                 }
-                Err(e) => return Err(format!("{path}: {e}")),
+                Err(e) => return Err(self.refusal(&path, e)),
             }
+        }
+    }
+
+    /// Why the link did not come up, in the tool's terms: a slave whose
+    /// `--queues` differs from the master's count is told both counts and
+    /// what to give instead.
+    fn refusal(&self, path: &str, e: LinkError) -> String {
+        match e {
+            // The field vecring-core's region check names when the
+            // master's count is not the one this slave required.
+            LinkError::Attach(AttachError::Mismatch {
+                field: "queue count",
+                ours,
+                theirs,
+            }) => format!(
+                "--queues {ours}: the master on {path} has {theirs} queue pairs; give --queues {theirs}, or leave --queues out to take the master's count"
+            ),
+            e => format!("{path}: {e}"),
         }
     }
 }
 
-/// Pins the calling thread to `cpu`.
-pub fn pin(cpu: Option<usize>) {
-    let Some(cpu) = cpu else { return };
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it for any
-    // cpu below CPU_SETSIZE, checked first.
-    unsafe {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return;
-        }
-        let mut set: libc::cpu_set_t = core::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            log::warn!(
-                "cannot pin to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-    }
+/// The queue count of a link that is (or was) up: the master's.
+///
+/// # Errors
+/// A link that has not been up (a programming error: call after
+/// [`LinkArgs::open_up`]).
+pub fn queues_of(link: &Link) -> Result<u16, String> {
+    link.queues()
+        .ok_or_else(|| "the link's queue count is not known before it is up".to_string())
 }
 
 /// How often a side waiting for its peer says so.
@@ -376,7 +405,11 @@ fn main() -> ExitCode {
             seconds,
             drain,
         } => traffic::txonly(&link, size, seconds, drain),
-        Command::Rxonly { link, interval } => traffic::rxonly(&link, interval),
+        Command::Rxonly {
+            link,
+            interval,
+            interrupt,
+        } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::List(args) => ops::list(&args),

@@ -37,7 +37,9 @@ pub struct ListArgs {
     json: bool,
 }
 
-/// Options of `vecring stats`.
+/// Options of `vecring stats`: each link's counters (all its queues
+/// together, as its master's status answer carries them) and its queue
+/// count.
 #[derive(Args)]
 pub struct StatsArgs {
     /// Only this domain.
@@ -400,6 +402,7 @@ fn stats_json(e: &Entry, s: &LinkStatus, prev: Option<&Sample>) -> Value {
         "link": e.link,
         "state": if s.is_up() { "up" } else { "waiting" },
         "generation": c.generation,
+        "queues": s.queues,
         "tx": {
             "frames": c.tx_frames,
             "bytes": c.tx_bytes,
@@ -467,11 +470,12 @@ pub fn stats(args: &StatsArgs) -> Result<(), String> {
             } else {
                 let c = &s.counters;
                 out.push_str(&format!(
-                    "{}/{}: {} (generation {}); link ups {}, downs {}; peer corruptions {}; rejected peers {}; pinned regions {}\n",
+                    "{}/{}: {} (generation {}); queues {}; link ups {}, downs {}; peer corruptions {}; rejected peers {}; pinned regions {}\n",
                     e.domain,
                     e.link,
                     if s.is_up() { "up" } else { "waiting for slave" },
                     c.generation,
+                    s.queues,
                     c.link_ups,
                     c.link_downs,
                     c.peer_corruptions,

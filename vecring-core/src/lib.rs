@@ -9,6 +9,42 @@
 //! link carries 1 to [`abi::MAX_QUEUES`] queue pairs, each an independent
 //! ring per direction ([`LinkBuilder::queues`], [`Link::sender_on`],
 //! [`Link::receiver_on`]).
+//! A receiver need not poll: [`Receiver::wait`] and
+//! [`Receiver::recv_timeout`] sleep until frames arrive, and a
+//! [`Receiver`] (or [`Sender`]) is [`AsFd`](std::os::fd::AsFd) for epoll,
+//! mio or tokio (`examples/tokio_recv.rs`); the sending side pays nothing
+//! for it until the receiver first sleeps.
+//!
+//! ```
+//! use std::time::Duration;
+//! use vecring_core::{HugepagePolicy, Link, Role};
+//!
+//! let dir = std::env::temp_dir().join(format!("vecring-doc-{}", std::process::id()));
+//! let open = |role| {
+//!     Link::builder("doc", "eth0")
+//!         .role(role)
+//!         .run_dir(&dir)
+//!         .hugepages(HugepagePolicy::Never)
+//!         .open()
+//! };
+//! let (host, container) = (open(Role::Master)?, open(Role::Slave)?);
+//! host.wait_up(Duration::from_secs(10))?;
+//! let mut rx = host.receiver()?;
+//! let sender = std::thread::spawn(move || {
+//!     container.wait_up(Duration::from_secs(10)).unwrap();
+//!     std::thread::sleep(Duration::from_millis(100));
+//!     container.sender().unwrap().send(b"late frame").unwrap();
+//!     container // kept open until the frame is read
+//! });
+//! // Sleeps (no CPU) until the frame comes, 10 s at most.
+//! let mut buf = [0u8; 64];
+//! let n = rx.recv_timeout(&mut buf, Duration::from_secs(10))?;
+//! assert_eq!(&buf[..n], b"late frame");
+//! drop(sender.join());
+//! # let _ = std::fs::remove_dir_all(&dir);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! `docs/ARCHITECTURE.md` in the repository draws how these layers fit,
 //! the region's layout, the handshake, and the path of one frame.
 //!

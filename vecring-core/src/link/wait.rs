@@ -83,7 +83,18 @@ pub(crate) struct WaitSet {
     timed: bool,
     /// Wakeups that found nothing, in all.
     pub(crate) spurious_total: u64,
+    /// The endpoint's frame total when it last went to sleep: a wakeup
+    /// after which it moved frames found work.
+    pub(crate) progress: u64,
+    /// Which of poke, timer and doorbell ([`POKE`], [`TIMER`], [`BELL`])
+    /// may hold something to drain: after our own `epoll_wait`, those it
+    /// reported; otherwise all.
+    pending: u8,
 }
+
+const POKE: u8 = 1;
+const TIMER: u8 = 2;
+const BELL: u8 = 4;
 
 impl WaitSet {
     pub(crate) fn new() -> io::Result<Self> {
@@ -117,6 +128,8 @@ impl WaitSet {
             nap: NAP_FIRST,
             timed: false,
             spurious_total: 0,
+            progress: 0,
+            pending: POKE | TIMER | BELL,
         };
         set.ctl(libc::EPOLL_CTL_ADD, set.poke.0.as_raw_fd())?;
         set.ctl(libc::EPOLL_CTL_ADD, set.timer.as_raw_fd())?;
@@ -162,15 +175,26 @@ impl WaitSet {
         self.bell = bell;
     }
 
-    /// Empties the poke, the timer and the doorbell before a new sleep (so
-    /// that each wakes the set again). Returns whether the doorbell had
-    /// rung.
+    /// Someone else waited on the set (an event loop): anything may be
+    /// readable.
+    pub(crate) fn woken_elsewhere(&mut self) {
+        self.pending = POKE | TIMER | BELL;
+    }
+
+    /// Empties what may be readable of the poke, the timer and the
+    /// doorbell before a new sleep (so that each wakes the set again).
+    /// Returns whether the doorbell had rung.
     pub(crate) fn drain(&mut self) -> bool {
-        self.poke.drain();
-        let mut buf = [0u8; 8];
-        // SAFETY: an 8-byte buffer live for the call, on our timerfd.
-        unsafe { libc::read(self.timer.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-        self.bell.as_ref().is_some_and(|b| b.drain() > 0)
+        let pending = std::mem::take(&mut self.pending);
+        if pending & POKE != 0 {
+            self.poke.drain();
+        }
+        if pending & TIMER != 0 {
+            let mut buf = [0u8; 8];
+            // SAFETY: an 8-byte buffer live for the call, on our timerfd.
+            unsafe { libc::read(self.timer.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
+        }
+        pending & BELL != 0 && self.bell.as_ref().is_some_and(|b| b.drain() > 0)
     }
 
     /// After a wakeup: `rang` (the doorbell had rung when drained) and
@@ -235,8 +259,9 @@ impl WaitSet {
     }
 
     /// Sleeps until the set is readable or `timeout` passes (`None`:
-    /// no limit). Returns whether it woke by an event.
-    pub(crate) fn sleep(&self, timeout: Option<Duration>) -> bool {
+    /// no limit), and notes what woke it (the next [`drain`](Self::drain)
+    /// reads only that). Returns whether it woke by an event.
+    pub(crate) fn sleep(&mut self, timeout: Option<Duration>) -> bool {
         let ms = match timeout {
             None => -1,
             // Rounded up, so that a short timeout still sleeps.
@@ -245,6 +270,22 @@ impl WaitSet {
         let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 4];
         // SAFETY: our epoll fd and a live buffer of 4 events.
         let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ev.as_mut_ptr(), 4, ms) };
+        if n < 0 {
+            // Interrupted: look at everything next time.
+            self.woken_elsewhere();
+            return false;
+        }
+        let (poke, timer) = (self.poke.0.as_raw_fd(), self.timer.as_raw_fd());
+        for e in &ev[..n as usize] {
+            let fd = e.u64 as RawFd;
+            self.pending |= if fd == poke {
+                POKE
+            } else if fd == timer {
+                TIMER
+            } else {
+                BELL
+            };
+        }
         n > 0
     }
 }

@@ -32,12 +32,18 @@ const SLICE: Duration = Duration::from_secs(1);
 
 /// A ring end that can sleep until the other side moves.
 pub(super) trait Sleeper {
+    /// Whether there is work now (frames; room for `slots` slots), with at
+    /// most one load of the other side's index and no fence.
+    fn ready(&mut self, slots: u64) -> bool;
     /// `slots`: how much room a producer waits for (a consumer ignores it).
     fn prepare(&mut self, slots: u64) -> Result<Sleep, Corruption>;
     fn cancel(&mut self);
 }
 
 impl Sleeper for Consumer<RegionRing> {
+    fn ready(&mut self, _slots: u64) -> bool {
+        self.ready_slots().is_ok_and(|n| n > 0)
+    }
     fn prepare(&mut self, _slots: u64) -> Result<Sleep, Corruption> {
         self.prepare_sleep()
     }
@@ -47,6 +53,9 @@ impl Sleeper for Consumer<RegionRing> {
 }
 
 impl Sleeper for Producer<RegionRing> {
+    fn ready(&mut self, slots: u64) -> bool {
+        self.has_room(slots)
+    }
     fn prepare(&mut self, slots: u64) -> Result<Sleep, Corruption> {
         self.prepare_space_sleep(slots)
     }
@@ -67,7 +76,14 @@ impl<E: Attach + Sleeper> Endpoint<E> {
     /// Drains the wait set, follows the link, and says whether to sleep
     /// (true) or look at the ring again (false).
     pub(super) fn prepare_wait(&mut self, slots: u64) -> Result<bool, Stop> {
+        // Work already there: no need to empty the set (what is pending
+        // stays for the next sleep, which drains it first).
+        if self.ring.as_mut().is_some_and(|r| r.ready(slots)) {
+            return Ok(false);
+        }
         let rang = self.wait.drain();
+        // Frames moved since the last sleep: that wakeup found work.
+        let moved = self.totals().0 != self.wait.progress;
         // Acquire: pairs with the Release store in `Link::drop`.
         if self.shared.shutdown.load(Ordering::Acquire) {
             return Err(Stop::Closed);
@@ -85,7 +101,8 @@ impl<E: Attach + Sleeper> Endpoint<E> {
                 Ok(false)
             }
             Ok(sleep) => {
-                self.wait.after_wake(rang, false);
+                self.wait.after_wake(rang, moved);
+                self.wait.progress = self.totals().0;
                 self.wait.prepare(sleep == Sleep::Nap);
                 Ok(true)
             }
@@ -137,7 +154,9 @@ impl Receiver {
     /// [`RecvError::LinkDown`] once the link is closed,
     /// [`RecvError::Corrupt`] if the peer corrupted the ring.
     pub fn prepare_wait(&mut self) -> Result<bool, RecvError> {
-        self.endpoint().prepare_wait(1).map_err(recv_stop)
+        let ep = self.endpoint();
+        ep.wait.woken_elsewhere();
+        ep.prepare_wait(1).map_err(recv_stop)
     }
 
     /// Says the receiver runs again after a sleep (see
@@ -217,7 +236,9 @@ impl Sender {
     /// [`SendError::Corrupt`] if the peer corrupted the ring.
     pub fn prepare_wait(&mut self, len: usize) -> Result<bool, SendError> {
         let slots = self.slots_for(len);
-        self.endpoint().prepare_wait(slots).map_err(send_stop)
+        let ep = self.endpoint();
+        ep.wait.woken_elsewhere();
+        ep.prepare_wait(slots).map_err(send_stop)
     }
 
     /// Says the sender runs again after a sleep.

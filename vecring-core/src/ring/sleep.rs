@@ -91,6 +91,13 @@ impl<S: RingStorage> Producer<S> {
         Ok(if acked { Sleep::Sleep } else { Sleep::Nap })
     }
 
+    /// Whether `slots` slots are free now (refreshing the consumer's index
+    /// at most once, without a fence): no need to sleep.
+    pub fn has_room(&mut self, slots: u64) -> bool {
+        let slots = slots.clamp(1, u64::from(self.shape.slot_count));
+        self.free_slots(slots).is_ok_and(|free| free >= slots)
+    }
+
     /// Says the producer runs again (see
     /// [`Consumer::cancel_sleep`]).
     pub fn cancel_space_sleep(&mut self) {

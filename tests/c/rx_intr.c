@@ -1,0 +1,228 @@
+/*
+ * rx_intr.c -- a DPDK application that receives in interrupt mode, as
+ * l3fwd-power does, for tests/dpdk_intr.rs.
+ *
+ * Configures the one port given with --vdev with Q Rx/Tx queues and
+ * intr_conf.rxq = 1, waits until its link is up, adds every Rx queue's
+ * interrupt to the thread's epoll set (rte_eth_dev_rx_intr_ctl_q), then:
+ *
+ *   1. idles for IDLE seconds, sleeping in rte_epoll_wait with the
+ *      queues' interrupts enabled, and reports the thread's CPU time;
+ *   2. receives FRAMES frames: each time, enables the interrupts, sleeps in
+ *      rte_epoll_wait (5 s at most), disables the interrupts of the queues
+ *      that woke and drains them with rte_eth_rx_burst. Every frame must
+ *      carry the queue it came on and a per-queue sequence number, in
+ *      order (see frame_ok).
+ *
+ * usage: rx_intr <EAL args> -- Q FRAMES IDLE
+ *
+ * Prints "rx_intr: ready" once the queues are in the epoll set (the peer
+ * starts its idle period then), "rx_intr: idle cpu_us=C wall_us=W
+ * wakeups=N", then "rx_intr: received F frames, E events, T timeouts" and
+ * "rx_intr: ok". Exits 1 on a setup error or a bad frame, 2 if nothing
+ * happened within its own watchdog (90 s).
+ */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_epoll.h>
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
+#include <rte_mbuf.h>
+
+#define WATCHDOG_S 90
+#define MAX_QUEUES 16
+#define BURST 32
+/* Bytes 14..16 of a frame: its queue; 16..20: its sequence on that queue. */
+#define QUEUE_AT 14
+#define SEQ_AT 16
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "rx_intr: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint64_t thread_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
+	       (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+}
+
+/* Next sequence number expected on each queue. */
+static uint32_t next_seq[MAX_QUEUES];
+
+static int frame_ok(struct rte_mbuf *m, uint16_t q)
+{
+	uint16_t queue;
+	uint32_t seq;
+
+	if (rte_pktmbuf_pkt_len(m) < SEQ_AT + 4 || m->nb_segs != 1) {
+		fprintf(stderr, "rx_intr: queue %u: frame of %u bytes\n", q, rte_pktmbuf_pkt_len(m));
+		return 0;
+	}
+	memcpy(&queue, rte_pktmbuf_mtod_offset(m, const char *, QUEUE_AT), 2);
+	memcpy(&seq, rte_pktmbuf_mtod_offset(m, const char *, SEQ_AT), 4);
+	if (queue != q || seq != next_seq[q]) {
+		fprintf(stderr, "rx_intr: queue %u: frame of queue %u seq %u, expected seq %u\n", q,
+			queue, seq, next_seq[q]);
+		return 0;
+	}
+	next_seq[q]++;
+	return 1;
+}
+
+/* Drains queue q; returns the frames read, or -1 for a bad one. */
+static int drain(uint16_t port, uint16_t q)
+{
+	struct rte_mbuf *pkts[BURST];
+	int total = 0, bad = 0;
+	uint16_t n, i;
+
+	do {
+		n = rte_eth_rx_burst(port, q, pkts, BURST);
+		for (i = 0; i < n; i++) {
+			bad |= !frame_ok(pkts[i], q);
+			rte_pktmbuf_free(pkts[i]);
+		}
+		total += n;
+	} while (n > 0);
+	return bad ? -1 : total;
+}
+
+int main(int argc, char **argv)
+{
+	struct rte_epoll_event ev[MAX_QUEUES];
+	struct rte_eth_conf conf;
+	struct rte_eth_link link;
+	struct rte_mempool *pool;
+	uint64_t cpu0, wall0, idle_until;
+	uint16_t port, queues, q;
+	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
+
+	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0)
+		die("rte_eal_init", rc);
+	argc -= rc;
+	argv += rc;
+	if (argc != 4) {
+		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S\n");
+		return 1;
+	}
+	queues = (uint16_t)atoi(argv[1]);
+	frames = atoi(argv[2]);
+	idle_s = atoi(argv[3]);
+	if (queues < 1 || queues > MAX_QUEUES)
+		die("the queue count", -EINVAL);
+	port = rte_eth_find_next(0);
+	if (port >= RTE_MAX_ETHPORTS)
+		die("finding the port", -ENODEV);
+	pool = rte_pktmbuf_pool_create("rx_intr", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				       (int)rte_socket_id());
+	if (pool == NULL)
+		die("rte_pktmbuf_pool_create", -rte_errno);
+	memset(&conf, 0, sizeof(conf));
+	conf.intr_conf.rxq = 1;
+	rc = rte_eth_dev_configure(port, queues, queues, &conf);
+	if (rc != 0)
+		die("rte_eth_dev_configure", rc);
+	for (q = 0; q < queues; q++) {
+		rc = rte_eth_rx_queue_setup(port, q, 1024, (unsigned int)rte_socket_id(), NULL, pool);
+		if (rc != 0)
+			die("rte_eth_rx_queue_setup", rc);
+		rc = rte_eth_tx_queue_setup(port, q, 1024, (unsigned int)rte_socket_id(), NULL);
+		if (rc != 0)
+			die("rte_eth_tx_queue_setup", rc);
+	}
+	rc = rte_eth_dev_start(port);
+	if (rc != 0)
+		die("rte_eth_dev_start", rc);
+	for (i = 0;; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
+			break;
+		if (i > 3000)
+			die("waiting for the link", -ETIMEDOUT);
+		usleep(10000);
+	}
+	for (q = 0; q < queues; q++) {
+		rc = rte_eth_dev_rx_intr_ctl_q(port, q, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_ADD,
+					       (void *)(uintptr_t)q);
+		if (rc != 0)
+			die("rte_eth_dev_rx_intr_ctl_q", rc);
+	}
+	printf("rx_intr: ready\n");
+	fflush(stdout);
+
+	/* 1. Idle: nothing arrives; the thread should sleep. */
+	cpu0 = thread_cpu_us();
+	wall0 = now_us();
+	idle_until = wall0 + (uint64_t)idle_s * 1000000;
+	while (now_us() < idle_until) {
+		for (q = 0; q < queues; q++) {
+			if (drain(port, q) != 0)
+				die("idling: a frame came", -EPROTO);
+			rte_eth_dev_rx_intr_enable(port, q);
+		}
+		n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES,
+				   (int)((idle_until - now_us()) / 1000) + 1);
+		for (q = 0; q < queues; q++)
+			rte_eth_dev_rx_intr_disable(port, q);
+		if (n > 0)
+			wakeups++;
+	}
+	printf("rx_intr: idle cpu_us=%" PRIu64 " wall_us=%" PRIu64 " wakeups=%d\n",
+	       thread_cpu_us() - cpu0, now_us() - wall0, wakeups);
+	fflush(stdout);
+
+	/* 2. Frames: each burst wakes the sleeper by an event. */
+	while (got < frames) {
+		for (q = 0; q < queues; q++)
+			rte_eth_dev_rx_intr_enable(port, q);
+		n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 5000);
+		if (n == 0) {
+			timeouts++;
+			fprintf(stderr, "rx_intr: no event in 5 s with %d of %d frames\n", got, frames);
+			break;
+		}
+		if (n < 0)
+			continue; /* interrupted by a signal */
+		events += n;
+		for (q = 0; q < queues; q++)
+			rte_eth_dev_rx_intr_disable(port, q);
+		for (q = 0; q < queues; q++) {
+			rc = drain(port, q);
+			if (rc < 0)
+				return 1;
+			got += rc;
+		}
+	}
+	printf("rx_intr: received %d frames, %d events, %d timeouts\n", got, events, timeouts);
+	fflush(stdout);
+	rte_eth_dev_stop(port);
+	rte_eth_dev_close(port);
+	rte_eal_cleanup();
+	if (got != frames)
+		return 1;
+	printf("rx_intr: ok\n");
+	return 0;
+}

@@ -1,0 +1,251 @@
+//! The main job: a master (the host side) sends to a slave running in its
+//! own namespaces (standing in for a container), size by size, and the
+//! result is printed as the seed benchmarks' table: the rate with the
+//! sender never waiting, then the zero-loss throughput (RFC 2544: the
+//! highest constant offered rate at which no frame is dropped, found by
+//! binary search over short trials) and the same with at most 0.002 % lost.
+//!
+//! With `--queues N` the link has N queue pairs: the master sends on each
+//! from a thread of its own, the slave receives on each likewise, each
+//! side's threads spread round robin over its CPU list, and every figure
+//! is given per queue as well as in total (a queue's share of a paced
+//! trial's rate is the rate divided by N).
+
+mod report;
+mod search;
+mod slave;
+
+use crate::cpus;
+use crate::traffic::{on_each_queue, send_for, send_paced, Failure};
+use clap::Args;
+use report::{Count, Row, Setup};
+use search::search;
+use slave::Slave;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+use vecring_core::geometry::check_queues;
+use vecring_core::{HugepagePolicy, Link, Role, Sender};
+
+/// Options of `vecring bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Frame sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256, 512, 1024, 1514])]
+    sizes: Vec<usize>,
+    /// Seconds of traffic per size.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Seconds per trial of the zero-loss searches (about 15 trials per
+    /// size); 0 skips them.
+    #[arg(long, default_value_t = 0.25)]
+    trial_seconds: f64,
+    /// Queue pairs of the link: a sending thread per queue in the master
+    /// and a receiving thread per queue in the slave.
+    #[arg(long, default_value_t = 1, value_name = "N", help = queues_help())]
+    queues: u64,
+    /// CPUs of the master's sending threads (comma-separated): queue q's
+    /// on the (q mod count)-th.
+    #[arg(long, value_name = "CPU,...", value_delimiter = ',', default_values_t = [0usize])]
+    master_cpu: Vec<usize>,
+    /// CPUs of the slave's receiving threads (comma-separated): queue q's
+    /// on the (q mod count)-th.
+    #[arg(long, value_name = "CPU,...", value_delimiter = ',', default_values_t = [1usize])]
+    slave_cpu: Vec<usize>,
+    /// Run the slave without new namespaces.
+    #[arg(long)]
+    no_namespaces: bool,
+    /// prefer, require or never.
+    #[arg(long, default_value = "prefer")]
+    hugepages: HugepagePolicy,
+    /// Run directory (default: a fresh one under /run or the temp dir).
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// The slave receives with the hold-back on (see `vecring rxonly
+    /// --help`).
+    #[arg(long)]
+    hold_back: bool,
+    /// Print one JSON document (schema "vecring-bench", version 1) instead
+    /// of the table.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV (a header line, then a line per frame size) instead of
+    /// the table.
+    #[arg(long)]
+    csv: bool,
+}
+
+/// Runs `work` on every queue's sender at once, each in a thread pinned to
+/// its CPU of `cpus` (see [`on_each_queue`]); `work` gets a flag that is
+/// set when another queue's thread failed.
+fn each_queue<T: Send>(
+    txs: &mut [Sender],
+    cpus: &[usize],
+    work: impl Fn(&mut Sender, &AtomicBool) -> Result<T, String> + Sync,
+) -> Result<Vec<T>, String> {
+    let failure = Failure::default();
+    on_each_queue(txs, cpus, &failure, |_, tx| work(tx, failure.flag()))
+}
+
+fn queues_help() -> String {
+    format!(
+        "Queue pairs of the link, 1..={}: a sending thread per queue in the master and a receiving thread per queue in the slave",
+        vecring_core::abi::MAX_QUEUES
+    )
+}
+
+fn default_run_dir() -> PathBuf {
+    let name = format!("vecring-bench-{}", std::process::id());
+    let run = PathBuf::from("/run");
+    if std::fs::metadata(&run)
+        .map(|m| !m.permissions().readonly())
+        .unwrap_or(false)
+        && std::fs::create_dir_all(run.join(&name)).is_ok()
+    {
+        return run.join(name);
+    }
+    std::env::temp_dir().join(name)
+}
+
+/// Runs the benchmark and prints the table.
+pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if let Some(bad) = args.sizes.iter().find(|&&s| !(1..=9216).contains(&s)) {
+        return Err(format!("frame size {bad} is outside 1..=9216"));
+    }
+    let queues = check_queues(args.queues).map_err(|e| format!("--queues {}: {e}", args.queues))?;
+    cpus::check("--master-cpu", &args.master_cpu)?;
+    cpus::check("--slave-cpu", &args.slave_cpu)?;
+    let run_dir = args.run_dir.clone().unwrap_or_else(default_run_dir);
+    let link = Link::builder("bench", "l0")
+        .role(Role::Master)
+        .run_dir(&run_dir)
+        .hugepages(args.hugepages)
+        .queues(queues)
+        .open()
+        .map_err(|e| e.to_string())?;
+    let (mut slave, where_) = slave::spawn(args, queues, &run_dir)?;
+    let result = measure(args, &link, &mut slave, where_);
+    drop(slave.stdin);
+    let status = slave.child.wait().map_err(|e| e.to_string())?;
+    drop(link);
+    let _ = std::fs::remove_dir(&run_dir);
+    result?;
+    if !status.success() {
+        return Err(format!("slave exited with {status}"));
+    }
+    Ok(())
+}
+
+/// Waits for the slave, then runs every size: the unthrottled run on all
+/// queues at once, then (unless `--trial-seconds 0`) the two searches, and
+/// prints each size's results as they come.
+fn measure(
+    args: &BenchArgs,
+    link: &Link,
+    slave: &mut Slave,
+    where_: &'static str,
+) -> Result<(), String> {
+    link.wait_up(Duration::from_secs(20))
+        .map_err(|e| format!("slave did not attach: {e}"))?;
+    let region = link.region().ok_or("link went down")?;
+    let setup = Setup {
+        slave: where_,
+        slot_count: region.geometry().slot_count(),
+        slot_size: region.geometry().slot_size(),
+        hugepages: region.hugepages(),
+        queues: region.queues(),
+    };
+    drop(region);
+    report::heading(args, &setup);
+    let progress = std::io::stderr().is_terminal();
+    let mut txs = (0..setup.queues)
+        .map(|q| link.sender_on(q))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let cpus = &args.master_cpu;
+    let mut rows = Vec::new();
+    for &size in &args.sizes {
+        if progress {
+            eprint!(
+                "\r\x1b[Kvecring bench: {size} B: sending for {:.1} s",
+                args.seconds
+            );
+        }
+        // Warm-up, not counted.
+        let warm = Instant::now() + Duration::from_millis(200);
+        each_queue(&mut txs, cpus, |tx, abort| send_for(tx, size, warm, abort))?;
+        let rx0 = slave.settled(&mut txs)?;
+        let start = Instant::now();
+        let stop = start + Duration::from_secs_f64(args.seconds);
+        let sent = each_queue(&mut txs, cpus, |tx, abort| send_for(tx, size, stop, abort))?;
+        let secs = start.elapsed().as_secs_f64();
+        let rx1 = slave.settled(&mut txs)?;
+        let queues: Vec<Count> = sent
+            .iter()
+            .zip(rx1.0.iter().zip(&rx0.0))
+            .map(|(&(sent, _), (&after, &before))| Count {
+                sent,
+                received: after.saturating_sub(before),
+            })
+            .collect();
+        let total = queues.iter().fold(Count::default(), |t, c| Count {
+            sent: t.sent + c.sent,
+            received: t.received + c.received,
+        });
+        let (zero_loss_pps, low_loss_pps) = if args.trial_seconds > 0.0 {
+            if progress {
+                eprint!("\r\x1b[Kvecring bench: {size} B: searching the zero-loss rates");
+            }
+            let trial = Duration::from_secs_f64(args.trial_seconds);
+            let ceiling = total.sent as f64 / secs.max(1e-9);
+            let mut run = |rate: f64| loss_at(&mut txs, cpus, slave, size, rate, trial);
+            let zero = search(ceiling, 0.0, 0.0, &mut run)?;
+            let low = search(ceiling, zero, LOW_LOSS, &mut run)?;
+            (Some(zero), Some(low))
+        } else {
+            (None, None)
+        };
+        if progress {
+            eprint!("\r\x1b[K");
+        }
+        let row = Row {
+            size,
+            secs,
+            total,
+            queues,
+            zero_loss_pps,
+            low_loss_pps,
+        };
+        report::row(args, &row);
+        rows.push(row);
+    }
+    report::finish(args, &setup, &rows);
+    Ok(())
+}
+
+/// The loss the 0.002 % column allows.
+const LOW_LOSS: f64 = 0.002 / 100.0;
+
+/// One trial: offers frames of `size` bytes at `rate` for `trial`, each
+/// queue its share; returns the fraction of the offered frames the slave
+/// did not receive, or infinity if a sender could not keep the rate.
+fn loss_at(
+    txs: &mut [Sender],
+    cpus: &[usize],
+    slave: &mut Slave,
+    size: usize,
+    rate: f64,
+    trial: Duration,
+) -> Result<f64, String> {
+    let rx0 = slave.settled(txs)?;
+    let share = rate / txs.len().max(1) as f64;
+    let paced = each_queue(txs, cpus, |tx, _| send_paced(tx, size, share, trial))?;
+    let rx1 = slave.settled(txs)?;
+    let offered: u64 = paced.iter().map(|p| p.offered).sum();
+    if !paced.iter().all(|p| p.kept_rate) || offered == 0 {
+        return Ok(f64::INFINITY);
+    }
+    let lost = offered.saturating_sub(rx1.total().saturating_sub(rx0.total()));
+    Ok(lost as f64 / offered as f64)
+}

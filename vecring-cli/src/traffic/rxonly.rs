@@ -1,0 +1,244 @@
+//! `vecring rxonly`: receives and counts frames on every queue (a thread
+//! each) until stdin closes or Ctrl-C, answering queries on stdin and
+//! reporting on stderr, per queue and in total.
+
+use super::{Failure, BATCH};
+use crate::{cpus, queues_of, LinkArgs};
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use vecring_core::{HoldBack, Link, Receiver, RecvError};
+
+/// Set by the SIGINT handler of [`rxonly`].
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// Frames and bytes one queue's thread has received so far.
+#[derive(Default)]
+struct Tally {
+    frames: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Tally {
+    /// Publishes the thread's counts.
+    fn store(&self, frames: u64, bytes: u64) {
+        // Relaxed: counters for readers that only want recent values.
+        self.frames.store(frames, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Every queue's (frames, bytes), read once each, and their sums: the
+/// totals always agree with the per-queue figures printed beside them.
+fn snapshot(tallies: &[Tally]) -> (Vec<(u64, u64)>, (u64, u64)) {
+    let each: Vec<(u64, u64)> = tallies
+        .iter()
+        .map(|t| {
+            (
+                t.frames.load(Ordering::Relaxed),
+                t.bytes.load(Ordering::Relaxed),
+            )
+        })
+        .collect();
+    let total = each
+        .iter()
+        .fold((0, 0), |(f, b), &(qf, qb)| (f + qf, b + qb));
+    (each, total)
+}
+
+/// The answer to a line on stdin: `rx <frames> <bytes>` in total, then,
+/// on a link of several queues, `<frames> <bytes>` of each queue in order.
+fn answer(tallies: &[Tally]) -> String {
+    let (each, (f, b)) = snapshot(tallies);
+    let mut line = format!("rx {f} {b}");
+    if each.len() > 1 {
+        for (qf, qb) in each {
+            line.push_str(&format!(" {qf} {qb}"));
+        }
+    }
+    line
+}
+
+/// Receives and counts frames on every queue until stdin closes or
+/// Ctrl-C. Each line read on stdin is answered on stdout (see
+/// [`answer`]); every `interval` seconds (0: never) and on link up/down a
+/// labelled report goes to stderr, and a summary at the end.
+///
+/// # Errors
+/// A bad option, a link that does not come up, or a queue whose receiving
+/// failed.
+pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), String> {
+    if !(interval.is_finite() && interval >= 0.0) {
+        return Err(format!(
+            "--interval {interval}: must be a non-negative number"
+        ));
+    }
+    let link = args.open_up()?;
+    let queues = queues_of(&link)?;
+    let mut rxs = (0..queues)
+        .map(|q| link.receiver_on(q))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    if args.hold_back {
+        for rx in &mut rxs {
+            rx.set_hold_back(Some(HoldBack::STREAMING));
+        }
+    }
+    // SAFETY: installs a handler that only stores to an atomic.
+    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+    let tallies: Arc<Vec<Tally>> = Arc::new((0..queues).map(|_| Tally::default()).collect());
+    // Stdin: queries answered at once; its end ends the run. The thread
+    // stays blocked on stdin until the process exits.
+    let stdin_closed = Arc::new(AtomicBool::new(false));
+    {
+        let (tallies, closed) = (Arc::clone(&tallies), Arc::clone(&stdin_closed));
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                println!("{}", answer(&tallies));
+            }
+            closed.store(true, Ordering::Relaxed);
+        });
+    }
+    let done = AtomicBool::new(false);
+    let failure = Failure::default();
+    let start = Instant::now();
+    let why = std::thread::scope(|s| {
+        for ((q, mut rx), tally) in (0u16..).zip(rxs).zip(tallies.iter()) {
+            let (cpu, done, failure) = (cpus::for_queue(&args.cpu, q), &done, &failure);
+            s.spawn(move || {
+                cpus::pin(cpu);
+                if let Err(e) = receive(&mut rx, tally, done, interrupt) {
+                    failure.record(format!("queue {q}: {e}"));
+                }
+            });
+        }
+        let why = watch(&link, &tallies, interval, &stdin_closed, &failure);
+        done.store(true, Ordering::Relaxed);
+        why
+    });
+    let secs = start.elapsed().as_secs_f64().max(1e-9);
+    let (each, (nf, nb)) = snapshot(&tallies);
+    if each.len() > 1 {
+        for (q, (qf, qb)) in each.iter().enumerate() {
+            eprintln!("rxonly: queue {q}: frames {qf}, bytes {qb}");
+        }
+    }
+    eprintln!(
+        "rxonly: summary ({why}): frames {nf}, bytes {nb} in {secs:.1} s ({:.0} pps average)",
+        nf as f64 / secs
+    );
+    failure.take().map_or(Ok(()), Err)
+}
+
+/// How long an `--interrupt` receiver sleeps at most before it looks at
+/// `done` again.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// Receives on one queue until `done`, publishing its counts to `tally`.
+/// Polling (the default): a link that is down is looked at again every
+/// millisecond, an empty ring at once, the thread keeping its CPU. With
+/// `interrupt`, an empty ring or a link down puts the thread to sleep until
+/// the peer's doorbell (or a link change) wakes it.
+fn receive(
+    rx: &mut Receiver,
+    tally: &Tally,
+    done: &AtomicBool,
+    interrupt: bool,
+) -> Result<(), String> {
+    let mut buf = vec![0u8; 9216];
+    let (mut nf, mut nb) = (0u64, 0u64);
+    let mut idle = 0u32;
+    while !done.load(Ordering::Relaxed) {
+        // Frames read now, or None while the link is down.
+        let got = match rx.read_chunk(BATCH) {
+            Ok(mut chunk) => {
+                let mut got = 0;
+                while let Ok(Some(frame)) = chunk.next_frame() {
+                    nb += frame.copy_to(&mut buf) as u64;
+                    got += 1;
+                }
+                Some(got)
+            }
+            Err(RecvError::LinkDown) => None,
+            Err(e) => return Err(e.to_string()),
+        };
+        let Some(got) = got else {
+            if interrupt {
+                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+            } else {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            continue;
+        };
+        if got == 0 {
+            idle = idle.wrapping_add(1);
+            if idle % 64 == 0 || interrupt {
+                tally.store(nf, nb);
+            }
+            if interrupt {
+                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+            } else {
+                std::hint::spin_loop();
+            }
+        } else {
+            nf += got;
+            tally.store(nf, nb);
+        }
+    }
+    Ok(())
+}
+
+/// Reports on stderr until stdin closes, Ctrl-C, or a queue fails: link
+/// up and down, and every `interval` seconds (0: never) the totals and
+/// their rates. Returns why it ended.
+fn watch(
+    link: &Link,
+    tallies: &[Tally],
+    interval: f64,
+    stdin_closed: &AtomicBool,
+    failure: &Failure,
+) -> &'static str {
+    let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
+    let (mut last_at, mut last_f, mut last_b) = (Instant::now(), 0u64, 0u64);
+    let mut was_up = true;
+    loop {
+        if stdin_closed.load(Ordering::Relaxed) {
+            return "stdin closed";
+        }
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            return "interrupted";
+        }
+        if failure.is_set() {
+            return "receive failed";
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let up = link.state().is_up();
+        let (_, (nf, nb)) = snapshot(tallies);
+        if up != was_up {
+            eprintln!(
+                "rxonly: link {}: frames {nf}, bytes {nb}",
+                if up { "up" } else { "down" }
+            );
+            was_up = up;
+        }
+        if every.is_some_and(|e| last_at.elapsed() >= e) {
+            let dt = last_at.elapsed().as_secs_f64();
+            eprintln!(
+                "rxonly: frames {nf} ({:.0} pps), bytes {nb} ({:.1} Mbit/s), link {}",
+                nf.saturating_sub(last_f) as f64 / dt,
+                nb.saturating_sub(last_b) as f64 * 8.0 / dt / 1e6,
+                if up { "up" } else { "down" }
+            );
+            (last_at, last_f, last_b) = (Instant::now(), nf, nb);
+        }
+    }
+}

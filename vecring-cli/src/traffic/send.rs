@@ -1,0 +1,86 @@
+//! The sending loops of `txonly` and `bench`: as fast as the ring takes
+//! frames ([`send_for`]), and at a constant offered rate ([`send_paced`]).
+//! Every frame of a run is the same buffer of `size` bytes: the loops
+//! measure the link, not the making of frames.
+
+use super::BATCH;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use vecring_core::SendError;
+
+/// Sends frames of `size` bytes until `stop` or `abort`; returns frames
+/// sent and the number of times the ring was full.
+pub fn send_for(
+    tx: &mut vecring_core::Sender,
+    size: usize,
+    stop: Instant,
+    abort: &AtomicBool,
+) -> Result<(u64, u64), String> {
+    let frame = vec![0x5au8; size];
+    let (mut sent, mut full) = (0u64, 0u64);
+    let mut n = 0u32;
+    loop {
+        n = n.wrapping_add(1);
+        if n % 1024 == 0 && (Instant::now() >= stop || abort.load(Ordering::Relaxed)) {
+            break;
+        }
+        let k = send_batch(tx, &frame, BATCH)?;
+        if k == 0 {
+            full += 1;
+            std::hint::spin_loop();
+        }
+        sent += k as u64;
+    }
+    tx.flush_counters();
+    Ok((sent, full))
+}
+
+/// Sends up to `n` copies of `frame` in one batch; returns how many the
+/// ring took.
+fn send_batch(tx: &mut vecring_core::Sender, frame: &[u8], n: usize) -> Result<usize, String> {
+    match tx.send_batch(std::iter::repeat_n(frame, n)) {
+        Ok(k) => Ok(k),
+        Err(SendError::LinkDown) => Err("link went down".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What [`send_paced`] offered and sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Paced {
+    /// Frames due at the rate asked for, all offered to the ring (those
+    /// that found it full were dropped).
+    pub offered: u64,
+    /// Whether the sender kept the rate (finished within 2 % of the
+    /// trial's length); a sender that cannot is no measure of the link.
+    pub kept_rate: bool,
+}
+
+/// Offers frames of `size` bytes at a constant `rate` (frames per second)
+/// for `duration`, each batch as soon as it falls due; a frame that finds
+/// the ring full is dropped and counted, not retried, as a NIC would drop
+/// it (the trial of an RFC 2544 throughput search).
+pub fn send_paced(
+    tx: &mut vecring_core::Sender,
+    size: usize,
+    rate: f64,
+    duration: Duration,
+) -> Result<Paced, String> {
+    let frame = vec![0x5au8; size];
+    let total = (rate * duration.as_secs_f64()).ceil() as u64;
+    let mut offered = 0u64;
+    let start = Instant::now();
+    while offered < total {
+        let due = ((start.elapsed().as_secs_f64() * rate) as u64).min(total);
+        if due == offered {
+            std::hint::spin_loop();
+            continue;
+        }
+        let n = (due - offered).min(BATCH as u64) as usize;
+        send_batch(tx, &frame, n)?;
+        offered += n as u64;
+    }
+    let kept_rate = start.elapsed().as_secs_f64() <= duration.as_secs_f64() * 1.02;
+    tx.flush_counters();
+    Ok(Paced { offered, kept_rate })
+}

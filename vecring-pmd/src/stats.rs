@@ -167,7 +167,7 @@ pub struct Shared {
     pub tx: PerQueue<TxCounters>,
     /// Whether the link has a session (a peer): stored by vecring's
     /// control thread on every change of the link's state (see
-    /// [`crate::port::open_link`]) and cleared when the port closes its
+    /// `port::open_link`) and cleared when the port closes its
     /// link; read by a TX burst whose sender finds no ring, to tell a link
     /// that is down from a queue the session lacks. Relaxed: a hint for
     /// counting, ordered with nothing.

@@ -6,6 +6,10 @@
 //!   sees the link go down (and can no longer fill the ring) and come back,
 //!   with testpmd as slave and as master (a master that stops and starts
 //!   claims its link again at once), and frames flow after it came back;
+//! - a port of 4 queue pairs (testpmd slave, `--rxq=4`): what the Rust
+//!   master sends on queue `q` arrives on testpmd's queue `q`, before and
+//!   after `port stop`/`port start` (which hands every queue an end of the
+//!   reopened link);
 //! - `show rxq info`/`show txq info` (queue and burst-mode information);
 //! - extra unicast MACs (`mac_addr add`) and multicast groups (`mcast_addr
 //!   add`) pass the receive filter with promiscuous mode off, and stop
@@ -153,6 +157,61 @@ fn link_down_up_and_stop_start_slave() {
 fn link_down_up_and_stop_start_master() {
     let _w = Watchdog::new("link_down_up_and_stop_start_master", LIMIT);
     link_down_up_stop_start(Role::Slave, "lsmaster");
+}
+
+/// testpmd (slave) with 4 RX queues on a Rust master's link of 4 queue
+/// pairs: each queue's frames arrive on the same queue of the port, also
+/// once `port stop`/`port start` reopened the link.
+#[test]
+#[ignore = "needs root and dpdk-testpmd: run tests/dpdk/run.sh"]
+fn four_queues_across_stop_start() {
+    let _w = Watchdog::new("four_queues_across_stop_start", LIMIT);
+    const QUEUES: u16 = 4;
+    let env = Env::new("fourq");
+    let link = Link::builder("interop", "fourq")
+        .role(Role::Master)
+        .run_dir(&env.run)
+        .queues(QUEUES)
+        .open()
+        .unwrap();
+    let mut t = Testpmd::start(
+        &env,
+        "fourq",
+        1,
+        &env.vdev("fourq", false),
+        &["--forward-mode=rxonly", "--rxq=4", "--txq=4"],
+    );
+    t.wait_prompt();
+    t.wait_link_up(&link);
+    let mut txs: Vec<_> = (0..QUEUES).map(|q| link.sender_on(q).unwrap()).collect();
+    // Queue q gets 10 * (q + 1) frames, then 5 more after the restart.
+    let first = |q: usize| 10 * (q + 1);
+    for round in 0..2 {
+        if round == 1 {
+            t.cmd("port stop 0");
+            assert_peer_down(&link, &mut txs[0], &t, "port stop");
+            t.cmd("port start 0");
+            t.wait_link_up(&link);
+        }
+        t.cmd("start");
+        for (q, tx) in txs.iter_mut().enumerate() {
+            send_to(tx, PMD_MAC, if round == 0 { first(q) } else { 5 }, &t);
+        }
+        t.stop();
+        let want = |q: usize| first(q) + 5 * round;
+        let x = t.xstats();
+        for q in 0..usize::from(QUEUES) {
+            assert_eq!(
+                stat(&x, &format!("rx_q{q}_packets")),
+                want(q) as u64,
+                "queue {q}, round {round}\n{x:?}"
+            );
+        }
+        let total: usize = (0..usize::from(QUEUES)).map(want).sum();
+        assert_eq!(stat(&x, "rx_good_packets"), total as u64);
+    }
+    drop(txs);
+    assert!(t.quit().success());
 }
 
 /// `show rxq info`/`show txq info` answer with the queue's set-up and burst

@@ -5,7 +5,9 @@
 //!   (`peer_corruptions`, `rejected_peers`, ...) included, with the values
 //!   testpmd shows;
 //! - `dpdk-proc-info` (a secondary process) prints the port's stats and
-//!   xstats, equal to testpmd's own once traffic has stopped;
+//!   xstats, equal to testpmd's own once traffic has stopped, also on
+//!   ports of 4 and 16 queue pairs, whose answers cross in several pages,
+//!   each queue's counters its own;
 //! - `dpdk-dumpcap` (a secondary process) captures the frames testpmd
 //!   receives into a pcapng file, which holds exactly the frames sent, byte
 //!   for byte.
@@ -100,6 +102,12 @@ impl Drop for RuntimeFiles {
 /// A testpmd (`rxonly`, master of link `tools/<test>`) with a shared
 /// configuration, and the link's Rust end, up. `None` without hugepages.
 fn start(test: &str) -> Option<(Env, RuntimeFiles, Testpmd, Link)> {
+    start_with(test, 1)
+}
+
+/// [`start`] with a link of `queues` queue pairs (`queues=`), testpmd
+/// using them all (`--rxq`, `--txq`).
+fn start_with(test: &str, queues: u16) -> Option<(Env, RuntimeFiles, Testpmd, Link)> {
     let mut env = Env::new(test);
     if env.mem_args.iter().any(|a| a == "--no-huge") {
         eprintln!("{test}: skipped: secondary processes need a primary in hugepages");
@@ -111,12 +119,13 @@ fn start(test: &str) -> Option<(Env, RuntimeFiles, Testpmd, Link)> {
         prefix: file_prefix(test),
     };
     let link = env.open(test, Role::Slave);
+    let (rxq, txq) = (format!("--rxq={queues}"), format!("--txq={queues}"));
     let mut pmd = Testpmd::start(
         &env,
         test,
         0,
-        &env.vdev(test, true),
-        &["--forward-mode=rxonly"],
+        &format!("{},queues={queues}", env.vdev(test, true)),
+        &["--forward-mode=rxonly", &rxq, &txq],
     );
     pmd.wait_link_up(&link);
     pmd.wait_prompt();
@@ -339,6 +348,99 @@ fn proc_info_stats_match_testpmd() {
     }
     drop(tx);
     assert!(pmd.quit().success());
+}
+
+/// `dpdk-proc-info --stats` and `--xstats` on a port of `queues` queue
+/// pairs, the Rust peer having sent `100 + q` frames on queue `q`: the
+/// secondary's answers need several pages (87 statistics; 8 xstats, 7 per
+/// queue and 6 more: over one message's 30 values from 4 queues on) and
+/// equal testpmd's, queue by queue.
+fn proc_info_on_queues(queues: u16) {
+    let test = format!("procinfo{queues}");
+    let _w = Watchdog::new("dpdk tools proc-info queues", Duration::from_secs(120));
+    let Some((env, files, mut pmd, link)) = start_with(&test, queues) else {
+        return;
+    };
+    let mut total = 0;
+    for q in 0..queues {
+        let mut tx = link.sender_on(q).unwrap();
+        let n = 100 + u32::from(q);
+        send_frames(&mut tx, 0, n);
+        total += u64::from(n);
+    }
+    let deadline = Instant::now() + STALL;
+    while stat(&pmd.xstats(), "rx_good_packets") < total {
+        assert!(
+            Instant::now() < deadline,
+            "testpmd did not receive {total} frames\n{}",
+            pmd.tail()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    pmd.stop();
+    let ours = pmd.xstats();
+    for q in 0..queues {
+        assert_eq!(
+            stat(&ours, &format!("rx_q{q}_packets")),
+            100 + u64::from(q),
+            "testpmd's queue {q}"
+        );
+    }
+
+    let stats = proc_info(&env, &files.prefix, "--stats");
+    let theirs = stats
+        .split("NIC statistics for port 0")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no port 0 in dpdk-proc-info --stats:\n{stats}"));
+    assert_eq!(field(theirs, "RX-packets:"), total, "{stats}");
+    assert_eq!(field(theirs, "RX-errors:"), 0, "{stats}");
+
+    let xout = proc_info(&env, &files.prefix, "--xstats");
+    let xstats: HashMap<String, u64> = xout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(": ")?;
+            Some((k.trim().to_string(), v.trim().parse().ok()?))
+        })
+        .collect();
+    let last = queues - 1;
+    for name in [
+        format!("rx_q{last}_packets"),
+        format!("rx_q{last}_filtered_drops"),
+        format!("tx_q{last}_peer_queue_absent_drops"),
+        "pinned_regions".to_string(),
+    ] {
+        assert!(xstats.contains_key(&name), "{name} in:\n{xout}");
+    }
+    assert!(
+        xstats.len() > vecring_pmd_values_per_message(),
+        "{} xstats fit in one message: paging untested",
+        xstats.len()
+    );
+    assert_eq!(
+        xstats, ours,
+        "dpdk-proc-info and testpmd show the same xstats"
+    );
+    drop(link);
+    assert!(pmd.quit().success());
+}
+
+/// Values one IPC reply of the driver carries (its `mp::MAX_VALUES`: 256
+/// bytes of parameters less a 16-byte header, in `u64`s).
+fn vecring_pmd_values_per_message() -> usize {
+    (256 - 16) / 8
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and hugepages (tests/dpdk/run.sh)"]
+fn proc_info_four_queues() {
+    proc_info_on_queues(4);
+}
+
+#[test]
+#[ignore = "needs root, dpdk-testpmd and hugepages (tests/dpdk/run.sh)"]
+fn proc_info_sixteen_queues() {
+    proc_info_on_queues(16);
 }
 
 /// What `dpdk-dumpcap` needs preloaded: the PMD (it has no `-d` option),

@@ -28,6 +28,7 @@
 #   devargs     cases/devargs.sh     bad devargs refused, second master
 #   traffic     cases/traffic.sh     txonly -> rxonly: small, jumbo, MAC filter
 #   link_state  cases/link_state.sh  kill -9 of the master or the slave, reconnect
+#   queues      cases/queues.sh      queue pairs: limits, 4 queues, absent queues
 #   lxc         cases/lxc.sh         the slave testpmd in an LXC container
 #   rust        cases/rust.sh        the Rust tests tests/dpdk_*.rs
 #
@@ -96,6 +97,8 @@ group() {
 . "$HERE/cases/traffic.sh"
 # shellcheck source=cases/link_state.sh
 . "$HERE/cases/link_state.sh"
+# shellcheck source=cases/queues.sh
+. "$HERE/cases/queues.sh"
 # shellcheck source=cases/lxc.sh
 . "$HERE/cases/lxc.sh"
 # shellcheck source=cases/rust.sh

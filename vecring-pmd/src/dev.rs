@@ -9,8 +9,10 @@ use crate::rxtx::{self, RxQueue, TxQueue};
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
 
-/// Queues per direction.
-pub const MAX_QUEUES: u16 = 1;
+/// Queues per direction a port may have: the most queue pairs a link
+/// carries (the port's own limit is its link's count, see
+/// [`Port::link_queues`](crate::port::Port::link_queues)).
+pub const MAX_QUEUES: u16 = vecring_core::abi::MAX_QUEUES;
 /// `RTE_ETH_QUEUE_STATE_STOPPED`.
 pub const QUEUE_STOPPED: u8 = 0;
 /// `RTE_ETH_QUEUE_STATE_STARTED`.
@@ -83,6 +85,17 @@ impl Dev {
         unsafe { (*self.rx_slot(q)).cast::<RxQueue>().as_ref() }.map(RxQueue::buf_space)
     }
 
+    /// Prepares RX queue `q` for the start ([`RxQueue::prepare`]), if it is
+    /// set up. Only while the port is stopped: no lcore may poll it.
+    pub(crate) fn prepare_rx_queue(self, q: u16) {
+        // SAFETY: the slot holds null or a `Box<RxQueue>` from
+        // `rx_queue_setup`; the port is starting, so no lcore polls it and
+        // this is the only reference.
+        if let Some(rxq) = unsafe { (*self.rx_slot(q)).cast::<RxQueue>().as_mut() } {
+            rxq.prepare();
+        }
+    }
+
     /// Whether TX queue `q` frees sent mbufs the fast way, if it is set up.
     pub(crate) fn tx_queue_fast_free(self, q: u16) -> Option<bool> {
         // SAFETY: the slot holds null or a `Box<TxQueue>` from
@@ -99,7 +112,8 @@ impl Dev {
     pub(crate) fn set_queue_states(self, state: u8) {
         let d = self.data();
         // SAFETY: `data` is valid; the state arrays have
-        // RTE_MAX_QUEUES_PER_PORT entries, more than our one queue each.
+        // RTE_MAX_QUEUES_PER_PORT entries, as many as ethdev allows queues
+        // (and more than the MAX_QUEUES a port of ours offers).
         unsafe {
             for q in 0..usize::from((*d).nb_rx_queues.min(MAX_QUEUES)) {
                 (*d).rx_queue_state[q] = state;

@@ -131,6 +131,7 @@ RTE_PMD_REGISTER_PARAM_STRING(net_vecring,
 	"socket=<numa node> "
 	"slots=<power of two> "
 	"slot_size=<bytes, power of two, multiple of 64> "
+	"queues=<1..16> "
 	"run_dir=<path> "
 	"hugepages=<prefer|require|never> "
 	"zero_copy=<bool> "

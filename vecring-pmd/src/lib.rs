@@ -28,7 +28,10 @@
 //! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
 //! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | the queues' state and burst functions |
-//! | [`stats`] | counters, filter, xstats |
+//! | [`scatter`] | a long frame received into a chain of mbufs |
+//! | [`stats`] | per-queue counters, the receive filter |
+//! | [`snapshot`] | the counters at one moment, port totals, reset baselines |
+//! | [`xstats`] | the extended statistics: port totals and per-queue drops |
 //! | [`zerocopy`] | zero-copy receive: mbufs attached to ring slots |
 //! | [`log`] | `rte_log` output (`VECRING: ...`) |
 #![deny(missing_docs, unsafe_op_in_unsafe_fn)]
@@ -50,6 +53,9 @@ pub mod probe;
 pub mod qinfo;
 pub mod queues;
 pub mod rxtx;
+pub mod scatter;
 pub mod secondary;
+pub mod snapshot;
 pub mod stats;
+pub mod xstats;
 pub mod zerocopy;

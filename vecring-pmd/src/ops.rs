@@ -6,12 +6,14 @@
 //! reports an error instead of unwinding into C. Control operations of one
 //! port are not concurrent (DPDK's threading rule for applications).
 
-use crate::dev::{Dev, MAX_QUEUES, QUEUE_STARTED, QUEUE_STOPPED};
+use crate::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
 use crate::ffi::{self, rte_eth_dev};
 use crate::guard::guarded;
 use crate::queues;
-use crate::stats::{self, Snapshot, XSTATS};
+use crate::snapshot::Snapshot;
+use crate::stats;
 use crate::vlog;
+use crate::xstats;
 
 /// Largest frame the link carries (vecring-core's jumbo limit).
 const MAX_FRAME_LEN: u32 = vecring_core::abi::MAX_FRAME_LEN as u32;
@@ -81,6 +83,16 @@ unsafe extern "C" fn dev_configure(dev: *mut rte_eth_dev) -> i32 {
             return -libc::EINVAL;
         }
         p.lsc.set_enabled(dev.lsc_requested());
+        let (nb_rx, nb_tx) = (dev.nb_rx_queues(), dev.nb_tx_queues());
+        if let (queues, false) = p.link_queues() {
+            if nb_rx.max(nb_tx) > 1 {
+                vlog!(
+                    NOTICE,
+                    "{}: configure: {nb_rx} rx and {nb_tx} tx queues before the master's queue count is known (up to {queues}): queues past it carry nothing, and frames sent on them are dropped and counted in tx_qN_peer_queue_absent_drops",
+                    p.name
+                );
+            }
+        }
         0
     })
 }
@@ -118,6 +130,11 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
         }
         if let Err(e) = p.reopen_link() {
             return e;
+        }
+        // Receivers on a link that is up already count as present for
+        // the peer before the application's first burst.
+        for q in 0..dev.nb_rx_queues() {
+            dev.prepare_rx_queue(q);
         }
         dev.set_burst_fns(scatter, p.args.zero_copy, fast_free);
         dev.set_queue_states(QUEUE_STARTED);
@@ -204,11 +221,20 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
     // SAFETY: ethdev passes a valid info struct, zeroed and given its
     // defaults, that nothing else references during the call.
     let i = unsafe { &mut *info };
-    dev.with_port("dev_infos_get", |_| {
+    dev.with_port("dev_infos_get", |p| {
+        let (queues, known) = p.link_queues();
+        if !known && !p.told_guess {
+            p.told_guess = true;
+            vlog!(
+                INFO,
+                "{}: link down; the master decides the queue count: up to {queues} queues offered, and those past the master's count carry nothing",
+                p.name
+            );
+        }
         i.max_mac_addrs = stats::MAX_MACS as u32;
         i.max_rx_pktlen = MAX_FRAME_LEN;
-        i.max_rx_queues = MAX_QUEUES;
-        i.max_tx_queues = MAX_QUEUES;
+        i.max_rx_queues = queues;
+        i.max_tx_queues = queues;
         i.min_mtu = ffi::ETHER_MIN_MTU;
         i.max_mtu = (MAX_FRAME_LEN - ffi::ETHER_OVERHEAD) as u16;
         i.min_rx_bufsize = 0;
@@ -365,20 +391,29 @@ unsafe extern "C" fn stats_get(dev: *mut rte_eth_dev, out: *mut ffi::rte_eth_sta
     let o = unsafe { &mut *out };
     dev.with_port("stats_get", |p| {
         let s = p.snapshot().since(&p.stats_base);
-        o.ipackets = s.rx_packets;
-        o.ibytes = s.rx_bytes;
-        o.ierrors = s.ierrors();
-        o.opackets = s.tx_packets;
-        o.obytes = s.tx_bytes;
-        o.oerrors = s.oerrors();
+        let (rx, tx) = (s.rx(), s.tx());
+        o.ipackets = rx.packets;
+        o.ibytes = rx.bytes;
+        o.ierrors = rx.errors();
+        o.opackets = tx.packets;
+        o.obytes = tx.bytes;
+        o.oerrors = tx.errors();
         // Nothing is lost before the driver sees it: frames wait in the
         // ring, and the peer counts its own ring-full refusals.
         o.imissed = 0;
-        o.q_ipackets[0] = s.rx_packets;
-        o.q_ibytes[0] = s.rx_bytes;
-        o.q_errors[0] = s.ierrors();
-        o.q_opackets[0] = s.tx_packets;
-        o.q_obytes[0] = s.tx_bytes;
+        // The configured queues (a port has at most as many as
+        // `q_ipackets` has entries).
+        let nb_rx = usize::from(dev.nb_rx_queues()).min(ffi::QUEUE_STAT_CNTRS);
+        for (q, c) in s.rxq.iter().enumerate().take(nb_rx) {
+            o.q_ipackets[q] = c.packets;
+            o.q_ibytes[q] = c.bytes;
+            o.q_errors[q] = c.errors();
+        }
+        let nb_tx = usize::from(dev.nb_tx_queues()).min(ffi::QUEUE_STAT_CNTRS);
+        for (q, c) in s.txq.iter().enumerate().take(nb_tx) {
+            o.q_opackets[q] = c.packets;
+            o.q_obytes[q] = c.bytes;
+        }
         0
     })
 }
@@ -409,7 +444,8 @@ unsafe extern "C" fn xstats_get(
 ) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
-    let count = XSTATS.len();
+    let list = xstats::list(dev.nb_rx_queues(), dev.nb_tx_queues());
+    let count = list.len();
     if out.is_null() || (n as usize) < count {
         return count as i32;
     }
@@ -417,9 +453,9 @@ unsafe extern "C" fn xstats_get(
     let out = unsafe { std::slice::from_raw_parts_mut(out, count) };
     dev.with_port("xstats_get", |p| {
         let s: Snapshot = p.snapshot().since(&p.xstats_base);
-        for (i, (o, (_, get))) in out.iter_mut().zip(XSTATS).enumerate() {
+        for (i, (o, x)) in out.iter_mut().zip(&list).enumerate() {
             o.id = i as u64;
-            o.value = get(&s);
+            o.value = x.value(&s);
         }
         count as i32
     })
@@ -437,15 +473,16 @@ unsafe extern "C" fn xstats_get_names(
 ) -> i32 {
     // SAFETY: ethdev passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
-    let count = XSTATS.len();
+    let list = xstats::list(dev.nb_rx_queues(), dev.nb_tx_queues());
+    let count = list.len();
     if names.is_null() || (size as usize) < count {
         return count as i32;
     }
     // SAFETY: ethdev passes room for `size >= count` names.
     let names = unsafe { std::slice::from_raw_parts_mut(names, count) };
     dev.with_port("xstats_get_names", |_| {
-        for (dst, (name, _)) in names.iter_mut().zip(XSTATS) {
-            stats::write_name(dst, name);
+        for (dst, x) in names.iter_mut().zip(&list) {
+            xstats::write_name(dst, &x.name);
         }
         count as i32
     })

@@ -5,8 +5,14 @@
 //! Ownership: `dev_private` (allocated by ethdev, freed by
 //! `rte_eth_dev_release_port`) holds a [`PrivData`]: the MAC that
 //! `data->mac_addrs` points to, and a pointer to the Rust-owned [`Port`]. The
-//! port owns the [`Link`]; each queue owns the link's sending or receiving
-//! end while it exists and gives it back when released.
+//! port owns the [`Link`]; RX queue `q` owns the link's receiving end of
+//! queue pair `q` (and TX queue `q` its sending end) while it exists, and
+//! drops it when released. An end is taken only for a queue the
+//! application set up: a queue pair it did not configure has no consumer on
+//! this side, which the peer can see.
+//!
+//! Queue counts: the master's link has `queues=` pairs (1 by default); a
+//! slave's has the master's (see [`Port::link_queues`]).
 //!
 //! Stopping the port or setting its link down closes the link, so the peer
 //! sees this end leave (EOF) and stops sending; starting the port or setting
@@ -27,10 +33,12 @@
 use crate::devargs::Devargs;
 use crate::ffi::{self, rte_eth_dev};
 use crate::lsc::Lsc;
-use crate::stats::{Shared, Snapshot, MAX_MACS};
+use crate::snapshot::Snapshot;
+use crate::stats::{Shared, MAX_MACS, MAX_QUEUES};
 use crate::vlog;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use vecring_core::{Geometry, Link, LinkCounters, LinkState, Receiver, Sender};
+use vecring_core::{Geometry, Link, LinkCounters, LinkError, LinkState, Receiver, Sender};
 
 /// What `rte_eth_dev_data::dev_private` holds.
 #[repr(C)]
@@ -53,11 +61,16 @@ pub struct Port {
     pub link: Option<Link>,
     /// Counters of the links this port closed, added to the open one's.
     pub closed_links: LinkCounters,
-    /// A sending end while no TX queue holds one (of a closed link, while
-    /// the link is closed).
-    pub sender: Option<Sender>,
-    /// A receiving end while no RX queue holds one.
-    pub receiver: Option<Receiver>,
+    /// The TX queues set up (bit `q` for queue `q`): each holds its end of
+    /// the link, and a reopened link hands each of them a new one.
+    pub tx_queues: QueueSet,
+    /// The RX queues set up, as `tx_queues`.
+    pub rx_queues: QueueSet,
+    /// The queue pair count of the last session seen (slave), kept across
+    /// the link's reopening.
+    pub known_queues: Option<u16>,
+    /// Whether the port said once that its queue limit is a guess.
+    pub told_guess: bool,
     /// Counters and filter shared with the data path.
     pub shared: Arc<Shared>,
     /// Link-state-change events (with their own thread).
@@ -88,6 +101,86 @@ impl Port {
         s
     }
 
+    /// The port's queue limit per direction (`max_rx_queues`,
+    /// `max_tx_queues`), and whether it is the link's count (`false`: a
+    /// slave that has not met its master yet, which allows the most a link
+    /// carries).
+    ///
+    /// A master's count is `queues=` (1 by default). A slave's is
+    /// `queues=` if given (the master must offer exactly that), else the
+    /// count of the link's current or last session.
+    pub fn link_queues(&mut self) -> (u16, bool) {
+        if self.args.master {
+            return (self.args.queues.unwrap_or(1), true);
+        }
+        if let Some(n) = self.args.queues {
+            return (n, true);
+        }
+        if let Some(n) = self.link.as_ref().and_then(Link::queues) {
+            self.known_queues = Some(n);
+        }
+        match self.known_queues {
+            Some(n) => (n, true),
+            None => (MAX_QUEUES as u16, false),
+        }
+    }
+
+    /// The link's receiving end of queue `q` for an RX queue, with the
+    /// devargs' hold-back; `None` while the link is closed or lacks the
+    /// queue (the RX queue then receives nothing).
+    ///
+    /// # Errors
+    /// The end cannot be taken for another reason (logged): `-EIO`.
+    pub fn take_receiver(&self, q: u16) -> Result<Option<Receiver>, i32> {
+        let r = self.take_end(q, "receiver", Link::receiver_on)?;
+        Ok(r.map(|mut r| {
+            if self.args.hold_back {
+                r.set_hold_back(Some(vecring_core::HoldBack::STREAMING));
+            }
+            r
+        }))
+    }
+
+    /// The link's sending end of queue `q` for a TX queue, as
+    /// [`Port::take_receiver`] (a TX queue without one drops and counts
+    /// what it is given).
+    ///
+    /// # Errors
+    /// As [`Port::take_receiver`].
+    pub fn take_sender(&self, q: u16) -> Result<Option<Sender>, i32> {
+        self.take_end(q, "sender", Link::sender_on)
+    }
+
+    fn take_end<T>(
+        &self,
+        q: u16,
+        what: &str,
+        take: impl FnOnce(&Link, u16) -> Result<T, LinkError>,
+    ) -> Result<Option<T>, i32> {
+        let Some(link) = &self.link else {
+            return Ok(None);
+        };
+        match take(link, q) {
+            Ok(end) => Ok(Some(end)),
+            Err(LinkError::NoSuchQueue { queues, .. }) => {
+                vlog!(
+                    NOTICE,
+                    "{}: queue {q}: the link has {queues} queue pairs; this queue carries nothing",
+                    self.name
+                );
+                Ok(None)
+            }
+            Err(e) => {
+                vlog!(
+                    ERR,
+                    "{}: queue {q}: cannot take the link's {what}: {e}",
+                    self.name
+                );
+                Err(-libc::EIO)
+            }
+        }
+    }
+
     /// Whether the link is open and a peer attached.
     pub fn link_up(&self) -> bool {
         self.link.as_ref().is_some_and(|l| l.state().is_up())
@@ -115,14 +208,19 @@ impl Port {
         old.tx_lost_on_link_down += c.tx_lost_on_link_down;
         // An end of the new link not taken yet belongs to a link that no
         // longer exists either.
-        drop(self.shared.tx_next.take());
-        drop(self.shared.rx_next.take());
+        for q in 0..MAX_QUEUES {
+            drop(self.shared.tx_next[q].take());
+            drop(self.shared.rx_next[q].take());
+        }
         drop(link);
+        // After the drop: its control thread, the only other writer, has
+        // ended.
+        self.shared.link_up.store(false, Ordering::Relaxed);
         vlog!(INFO, "{}: link closed ({why})", self.name);
     }
 
-    /// Opens the link again (if closed) and hands its ends to the queues,
-    /// or keeps them for queues set up later.
+    /// Opens the link again (if closed) and hands its ends to the queues
+    /// set up (queues set up later take theirs at setup).
     ///
     /// # Errors
     /// The link cannot be opened (logged): `-EIO`.
@@ -134,45 +232,62 @@ impl Port {
             vlog!(ERR, "{}: {msg}", self.name);
             -libc::EINVAL
         })?;
-        let link = open_link(&self.args, geometry, self.lsc.notifier()).map_err(|msg| {
+        let link = open_link(&self.args, geometry, &self.shared, &self.lsc).map_err(|msg| {
             vlog!(ERR, "{}: {msg}", self.name);
             -libc::EIO
         })?;
-        let (sender, receiver) = take_ends(&link, &self.args, &self.name)?;
-        // `Some` here means no queue holds that end (see the fields).
-        if self.sender.is_some() {
-            self.sender = Some(sender);
-        } else {
-            self.shared.tx_next.put(sender);
-        }
-        if self.receiver.is_some() {
-            self.receiver = Some(receiver);
-        } else {
-            self.shared.rx_next.put(receiver);
-        }
         self.link = Some(link);
+        // Every end first, then the hand-offs: a failure leaves the queues
+        // with the ends they had (of the closed link: link down).
+        let ends = self
+            .rx_queues
+            .iter()
+            .map(|q| Ok((q, self.take_receiver(q)?)));
+        let rx: Result<Vec<_>, i32> = ends.collect();
+        let ends = self.tx_queues.iter().map(|q| Ok((q, self.take_sender(q)?)));
+        let tx: Result<Vec<_>, i32> = ends.collect();
+        let (rx, tx) = match (rx, tx) {
+            (Ok(rx), Ok(tx)) => (rx, tx),
+            (Err(e), _) | (_, Err(e)) => {
+                self.link = None;
+                return Err(e);
+            }
+        };
+        for (q, end) in rx {
+            self.shared.rx_next[usize::from(q)].put(end);
+        }
+        for (q, end) in tx {
+            self.shared.tx_next[usize::from(q)].put(end);
+        }
         vlog!(INFO, "{}: link reopened", self.name);
         Ok(())
     }
 }
 
-/// The link's two ends, the receiver with the hold-back of the devargs.
-pub(crate) fn take_ends(
-    link: &Link,
-    args: &Devargs,
-    name: &str,
-) -> Result<(Sender, Receiver), i32> {
-    let (sender, mut receiver) = match (link.sender(), link.receiver()) {
-        (Ok(s), Ok(r)) => (s, r),
-        (Err(e), _) | (_, Err(e)) => {
-            vlog!(ERR, "{name}: cannot take the link's ends: {e}");
-            return Err(-libc::EIO);
-        }
-    };
-    if args.hold_back {
-        receiver.set_hold_back(Some(vecring_core::HoldBack::STREAMING));
+/// A set of queue indexes below [`MAX_QUEUES`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSet(u32);
+
+const _: () = assert!(MAX_QUEUES <= 32);
+
+impl QueueSet {
+    /// Adds queue `q` (below [`MAX_QUEUES`]).
+    pub fn insert(&mut self, q: u16) {
+        debug_assert!(usize::from(q) < MAX_QUEUES);
+        self.0 |= 1 << q;
     }
-    Ok((sender, receiver))
+
+    /// Removes queue `q` (a no-op for one never inserted).
+    pub fn remove(&mut self, q: u16) {
+        if usize::from(q) < MAX_QUEUES {
+            self.0 &= !(1 << q);
+        }
+    }
+
+    /// The queues in the set, in increasing order.
+    pub fn iter(self) -> impl Iterator<Item = u16> {
+        (0..MAX_QUEUES as u16).filter(move |q| self.0 & (1 << q) != 0)
+    }
 }
 
 /// The port of an ethdev, if it is one of ours and not closed.
@@ -206,11 +321,21 @@ pub(crate) fn requested_geometry(args: &Devargs) -> Result<Option<Geometry>, Str
     .map_err(|e| format!("invalid ring geometry (keys 'slots', 'slot_size'): {e}"))
 }
 
+/// Opens the link the devargs describe. Every change of its state goes to
+/// `shared.link_up` (for the data path) and to the port's link-state
+/// events.
 pub(crate) fn open_link(
     args: &Devargs,
     geometry: Option<Geometry>,
-    on_state: impl Fn(LinkState) + Send + Sync + 'static,
+    shared: &Arc<Shared>,
+    lsc: &Lsc,
 ) -> Result<Link, String> {
+    let notify = lsc.notifier();
+    let shared = Arc::clone(shared);
+    let on_state = move |state: LinkState| {
+        shared.link_up.store(state.is_up(), Ordering::Relaxed);
+        notify(state);
+    };
     let mut b = Link::builder(&args.domain, &args.link).master(args.master);
     if let Some(node) = args.socket {
         b = b.numa_node(node);
@@ -232,6 +357,11 @@ pub(crate) fn open_link(
     }
     if let Some(mode) = args.socket_mode {
         b = b.socket_mode(mode);
+    }
+    if let Some(n) = args.queues {
+        // A master's count; a slave's expectation, whose mismatch the
+        // slave refuses naming both counts.
+        b = b.queues(n);
     }
     b = b.hugepages(args.hugepages);
     b = b.on_state_change(on_state);

@@ -8,8 +8,9 @@ use crate::devargs::{format_mac, Devargs};
 use crate::ffi::{self, rte_vdev_device};
 use crate::guard::guarded;
 use crate::lsc::{set_link_status, Lsc};
-use crate::port::{open_link, port_of, requested_geometry, take_ends, Port, PrivData};
-use crate::stats::{Shared, Snapshot};
+use crate::port::{open_link, port_of, requested_geometry, Port, PrivData, QueueSet};
+use crate::snapshot::Snapshot;
+use crate::stats::Shared;
 use crate::vlog;
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -76,18 +77,14 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             return -libc::ENOMEM;
         }
     };
-    let link = match open_link(&args, geometry, lsc.notifier()) {
+    let shared = Arc::new(Shared::default());
+    let link = match open_link(&args, geometry, &shared, &lsc) {
         Ok(l) => l,
         Err(msg) => {
             vlog!(ERR, "{name}: {msg}");
             return -libc::EIO;
         }
     };
-    let (sender, receiver) = match take_ends(&link, &args, &name) {
-        Ok(ends) => ends,
-        Err(e) => return e,
-    };
-
     if args.hold_back {
         let hold = vecring_core::HoldBack::STREAMING;
         vlog!(
@@ -110,7 +107,6 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     }
 
     let mac = args.mac();
-    let shared = Arc::new(Shared::default());
     shared.macs.set(0, Some(&mac));
     shared.set_filter(false, false);
     let socket = args.socket;
@@ -120,8 +116,10 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         args,
         link: Some(link),
         closed_links: LinkCounters::default(),
-        sender: Some(sender),
-        receiver: Some(receiver),
+        tx_queues: QueueSet::default(),
+        rx_queues: QueueSet::default(),
+        known_queues: None,
+        told_guess: false,
         shared,
         lsc,
         stats_base: Snapshot::default(),

@@ -1,6 +1,7 @@
-//! Queue setup and release: an RX queue holds the link's receiving end and
-//! a TX queue its sending end while they exist, and give them back to the
-//! [`Port`](crate::port::Port) when released.
+//! Queue setup and release: RX queue `q` takes the link's receiving end of
+//! queue pair `q` (TX queue `q` its sending end) at setup, and drops it
+//! when released, so that a queue pair has an end on this side exactly
+//! while the application has the queue (see [`Port`](crate::port::Port)).
 
 use crate::dev::{Dev, MAX_QUEUES};
 use crate::ffi::{self, rte_eth_dev, rte_mempool};
@@ -31,6 +32,15 @@ pub(crate) unsafe extern "C" fn rx_queue_setup(
         if qid >= MAX_QUEUES.min(dev.nb_rx_queues()) || pool.is_null() {
             return -libc::EINVAL;
         }
+        let mut receiver = match p.take_receiver(qid) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        if let Some(r) = receiver.as_mut() {
+            // Attached now if the link is up: the peer sees a receiver on
+            // the queue from its setup on.
+            r.is_up();
+        }
         // SAFETY: ethdev passes a packet mbuf pool.
         let buf_space = unsafe { rxtx::pool_buf_space(pool) };
         if buf_space == 0 {
@@ -41,10 +51,9 @@ pub(crate) unsafe extern "C" fn rx_queue_setup(
             );
             return -libc::EINVAL;
         }
-        let Some(receiver) = p.receiver.take() else {
-            vlog!(ERR, "{}: rx queue {qid}: link receiver in use", p.name);
-            return -libc::EBUSY;
-        };
+        // An end of a reopened link left for a released queue is older.
+        drop(p.shared.rx_next[usize::from(qid)].take());
+        p.rx_queues.insert(qid);
         let shared = Arc::clone(&p.shared);
         // SAFETY: `pool` is a packet pool with `buf_space` bytes of room that
         // the application keeps while the queue exists, and the counter
@@ -53,6 +62,7 @@ pub(crate) unsafe extern "C" fn rx_queue_setup(
         let mut q = unsafe {
             RxQueue::new(
                 receiver,
+                qid,
                 pool,
                 buf_space,
                 dev.port_id(),
@@ -89,12 +99,14 @@ pub(crate) unsafe extern "C" fn tx_queue_setup(
         if qid >= MAX_QUEUES.min(dev.nb_tx_queues()) {
             return -libc::EINVAL;
         }
-        let Some(sender) = p.sender.take() else {
-            vlog!(ERR, "{}: tx queue {qid}: link sender in use", p.name);
-            return -libc::EBUSY;
+        let sender = match p.take_sender(qid) {
+            Ok(s) => s,
+            Err(e) => return e,
         };
+        drop(p.shared.tx_next[usize::from(qid)].take());
+        p.tx_queues.insert(qid);
         let fast_free = (queue_offloads | dev.tx_offloads()) & ffi::TX_OFFLOAD_MBUF_FAST_FREE != 0;
-        let mut q = TxQueue::new(sender, Arc::clone(&p.shared), fast_free);
+        let mut q = TxQueue::new(sender, qid, Arc::clone(&p.shared), fast_free);
         q.setup = QueueSetup {
             nb_desc,
             offloads: queue_offloads,
@@ -105,7 +117,7 @@ pub(crate) unsafe extern "C" fn tx_queue_setup(
     })
 }
 
-/// Frees RX queue `qid` and gives the link's receiver back to the port.
+/// Frees RX queue `qid` and its end of the link.
 ///
 /// # Safety
 /// `dev` must be a valid port of ours, `qid < nb_rx_queues`, and no lcore
@@ -120,15 +132,16 @@ pub unsafe extern "C" fn rx_queue_release(dev: *mut rte_eth_dev, qid: u16) {
         if !q.is_null() {
             // SAFETY: `q` is the `Box<RxQueue>` of `rx_queue_setup`, polled
             // by nobody (caller's guarantee).
-            let old = unsafe { Box::from_raw(q.cast::<RxQueue>()) }.receiver;
-            // An end of a reopened link the queue did not take is newer.
-            p.receiver = Some(p.shared.rx_next.take().unwrap_or(old));
+            drop(unsafe { Box::from_raw(q.cast::<RxQueue>()) });
+            // With an end of a reopened link the queue did not take.
+            drop(p.shared.rx_next[usize::from(qid)].take());
+            p.rx_queues.remove(qid);
         }
         0
     });
 }
 
-/// Frees TX queue `qid` and gives the link's sender back to the port.
+/// Frees TX queue `qid` and its end of the link.
 ///
 /// # Safety
 /// As for [`rx_queue_release`].
@@ -141,9 +154,9 @@ pub unsafe extern "C" fn tx_queue_release(dev: *mut rte_eth_dev, qid: u16) {
         if !q.is_null() {
             // SAFETY: `q` is the `Box<TxQueue>` of `tx_queue_setup`, polled
             // by nobody (caller's guarantee).
-            let old = unsafe { Box::from_raw(q.cast::<TxQueue>()) }.sender;
-            // An end of a reopened link the queue did not take is newer.
-            p.sender = Some(p.shared.tx_next.take().unwrap_or(old));
+            drop(unsafe { Box::from_raw(q.cast::<TxQueue>()) });
+            drop(p.shared.tx_next[usize::from(qid)].take());
+            p.tx_queues.remove(qid);
         }
         0
     });

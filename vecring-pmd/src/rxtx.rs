@@ -1,4 +1,5 @@
-//! The data path: one RX and one TX queue per port, and their burst
+//! The data path: a port's RX and TX queues (up to 16 each, one per queue
+//! pair of the link, each with its own counters) and their burst
 //! functions.
 //!
 //! TX copies each mbuf (chains too) into the ring with one chunk reservation
@@ -20,21 +21,33 @@
 //!
 //! Drops are counted where they happen (see [`crate::stats`]); mbufs the TX
 //! burst does not take are left to the application, as DPDK expects, and
-//! counted as `tx_ring_full` or `tx_link_down`.
+//! counted as `tx_ring_full` or `tx_link_down`. Frames for a queue the
+//! peer does not read are taken, freed and counted in `peer_queue_absent`
+//! (retrying cannot help, and nothing is dropped uncounted): all of a
+//! burst when the link is up with fewer queue pairs than the queue's index
+//! or the queue has no end of the link at all; and, when the ring is full,
+//! the rest of a burst if the peer has no receiver on the queue (the
+//! consumer's wait line in shared memory says so; read only then). An RX
+//! queue the link lacks receives nothing.
 
 use crate::ffi::{self, rte_mbuf, rte_mempool};
-use crate::stats::{self, Filter, Shared};
+use crate::scatter::{scatter_into, Scatter};
+use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
 use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
-use std::ptr;
 use std::slice;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use vecring_core::{PushError, Receiver, Sender};
 
-/// The receive queue behind `rte_eth_dev_data::rx_queues[0]`.
+/// The receive queue behind `rte_eth_dev_data::rx_queues[qid]`.
 pub struct RxQueue {
-    /// The link's receiving end, owned by the queue while it exists.
-    pub(crate) receiver: Receiver,
+    /// The link's receiving end of queue `qid`, owned by the queue while it
+    /// exists; `None` while the port's link lacks the queue (or is closed
+    /// and the queue was set up meanwhile).
+    pub(crate) receiver: Option<Receiver>,
+    /// The queue's index: its link queue pair and its counters.
+    qid: usize,
     /// Where receive mbufs come from (set up by the application).
     pool: *mut rte_mempool,
     /// Bytes an mbuf of `pool` holds after its headroom.
@@ -61,10 +74,12 @@ pub struct QueueSetup {
     pub offloads: u64,
 }
 
-/// The transmit queue behind `rte_eth_dev_data::tx_queues[0]`.
+/// The transmit queue behind `rte_eth_dev_data::tx_queues[qid]`.
 pub struct TxQueue {
-    /// The link's sending end, owned by the queue while it exists.
-    pub(crate) sender: Sender,
+    /// The link's sending end of queue `qid`, as [`RxQueue::receiver`].
+    pub(crate) sender: Option<Sender>,
+    /// The queue's index: its link queue pair and its counters.
+    qid: usize,
     /// Counters, and the slot size that sizes the reservation.
     shared: Arc<Shared>,
     /// The application enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`.
@@ -83,7 +98,8 @@ pub unsafe fn pool_buf_space(pool: *mut rte_mempool) -> usize {
 }
 
 impl RxQueue {
-    /// A receive queue filling mbufs of `buf_space` data bytes from `pool`.
+    /// Receive queue `qid` (below [`MAX_QUEUES`]), filling mbufs of
+    /// `buf_space` data bytes from `pool`.
     ///
     /// # Safety
     /// `pool` must be a packet mbuf pool whose mbufs hold `buf_space > 0`
@@ -91,7 +107,8 @@ impl RxQueue {
     /// point to the port's `rx_mbuf_alloc_failed`; both must outlive the
     /// queue.
     pub unsafe fn new(
-        receiver: Receiver,
+        receiver: Option<Receiver>,
+        qid: u16,
         pool: *mut rte_mempool,
         buf_space: usize,
         port_id: u16,
@@ -99,8 +116,11 @@ impl RxQueue {
         nombuf: *mut u64,
     ) -> Self {
         debug_assert!(buf_space > 0);
+        let qid = usize::from(qid);
+        assert!(qid < MAX_QUEUES, "rx queue {qid} out of range");
         RxQueue {
             receiver,
+            qid,
             pool,
             buf_space,
             port_id,
@@ -116,9 +136,20 @@ impl RxQueue {
     /// (mbufs still attached keep the old region mapped).
     #[cold]
     fn take_next(&mut self) {
-        if let Some(r) = self.shared.rx_next.take() {
+        if let Some(r) = self.shared.rx_next[self.qid].take() {
             self.receiver = r;
             self.zc = None;
+        }
+    }
+
+    /// Before the port starts (no lcore polls the queue): takes a reopened
+    /// link's end if one waits, and attaches it to its ring if the link is
+    /// up, so that the peer sees a receiver on the queue from now on, not
+    /// only from the first burst.
+    pub fn prepare(&mut self) {
+        self.take_next();
+        if let Some(r) = self.receiver.as_mut() {
+            r.is_up();
         }
     }
 
@@ -134,11 +165,15 @@ impl RxQueue {
 }
 
 impl TxQueue {
-    /// A transmit queue over `sender`; `fast_free` when the application
-    /// enabled `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE` for it.
-    pub fn new(sender: Sender, shared: Arc<Shared>, fast_free: bool) -> Self {
+    /// Transmit queue `qid` (below [`MAX_QUEUES`]) over `sender`;
+    /// `fast_free` when the application enabled
+    /// `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE` for it.
+    pub fn new(sender: Option<Sender>, qid: u16, shared: Arc<Shared>, fast_free: bool) -> Self {
+        let qid = usize::from(qid);
+        assert!(qid < MAX_QUEUES, "tx queue {qid} out of range");
         TxQueue {
             sender,
+            qid,
             shared,
             fast_free,
             setup: QueueSetup::default(),
@@ -149,7 +184,7 @@ impl TxQueue {
     /// of a closed link, is dropped).
     #[cold]
     fn take_next(&mut self) {
-        if let Some(s) = self.shared.tx_next.take() {
+        if let Some(s) = self.shared.tx_next[self.qid].take() {
             self.sender = s;
         }
     }
@@ -185,7 +220,7 @@ pub fn tx_burst_fn(fast_free: bool) -> ffi::eth_tx_burst_t {
 /// # Safety
 /// The mbufs must be valid and owned by the caller.
 #[inline]
-unsafe fn free_bulk(mbufs: *mut *mut rte_mbuf, n: usize) {
+pub(crate) unsafe fn free_bulk(mbufs: *mut *mut rte_mbuf, n: usize) {
     if n > 0 {
         // SAFETY: the caller owns the `n` mbufs; `n <= u16::MAX` in every caller.
         unsafe { ffi::rte_pktmbuf_free_bulk(mbufs, n as u32) }
@@ -236,7 +271,7 @@ unsafe fn seg_bytes<'a>(m: *const rte_mbuf) -> &'a [u8] {
 /// `m` must be a freshly allocated mbuf owned by the caller, with at least
 /// `len` bytes after `data_off`.
 #[inline]
-unsafe fn seg_room<'a>(m: *mut rte_mbuf, len: usize) -> &'a mut [u8] {
+pub(crate) unsafe fn seg_room<'a>(m: *mut rte_mbuf, len: usize) -> &'a mut [u8] {
     // SAFETY: the caller owns the mbuf and guarantees the room.
     unsafe {
         let m = &*m;
@@ -259,13 +294,18 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // SAFETY: `txq` is the `Box<TxQueue>` stored by `tx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *txq.cast::<TxQueue>() };
-    if q.shared.tx_next.pending() {
+    if q.shared.tx_next[q.qid].pending() {
         q.take_next();
     }
     let n = usize::from(nb_pkts);
     if n == 0 {
         return 0;
     }
+    let t = &q.shared.tx[q.qid];
+    let Some(sender) = q.sender.as_mut() else {
+        // SAFETY: the application passed `n` mbufs it owns.
+        return unsafe { drop_absent(t, pkts, n) };
+    };
     // SAFETY: ethdev passes an array of `nb_pkts` mbuf pointers.
     let mbufs = unsafe { slice::from_raw_parts(pkts, n) };
 
@@ -275,12 +315,18 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // line out of most bursts.
     // SAFETY: every pointer of the array is a valid mbuf.
     let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
-    let mut chunk = match q.sender.write_chunk_for(lens) {
+    let mut chunk = match sender.write_chunk_for(lens) {
         Ok(c) => c,
         Err(_) => {
-            // Link down, or the peer corrupted the ring (the link counts and
-            // logs that): nothing is taken.
-            q.shared.tx.link_down.add(n as u64);
+            if q.shared.link_up.load(Ordering::Relaxed) && !sender.is_up() {
+                // Up, but no ring for this queue: the session has fewer
+                // queue pairs.
+                // SAFETY: the application passed `n` mbufs it owns.
+                return unsafe { drop_absent(t, pkts, n) };
+            }
+            // Link down, or the peer corrupted the ring (the link counts
+            // and logs that): nothing is taken.
+            t.link_down.add(n as u64);
             return 0;
         }
     };
@@ -331,13 +377,21 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // the rest.
     unsafe { free_sent(pkts, taken, FAST_FREE && plain) };
 
-    let t = &q.shared.tx;
     t.packets.add(sent);
     t.bytes.add(bytes);
     if dropped > 0 {
         t.too_large.add(dropped);
     }
     if taken < n {
+        // The ring is full. If the peer has no receiver on this queue, it
+        // never empties: drop the rest, counted (one load of the
+        // consumer's wait line, only when full).
+        if !sender.peer_present() {
+            // SAFETY: the mbufs after the first `taken` are still the
+            // application's, handed to this burst.
+            unsafe { drop_absent(t, pkts.add(taken), n - taken) };
+            return n as u16;
+        }
         t.ring_full.add((n - taken) as u64);
     }
     taken as u16
@@ -356,19 +410,23 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: `rxq` is the `Box<RxQueue>` stored by `rx_queue_setup`; ethdev
     // calls a queue's burst function from one lcore at a time.
     let q = unsafe { &mut *rxq.cast::<RxQueue>() };
-    if q.shared.rx_next.pending() {
+    if q.shared.rx_next[q.qid].pending() {
         q.take_next();
     }
+    let Some(receiver) = q.receiver.as_mut() else {
+        // The link has no such queue: nothing arrives on it.
+        return 0;
+    };
     let filter = Filter::load(&q.shared);
     let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
-    let shared = &*q.shared;
+    let counters = &q.shared.rx[q.qid];
 
     if ZC {
         // Slots whose mbufs the application freed go back to the producer,
         // every burst: a ring full of held frames must drain.
-        zerocopy::reclaim(&mut q.receiver, q.zc.as_ref());
+        zerocopy::reclaim(receiver, q.zc.as_ref());
     }
-    let Ok(mut chunk) = q.receiver.read_chunk(usize::from(nb_pkts)) else {
+    let Ok(mut chunk) = receiver.read_chunk(usize::from(nb_pkts)) else {
         // Link down, or the ring is corrupt (the link counts and logs it).
         return 0;
     };
@@ -478,7 +536,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: entries `filled..want` are unused mbufs we own.
     unsafe { free_bulk(pkts.add(filled), want - filled) };
 
-    let r = &shared.rx;
+    let r = counters;
     r.packets.add(filled as u64);
     r.bytes.add(bytes);
     if too_large + filtered + scatter_nombuf > 0 {
@@ -489,99 +547,18 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     filled as u16
 }
 
-/// What [`scatter_into`] did with a frame.
-enum Scatter {
-    /// The frame is in the chain starting at the head mbuf.
-    Filled,
-    /// The pool had too few mbufs; the head mbuf is unchanged.
-    NoMbufs,
-    /// The copy did not pass the filter; the head mbuf is reusable,
-    /// unchained.
-    Filtered,
-}
-
-/// Copies a frame of `len > buf_space` bytes given as `segments` into the
-/// chain starting at `head`, allocating the extra segments from `pool`,
-/// then filters the copy (with `filter`, see
-/// [`stats::accept`]). Unless the frame is [`Scatter::Filled`] in, `head`
-/// is left reusable and unchained.
+/// Takes the `n` mbufs of a burst for a queue the peer does not have:
+/// frees them and counts them in `peer_queue_absent` (dropped, never
+/// silently). Returns `n`: the application must not retry them.
 ///
 /// # Safety
-/// `head` must be a freshly allocated mbuf of `pool` owned by the caller,
-/// with `buf_space` bytes of room; `pool` a packet pool.
+/// `pkts` holds `n` valid mbufs owned by the caller.
 #[cold]
-unsafe fn scatter_into<'a>(
-    head: *mut rte_mbuf,
-    pool: *mut rte_mempool,
-    buf_space: usize,
-    segments: impl Iterator<Item = &'a [u8]>,
-    len: usize,
-    filter: &Filter,
-) -> Scatter {
-    // Frames are at most 9216 bytes; a chain of more than 256 segments would
-    // need mbufs of fewer than 36 bytes.
-    const MAX_SEGS: usize = 256;
-    let nsegs = len.div_ceil(buf_space);
-    if nsegs > MAX_SEGS {
-        return Scatter::NoMbufs;
-    }
-    let mut extra = [ptr::null_mut::<rte_mbuf>(); MAX_SEGS];
-    // SAFETY: `extra` has room for `nsegs - 1 < MAX_SEGS` pointers.
-    if unsafe { ffi::vecring_pktmbuf_alloc_bulk(pool, extra.as_mut_ptr(), (nsegs - 1) as u32) } != 0
-    {
-        return Scatter::NoMbufs;
-    }
-    // The chain: head, extra[0], ..., extra[nsegs - 2].
-    let seg = |i: usize| if i == 0 { head } else { extra[i - 1] };
-    let mut seg_idx = 0;
-    let mut seg_fill = 0usize;
-    for mut src in segments {
-        while !src.is_empty() {
-            let m = seg(seg_idx);
-            let n = (buf_space - seg_fill).min(src.len());
-            // SAFETY: `m` is ours with `buf_space` bytes of room, and
-            // `seg_fill + n <= buf_space`.
-            let room = unsafe { seg_room(m, buf_space) };
-            room[seg_fill..seg_fill + n].copy_from_slice(&src[..n]);
-            seg_fill += n;
-            src = &src[n..];
-            if seg_fill == buf_space && seg_idx + 1 < nsegs {
-                // SAFETY: `m` is ours.
-                unsafe { (*m).data_len = buf_space as u16 };
-                seg_idx += 1;
-                seg_fill = 0;
-            }
-        }
-    }
-    // The destination MAC as copied (segments hold `buf_space` bytes each,
-    // the last the rest, so it may span several when they are tiny).
-    let mut dst = [0u8; 6];
-    let mut got = 0;
-    for i in 0..nsegs {
-        if got == dst.len() {
-            break;
-        }
-        let n = (dst.len() - got).min(buf_space).min(len - i * buf_space);
-        // SAFETY: `seg(i)` is ours and holds at least `n` copied bytes.
-        let room = unsafe { seg_room(seg(i), n) };
-        dst[got..got + n].copy_from_slice(room);
-        got += n;
-    }
-    if !filter.accept(&dst[..got]) {
-        // SAFETY: the extra mbufs are ours, unlinked; `head` was never
-        // chained.
-        unsafe { free_bulk(extra.as_mut_ptr(), nsegs - 1) };
-        return Scatter::Filtered;
-    }
-    // SAFETY: every mbuf of the chain is ours; linking them makes `head` own
-    // the chain, which the application frees as one packet.
-    unsafe {
-        (*seg(seg_idx)).data_len = seg_fill as u16;
-        for i in 1..nsegs {
-            (*seg(i - 1)).next = seg(i);
-        }
-        (*head).nb_segs = nsegs as u16;
-        (*head).pkt_len = len as u32;
-    }
-    Scatter::Filled
+unsafe fn drop_absent(t: &TxCounters, pkts: *mut *mut rte_mbuf, n: usize) -> u16 {
+    // Not the fast-free path: a burst may hold chains, attached mbufs or
+    // mbufs of several pools.
+    // SAFETY: per the caller.
+    unsafe { free_bulk(pkts, n) };
+    t.peer_queue_absent.add(n as u64);
+    n as u16
 }

@@ -10,8 +10,9 @@
 //! (`rte_eth_dev_attach_secondary`) and installs [`OPS`], a table of its own:
 //!
 //! - statistics, extended statistics and device information are asked of the
-//!   primary over EAL's IPC ([`crate::mp`]), so a secondary reports exactly
-//!   what the primary's application sees;
+//!   primary over EAL's IPC ([`crate::mp`]), page by page, so a secondary
+//!   reports exactly what the primary's application sees; the xstats names
+//!   come from the queue counts in the shared data, as in the primary;
 //! - the link status is the one the primary keeps in the shared data;
 //! - closing releases only this process's view of the port;
 //! - everything else (configure, start, stop, queues, promiscuous mode,
@@ -23,9 +24,9 @@
 
 use crate::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
 use crate::guard::guarded;
-use crate::mp::{self, Op, Request};
-use crate::stats::{self, XSTATS};
+use crate::mp::{self, Op, Pages, Request};
 use crate::vlog;
+use crate::xstats;
 use std::ffi::{c_void, CStr, CString};
 use std::ptr::addr_of_mut;
 
@@ -111,16 +112,51 @@ unsafe fn name_of(dev: *mut rte_eth_dev) -> String {
         .into_owned()
 }
 
-/// Asks the primary `op` about port `dev`.
+/// The port's configured (RX, TX) queue counts, from the shared data.
+///
+/// # Safety
+/// `dev` must be a valid, attached port.
+unsafe fn queue_counts(dev: *mut rte_eth_dev) -> (u16, u16) {
+    // SAFETY: per the caller.
+    unsafe { ((*(*dev).data).nb_rx_queues, (*(*dev).data).nb_tx_queues) }
+}
+
+/// Asks the primary `op` about port `dev`: every value of the answer,
+/// one page per request.
 ///
 /// # Safety
 /// `dev` must be a valid, attached port.
 unsafe fn ask(dev: *mut rte_eth_dev, op: Op) -> Result<Vec<u64>, i32> {
     // SAFETY: per the caller.
     let name = unsafe { name_of(dev) };
+    let mut pages = Pages::default();
+    // `Pages::add` refuses a page that makes no progress, and the total is
+    // bounded (`mp::msg::MAX_TOTAL`): the loop ends.
+    loop {
+        let page = ask_page(&name, op, pages.next_first());
+        let done = page.and_then(|p| pages.add(p));
+        match done {
+            Ok(true) => return Ok(pages.into_values()),
+            Ok(false) => {}
+            Err(e) => {
+                vlog!(
+                    ERR,
+                    "{name}: the primary process did not answer {op:?} ({})",
+                    std::io::Error::from_raw_os_error(-e)
+                );
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Asks the primary for one page of `op` about port `name`, from value
+/// `first`.
+fn ask_page(name: &str, op: Op, first: u32) -> Result<mp::Reply, i32> {
     let mut req = Request {
         op,
-        name: name.clone(),
+        first,
+        name: name.to_owned(),
     }
     .encode()?;
     let mut reply = ffi::rte_mp_reply::default();
@@ -139,13 +175,6 @@ unsafe fn ask(dev: *mut rte_eth_dev, op: Op) -> Result<Vec<u64>, i32> {
     };
     // SAFETY: `msgs` is null or EAL's malloc'd array, freed once.
     unsafe { libc::free(reply.msgs.cast::<c_void>()) };
-    if let Err(e) = answer {
-        vlog!(
-            ERR,
-            "{name}: the primary process did not answer {op:?} ({})",
-            std::io::Error::from_raw_os_error(-e)
-        );
-    }
     answer
 }
 
@@ -212,7 +241,9 @@ unsafe extern "C" fn xstats_get(
     out: *mut ffi::rte_eth_xstat,
     n: u32,
 ) -> i32 {
-    let count = XSTATS.len();
+    // SAFETY: ethdev passes a valid, attached port.
+    let (nb_rx, nb_tx) = unsafe { queue_counts(dev) };
+    let count = xstats::count(nb_rx, nb_tx);
     if out.is_null() || (n as usize) < count {
         return count as i32;
     }
@@ -220,10 +251,11 @@ unsafe extern "C" fn xstats_get(
         // SAFETY: ethdev passes a valid port.
         let values = match unsafe { ask(dev, Op::Xstats) } {
             Ok(v) if v.len() == count => v,
-            Ok(_) => {
+            Ok(v) => {
                 vlog!(
                     ERR,
-                    "xstats: the primary's driver reports other xstats (another build?)"
+                    "xstats: the primary reports {} values for {count} names (queues reconfigured meanwhile, or another driver build)",
+                    v.len()
                 );
                 return -libc::EPROTO;
             }
@@ -245,18 +277,21 @@ unsafe extern "C" fn xstats_get(
 /// them, pointers valid for the call; control operations of one port are
 /// never concurrent (DPDK's rule for applications).
 unsafe extern "C" fn xstats_get_names(
-    _dev: *mut rte_eth_dev,
+    dev: *mut rte_eth_dev,
     names: *mut ffi::rte_eth_xstat_name,
     size: u32,
 ) -> i32 {
-    let count = XSTATS.len();
+    // SAFETY: ethdev passes a valid, attached port.
+    let (nb_rx, nb_tx) = unsafe { queue_counts(dev) };
+    let list = xstats::list(nb_rx, nb_tx);
+    let count = list.len();
     if names.is_null() || (size as usize) < count {
         return count as i32;
     }
     // SAFETY: ethdev passes room for `size >= count` names.
     let names = unsafe { std::slice::from_raw_parts_mut(names, count) };
-    for (dst, (name, _)) in names.iter_mut().zip(XSTATS) {
-        stats::write_name(dst, name);
+    for (dst, x) in names.iter_mut().zip(&list) {
+        xstats::write_name(dst, &x.name);
     }
     count as i32
 }

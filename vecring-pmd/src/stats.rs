@@ -1,16 +1,20 @@
 //! Counters and receive filter shared between the data path and the control
 //! operations of one port.
 //!
-//! Each counter has exactly one writer: the lcore polling the queue it
-//! belongs to. It adds with a relaxed load and store (no locked instruction
-//! on the hot path, once per burst), and control operations read it with a
-//! relaxed load. `stats_reset` and `xstats_reset` never write a counter: they
+//! Counters are per queue ([`PerQueue`]); the port's totals are their sums
+//! ([`Snapshot::rx`](crate::snapshot::Snapshot::rx),
+//! [`Snapshot::tx`](crate::snapshot::Snapshot::tx)). Each counter has
+//! exactly one writer: the lcore polling the queue it belongs to. It adds
+//! with a relaxed load and store (no locked instruction on the hot path,
+//! once per burst), and control operations read it with a relaxed load.
+//! `stats_reset` and `xstats_reset` never write a counter: they
 //! record a baseline that later reads subtract, so a reset cannot race with
 //! the writer.
 
 use crate::ffi;
 use crate::handoff::Handoff;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use vecring_core::{Receiver, Sender};
 
 /// A counter with a single writer (see the module doc).
@@ -47,7 +51,7 @@ pub unsafe fn add_raw(p: *mut u64, n: u64) {
     a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
-/// Receive-side counters, written by the lcore polling RX queue 0.
+/// Receive-side counters of one RX queue, written by the lcore polling it.
 #[derive(Debug, Default)]
 pub struct RxCounters {
     /// Frames delivered to the application.
@@ -62,7 +66,7 @@ pub struct RxCounters {
     pub scatter_nombuf: Counter,
 }
 
-/// Transmit-side counters, written by the lcore polling TX queue 0.
+/// Transmit-side counters of one TX queue, written by the lcore polling it.
 #[derive(Debug, Default)]
 pub struct TxCounters {
     /// Frames written to the ring.
@@ -77,7 +81,24 @@ pub struct TxCounters {
     pub ring_full: Counter,
     /// Frames left to the application because the link was down (per offer).
     pub link_down: Counter,
+    /// Frames dropped (freed) because the peer does not read this queue:
+    /// the link is up with fewer queue pairs than this queue's index, or
+    /// the ring is full and the peer has no receiver on it. Taken and freed
+    /// rather than left to the application, which would retry them forever.
+    pub peer_queue_absent: Counter,
 }
+
+/// Queue pairs a port may have: the most a link carries.
+pub const MAX_QUEUES: usize = vecring_core::abi::MAX_QUEUES as usize;
+const _: () = assert!(
+    MAX_QUEUES == ffi::QUEUE_STAT_CNTRS,
+    "q_ipackets[] and friends cover every queue"
+);
+
+/// One entry per possible queue, each on cache lines of its own: every
+/// queue's counters have a different writer (the lcore polling it), and
+/// two lcores must not share a line.
+pub type PerQueue<T> = [CachePadded<T>; MAX_QUEUES];
 
 /// Receive filter modes, chosen by promiscuous/all-multicast settings.
 pub mod filter {
@@ -138,22 +159,45 @@ impl<const N: usize> AddrTable<N> {
 }
 
 /// State of one port that both the data path and the control path see.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
-    /// Receive counters.
-    pub rx: RxCounters,
-    /// Transmit counters.
-    pub tx: TxCounters,
+    /// Receive counters, indexed by RX queue.
+    pub rx: PerQueue<RxCounters>,
+    /// Transmit counters, indexed by TX queue.
+    pub tx: PerQueue<TxCounters>,
+    /// Whether the link has a session (a peer): stored by vecring's
+    /// control thread on every change of the link's state (see
+    /// `port::open_link`) and cleared when the port closes its
+    /// link; read by a TX burst whose sender finds no ring, to tell a link
+    /// that is down from a queue the session lacks. Relaxed: a hint for
+    /// counting, ordered with nothing.
+    pub link_up: AtomicBool,
     /// One of the [`filter`] modes.
     pub filter: AtomicU8,
     /// The port's unicast MACs: the primary at 0, `mac_addr_add`'s after.
     pub macs: AddrTable<MAX_MACS>,
     /// The multicast groups of `set_mc_addr_list`.
     pub mc_addrs: AddrTable<MAX_MC_ADDRS>,
-    /// A sending end of a reopened link, for the TX queue to take.
-    pub tx_next: Handoff<Sender>,
-    /// A receiving end of a reopened link, for the RX queue to take.
-    pub rx_next: Handoff<Receiver>,
+    /// Indexed by TX queue: the queue's sending end of a reopened link, for
+    /// the queue to take; `None` inside when the new link has no such queue.
+    pub tx_next: [Handoff<Option<Sender>>; MAX_QUEUES],
+    /// Indexed by RX queue: as `tx_next`, for receiving ends.
+    pub rx_next: [Handoff<Option<Receiver>>; MAX_QUEUES],
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            rx: std::array::from_fn(|_| CachePadded::default()),
+            tx: std::array::from_fn(|_| CachePadded::default()),
+            link_up: AtomicBool::new(false),
+            filter: AtomicU8::default(),
+            macs: AddrTable::default(),
+            mc_addrs: AddrTable::default(),
+            tx_next: std::array::from_fn(|_| Handoff::default()),
+            rx_next: std::array::from_fn(|_| Handoff::default()),
+        }
+    }
 }
 
 impl Shared {
@@ -273,133 +317,6 @@ impl Filter {
     }
 }
 
-/// The counters `stats_get`/`xstats_get` report, read at one moment.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Snapshot {
-    /// [`RxCounters::packets`].
-    pub rx_packets: u64,
-    /// [`RxCounters::bytes`].
-    pub rx_bytes: u64,
-    /// [`RxCounters::too_large`].
-    pub rx_too_large: u64,
-    /// [`RxCounters::filtered`].
-    pub rx_filtered: u64,
-    /// [`RxCounters::scatter_nombuf`].
-    pub rx_scatter_nombuf: u64,
-    /// [`TxCounters::packets`].
-    pub tx_packets: u64,
-    /// [`TxCounters::bytes`].
-    pub tx_bytes: u64,
-    /// [`TxCounters::too_large`].
-    pub tx_too_large: u64,
-    /// [`TxCounters::ring_full`].
-    pub tx_ring_full: u64,
-    /// [`TxCounters::link_down`].
-    pub tx_link_down: u64,
-    /// Link generation (a state, never reset).
-    pub link_generation: u64,
-    /// Times the link came up.
-    pub link_ups: u64,
-    /// Times the link went down.
-    pub link_downs: u64,
-    /// Corruptions of the shared memory by the peer detected.
-    pub peer_corruptions: u64,
-    /// Peers the master refused (credentials, second slave, handshake).
-    pub rejected_peers: u64,
-    /// Regions of the link that departed peers still hold (a state, never
-    /// reset).
-    pub pinned_regions: u64,
-    /// Frames sent but still unread when their generation ended (the peer
-    /// left): counted in `opackets` and lost.
-    pub tx_lost_on_link_down: u64,
-}
-
-impl Snapshot {
-    /// Reads the data-path counters of `shared`; the link fields are left 0
-    /// for the caller to fill.
-    pub fn read(shared: &Shared) -> Self {
-        Snapshot {
-            rx_packets: shared.rx.packets.get(),
-            rx_bytes: shared.rx.bytes.get(),
-            rx_too_large: shared.rx.too_large.get(),
-            rx_filtered: shared.rx.filtered.get(),
-            rx_scatter_nombuf: shared.rx.scatter_nombuf.get(),
-            tx_packets: shared.tx.packets.get(),
-            tx_bytes: shared.tx.bytes.get(),
-            tx_too_large: shared.tx.too_large.get(),
-            tx_ring_full: shared.tx.ring_full.get(),
-            tx_link_down: shared.tx.link_down.get(),
-            ..Snapshot::default()
-        }
-    }
-
-    /// `self - base` counter by counter, keeping `link_generation` as is.
-    pub fn since(&self, base: &Snapshot) -> Snapshot {
-        let d = |a: u64, b: u64| a.wrapping_sub(b);
-        Snapshot {
-            rx_packets: d(self.rx_packets, base.rx_packets),
-            rx_bytes: d(self.rx_bytes, base.rx_bytes),
-            rx_too_large: d(self.rx_too_large, base.rx_too_large),
-            rx_filtered: d(self.rx_filtered, base.rx_filtered),
-            rx_scatter_nombuf: d(self.rx_scatter_nombuf, base.rx_scatter_nombuf),
-            tx_packets: d(self.tx_packets, base.tx_packets),
-            tx_bytes: d(self.tx_bytes, base.tx_bytes),
-            tx_too_large: d(self.tx_too_large, base.tx_too_large),
-            tx_ring_full: d(self.tx_ring_full, base.tx_ring_full),
-            tx_link_down: d(self.tx_link_down, base.tx_link_down),
-            link_generation: self.link_generation,
-            link_ups: d(self.link_ups, base.link_ups),
-            link_downs: d(self.link_downs, base.link_downs),
-            peer_corruptions: d(self.peer_corruptions, base.peer_corruptions),
-            rejected_peers: d(self.rejected_peers, base.rejected_peers),
-            pinned_regions: self.pinned_regions,
-            tx_lost_on_link_down: d(self.tx_lost_on_link_down, base.tx_lost_on_link_down),
-        }
-    }
-
-    /// Receive errors as ethdev's `ierrors` counts them: frames the driver
-    /// took off the ring and dropped for a fault (filtered frames are not
-    /// errors, as on a NIC).
-    pub fn ierrors(&self) -> u64 {
-        self.rx_too_large + self.rx_scatter_nombuf
-    }
-
-    /// Transmit errors as ethdev's `oerrors` counts them: frames the driver
-    /// accepted from the application and dropped.
-    pub fn oerrors(&self) -> u64 {
-        self.tx_too_large
-    }
-}
-
-/// One extended statistic: its name and how to read it from a [`Snapshot`].
-pub type Xstat = (&'static str, fn(&Snapshot) -> u64);
-
-/// The driver's extended statistics, in the order `xstats_get` reports them.
-pub const XSTATS: &[Xstat] = &[
-    ("rx_too_large_drops", |s| s.rx_too_large),
-    ("rx_filtered_drops", |s| s.rx_filtered),
-    ("rx_scatter_nombuf_drops", |s| s.rx_scatter_nombuf),
-    ("tx_too_large_drops", |s| s.tx_too_large),
-    ("tx_ring_full", |s| s.tx_ring_full),
-    ("tx_link_down", |s| s.tx_link_down),
-    ("tx_lost_on_link_down", |s| s.tx_lost_on_link_down),
-    ("link_generation", |s| s.link_generation),
-    ("link_up_count", |s| s.link_ups),
-    ("link_down_count", |s| s.link_downs),
-    ("peer_corruptions", |s| s.peer_corruptions),
-    ("rejected_peers", |s| s.rejected_peers),
-    ("pinned_regions", |s| s.pinned_regions),
-];
-
-/// Copies `name` into a DPDK xstat name buffer, truncated and NUL-terminated.
-pub fn write_name(dst: &mut ffi::rte_eth_xstat_name, name: &str) {
-    let n = name.len().min(ffi::XSTATS_NAME_SIZE - 1);
-    for (d, s) in dst.name.iter_mut().zip(name.as_bytes()[..n].iter()) {
-        *d = *s as std::ffi::c_char;
-    }
-    dst.name[n] = 0;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,34 +396,14 @@ mod tests {
         assert_eq!(s.filter.load(Ordering::Relaxed), filter::UNICAST);
     }
 
+    /// Two queues' counters never share a cache line (each has its own
+    /// writing lcore).
     #[test]
-    fn reset_is_a_baseline() {
+    fn queue_counters_on_lines_of_their_own() {
         let s = Shared::default();
-        s.rx.packets.add(5);
-        s.tx.too_large.add(2);
-        let mut base = Snapshot::read(&s);
-        base.link_generation = 3;
-        s.rx.packets.add(1);
-        let mut now = Snapshot::read(&s);
-        now.link_generation = 4;
-        let d = now.since(&base);
-        assert_eq!(d.rx_packets, 1);
-        assert_eq!(d.tx_too_large, 0);
-        assert_eq!(d.link_generation, 4, "generation is a state, not reset");
-        assert_eq!(now.oerrors(), 2);
-    }
-
-    #[test]
-    fn xstat_names_fit_and_are_unique() {
-        let mut seen = std::collections::HashSet::new();
-        for (name, _) in XSTATS {
-            assert!(name.len() < ffi::XSTATS_NAME_SIZE);
-            assert!(seen.insert(*name), "{name} twice");
-        }
-        let mut n = ffi::rte_eth_xstat_name { name: [1; 64] };
-        write_name(&mut n, "abc");
-        assert_eq!(&n.name[..4], &[b'a' as _, b'b' as _, b'c' as _, 0]);
-        write_name(&mut n, &"x".repeat(100));
-        assert_eq!(n.name[63], 0);
+        let a = std::ptr::addr_of!(s.tx[0]) as usize;
+        let b = std::ptr::addr_of!(s.tx[1]) as usize;
+        assert!(b - a >= 128 && a % 64 == 0);
+        assert!(std::mem::size_of::<TxCounters>() <= b - a);
     }
 }

@@ -67,7 +67,7 @@ test_rust_hostile() {
 }
 
 # tests/dpdk_port.rs
-test_rust_port() { rust_tests "rust port" dpdk_port 6; }
+test_rust_port() { rust_tests "rust port" dpdk_port 7; }
 
 # tests/dpdk_tools.rs
-test_rust_tools() { rust_tests "rust tools" dpdk_tools 3; }
+test_rust_tools() { rust_tests "rust tools" dpdk_tools 5; }

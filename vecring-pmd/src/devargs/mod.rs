@@ -15,6 +15,7 @@
 //! | `socket` | NUMA node (`u32`) | not bound |
 //! | `slots` | ring slot count, power of two | vecring-core default |
 //! | `slot_size` | bytes, power of two, multiple of 64 | vecring-core default |
+//! | `queues` | queue pairs, 1 to 16: the master's count; on a slave, the count it requires of the master | master: 1; slave: the master's |
 //! | `run_dir` | absolute path | vecring-core default (`/run/vecring`) |
 //! | `hugepages` | `prefer` \| `require` \| `never` | `prefer` |
 //! | `zero_copy` | bool: receive frames of 512+ bytes as mbufs attached to the ring (no copy) | `false` |
@@ -43,6 +44,7 @@ pub const VALID_KEYS: &[&str] = &[
     KEY_SOCKET,
     KEY_SLOTS,
     KEY_SLOT_SIZE,
+    KEY_QUEUES,
     KEY_RUN_DIR,
     KEY_HUGEPAGES,
     KEY_ZERO_COPY,
@@ -66,6 +68,9 @@ pub const KEY_SOCKET: &str = "socket";
 pub const KEY_SLOTS: &str = "slots";
 /// Ring slot size in bytes.
 pub const KEY_SLOT_SIZE: &str = "slot_size";
+/// Queue pairs of the link (the master decides; a slave that gives it
+/// refuses a master with another count).
+pub const KEY_QUEUES: &str = "queues";
 /// Rendezvous directory.
 pub const KEY_RUN_DIR: &str = "run_dir";
 /// Hugepage policy of the link's memory.
@@ -91,6 +96,9 @@ pub const MAX_SLOTS: u32 = vecring_core::abi::MAX_SLOT_COUNT;
 /// Largest accepted `slot_size` in bytes (vecring-core's
 /// `abi::MAX_SLOT_SIZE`).
 pub const MAX_SLOT_SIZE: u32 = vecring_core::abi::MAX_SLOT_SIZE;
+/// Largest accepted `queues`: the most queue pairs a link carries
+/// (vecring-core's `abi::MAX_QUEUES`).
+pub const MAX_QUEUES: u16 = vecring_core::abi::MAX_QUEUES;
 
 /// Validated device arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +117,9 @@ pub struct Devargs {
     pub slots: Option<u32>,
     /// `slot_size=`.
     pub slot_size: Option<u32>,
+    /// `queues=`: the master's queue pair count (1 when `None`); a slave's
+    /// expectation of the master's (any when `None`).
+    pub queues: Option<u16>,
     /// `run_dir=`.
     pub run_dir: Option<PathBuf>,
     /// `hugepages=`, parsed by vecring-core ([`HugepagePolicy`]'s `FromStr`).
@@ -233,6 +244,7 @@ impl Devargs {
         let mut socket = None;
         let mut slots = None;
         let mut slot_size = None;
+        let mut queues = None;
         let mut run_dir = None;
         let mut hugepages = None;
         let mut zero_copy = None;
@@ -257,6 +269,7 @@ impl Devargs {
                 KEY_SOCKET => set_once(&mut socket, key, parse_u32(key, value)?)?,
                 KEY_SLOTS => set_once(&mut slots, key, parse_slots(key, value)?)?,
                 KEY_SLOT_SIZE => set_once(&mut slot_size, key, parse_slot_size(key, value)?)?,
+                KEY_QUEUES => set_once(&mut queues, key, parse_queues(key, value)?)?,
                 KEY_RUN_DIR => set_once(&mut run_dir, key, parse_run_dir(key, value)?)?,
                 KEY_HUGEPAGES => set_once(&mut hugepages, key, parse_hugepages(key, value)?)?,
                 KEY_ZERO_COPY => set_once(&mut zero_copy, key, parse_bool(key, value)?)?,
@@ -296,6 +309,7 @@ impl Devargs {
             socket,
             slots,
             slot_size,
+            queues,
             run_dir,
             hugepages: hugepages.unwrap_or_default(),
             zero_copy: zero_copy.unwrap_or(false),
@@ -422,6 +436,18 @@ fn parse_slot_size(key: &'static str, v: &str) -> Result<u32, DevargsError> {
         ));
     }
     Ok(n)
+}
+
+fn parse_queues(key: &'static str, v: &str) -> Result<u16, DevargsError> {
+    let n = parse_u32(key, v)?;
+    match u16::try_from(n) {
+        Ok(q) if (1..=MAX_QUEUES).contains(&q) => Ok(q),
+        _ => Err(invalid(
+            key,
+            v,
+            format!("expected a queue pair count from 1 to {MAX_QUEUES}"),
+        )),
+    }
 }
 
 fn parse_mac(key: &'static str, v: &str) -> Result<[u8; 6], DevargsError> {

@@ -45,6 +45,7 @@ fn minimal_defaults_to_slave() {
     assert_eq!(d.socket, None);
     assert_eq!(d.slots, None);
     assert_eq!(d.slot_size, None);
+    assert_eq!(d.queues, None);
     assert_eq!(d.run_dir, None);
     assert_eq!(d.hugepages, HugepagePolicy::Prefer);
     assert!(!d.zero_copy);
@@ -55,7 +56,7 @@ fn minimal_defaults_to_slave() {
 fn every_key() {
     let d = ok(
         "domain=d-1.x,link=l_2,master=true,mac=00:EC:f4:bb:d9:7f,socket=1,\
-                slots=4096,slot_size=2048,run_dir=/var/run/vr,hugepages=require,zero_copy=yes,\
+                slots=4096,slot_size=2048,queues=4,run_dir=/var/run/vr,hugepages=require,zero_copy=yes,\
                 hold_back=on",
     );
     assert!(d.master);
@@ -63,6 +64,7 @@ fn every_key() {
     assert_eq!(d.socket, Some(1));
     assert_eq!(d.slots, Some(4096));
     assert_eq!(d.slot_size, Some(2048));
+    assert_eq!(d.queues, Some(4));
     assert_eq!(d.run_dir, Some(PathBuf::from("/var/run/vr")));
     assert_eq!(d.hugepages, HugepagePolicy::Require);
     assert!(d.zero_copy);
@@ -281,6 +283,32 @@ fn run_dir_and_hugepages() {
     assert_eq!(
         err("domain=a,link=b,hugepages=always").key(),
         Some(KEY_HUGEPAGES)
+    );
+}
+
+/// `queues` is 1 to vecring-core's `MAX_QUEUES` (16), on either role: a
+/// master's count, a slave's expectation; the error names the range.
+#[test]
+fn queue_counts() {
+    assert_eq!(MAX_QUEUES, 16);
+    for (args, want) in [
+        ("domain=a,link=b,master=1,queues=1", 1),
+        ("domain=a,link=b,master=1,queues=16", 16),
+        ("domain=a,link=b,queues=4", 4),
+    ] {
+        assert_eq!(ok(args).queues, Some(want), "{args}");
+    }
+    for bad in ["0", "17", "65536", "65537", "-1", "x", "", "4 "] {
+        let e = err(&format!("domain=a,link=b,master=1,queues={bad}"));
+        assert_eq!(e.key(), Some(KEY_QUEUES), "{bad}");
+    }
+    assert_eq!(
+        err("domain=a,link=b,master=1,queues=17").to_string(),
+        "invalid value '17' for key 'queues': expected a queue pair count from 1 to 16"
+    );
+    assert_eq!(
+        err("domain=a,link=b,queues=2,queues=2"),
+        DevargsError::Duplicate { key: KEY_QUEUES }
     );
 }
 

@@ -10,6 +10,7 @@
 # before and after).
 #
 # Usage: benches/dpdk-queues.sh [-s "64 1514"] [-q "1 2 4"] [-r ROUNDS] [-t SECONDS]
+# VECRING_DEVARGS=",hugepages=never" appends devargs to the master.
 # Needs root, hugepages, the built PMD and latency probe
 # (cargo build --release -p vecring-pmd -p vecring-benches).
 set -euo pipefail
@@ -24,7 +25,7 @@ while getopts "s:q:r:t:" o; do
 	q) QUEUES=$OPTARG ;;
 	r) ROUNDS=$OPTARG ;;
 	t) SECONDS_PER_RUN=$OPTARG ;;
-	*) sed -n '2,14p' "$0"; exit 2 ;;
+	*) sed -n '2,15p' "$0"; exit 2 ;;
 	esac
 done
 [ "$SECONDS_PER_RUN" -ge 8 ] || { echo "dpdk-queues: -t needs at least 8 seconds per run" >&2; exit 2; }
@@ -58,7 +59,7 @@ run() {
 	local opts="--stats-period=1 --txd=1024 --rxd=1024 --rxq=$q --txq=$q --nb-cores=1"
 	# shellcheck disable=SC2086
 	timeout $((SECONDS_PER_RUN + 45)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix="$PREFIX"rx $COMMON \
-		--vdev="eth_vecring0,domain=bench,link=$link,master=true,queues=$q,run_dir=$WORK/run" \
+		--vdev="eth_vecring0,domain=bench,link=$link,master=true,queues=$q,run_dir=$WORK/run${VECRING_DEVARGS:-}" \
 		-- --forward-mode=rxonly $opts >"$WORK/rx.log" 2>&1 &
 	local rx=$!
 	echo "$rx" >>"$WORK/pids"

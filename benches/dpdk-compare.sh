@@ -47,6 +47,8 @@ done
 
 # shellcheck source=benches/plugin.sh
 . "$ROOT/benches/plugin.sh"
+# shellcheck source=benches/periods.sh
+. "$ROOT/benches/periods.sh"
 LATENCY=$ROOT/target/release/core-latency
 [ -x "$LATENCY" ] || { echo "missing $LATENCY: cargo build --release -p vecring-benches" >&2; exit 1; }
 NEAR_NS=${NEAR_NS:-100}
@@ -133,15 +135,6 @@ run_pair() {
 
 # placement NS: "near" or "far".
 placement() { if [ "$1" -lt "$NEAR_NS" ]; then echo near; else echo far; fi; }
-
-# median_periods FIELD LOG: the median of the non-zero per-period figures,
-# first and last dropped.
-median_periods() {
-	{ grep -o "$1: *[0-9]*" "$2" || true; } | awk '{print $2}' | awk '$1 > 0' |
-		sed '1d;$d' | sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'
-}
-
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'; }
 
 # same_placement "RATIOS": "median (count)", or "- (0)" when no pair qualified.
 same_placement() {

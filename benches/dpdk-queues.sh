@@ -32,6 +32,8 @@ done
 
 # shellcheck source=benches/plugin.sh
 . "$ROOT/benches/plugin.sh"
+# shellcheck source=benches/periods.sh
+. "$ROOT/benches/periods.sh"
 LATENCY=$ROOT/target/release/core-latency
 [ -x "$LATENCY" ] || { echo "missing $LATENCY: cargo build --release -p vecring-benches" >&2; exit 1; }
 
@@ -45,12 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 COMMON="--no-pci --log-level=lib.eal:warning -d $SO"
-
-median_periods() {
-	{ grep -o "$1: *[0-9]*" "$2" || true; } | awk '{print $2}' | awk '$1 > 0' |
-		sed '1d;$d' | sort -n | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'
-}
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'; }
 
 # run Q SIZE -> "rx_pps latency_ns"
 run() {

@@ -6,40 +6,12 @@ use serde_json::Value;
 use std::io::Read;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TOOL: &str = env!("CARGO_BIN_EXE_vecring");
+mod common;
 
-/// Aborts the test binary if the test outlives `limit`.
-struct Watchdog(Arc<AtomicBool>);
-
-impl Watchdog {
-    fn new(name: &'static str, limit: Duration) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < limit {
-                if flag.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            eprintln!("watchdog: '{name}' still running after {limit:?}; aborting");
-            std::process::abort();
-        });
-        Watchdog(done)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
+use common::{Proc, Watchdog, TOOL};
 
 fn run_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("vecring-ops-{}-{name}", std::process::id()));
@@ -75,16 +47,6 @@ fn list_json(run: &Path) -> Value {
     assert_eq!(v["schema"], "vecring-list");
     assert_eq!(v["version"], 1);
     v
-}
-
-/// A long-running tool process, killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn spawn(args: &[&str]) -> Proc {

@@ -9,50 +9,12 @@
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TOOL: &str = env!("CARGO_BIN_EXE_vecring");
+mod common;
 
-/// Aborts the test binary if the test outlives `limit`.
-struct Watchdog(Arc<AtomicBool>);
-
-impl Watchdog {
-    fn new(name: &'static str, limit: Duration) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < limit {
-                if flag.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            eprintln!("watchdog: '{name}' still running after {limit:?}; aborting");
-            std::process::abort();
-        });
-        Watchdog(done)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-/// A tool process running beside the test, killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Proc, Watchdog, TOOL};
 
 impl Proc {
     /// Waits for the process to end; returns whether it succeeded, its

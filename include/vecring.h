@@ -490,9 +490,10 @@ int vecring_tx_abort(vecring_link_t *link);
 int vecring_tx_unread(vecring_link_t *link);
 
 /**
- * Whether the peer has a receiver on the link now, as it says in shared
- * memory: 1 yes, 0 no or link down. Frames sent while it has none may never
- * be read (a DPDK peer whose port is stopped counts them as drops).
+ * Whether the peer has a receiver attached to the link's current generation,
+ * as it says in shared memory: 1 yes, 0 no or link down. A receiver attaches
+ * at its first call after the link came up (for a C peer, its first RX call
+ * in the generation). Frames sent while the peer has none may never be read.
  * VECRING_E_INVAL (a TX chunk is open), VECRING_E_BUSY.
  */
 int vecring_tx_peer_present(vecring_link_t *link);

@@ -8,6 +8,9 @@
 //! - the C test helper makes the same frames as `vecring_core::pattern`;
 //! - `tests/c/api.c` checks the API's contract call by call;
 //! - `tests/c/close_race.c` closes handles that other threads are using;
+//! - the waits (sleeping instead of polling): `tests/c/wait_api.c` and
+//!   `tests/c/wait.c`, a C receiver in its own `epoll` set with a Rust
+//!   peer (module `wait`, `tests/ffi_wait.rs`);
 //! - a C master exchanges self-checking frames both ways with a Rust slave,
 //!   and a C slave with a `dpdk-testpmd` master (vecring PMD, io forwarding),
 //!   every byte checked;
@@ -24,6 +27,9 @@ use std::time::{Duration, Instant};
 use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_options_t};
 use vecring_core::{pattern, Link, PushError, RecvError, Role, SendError};
 use vecring_tests::Watchdog;
+
+#[path = "ffi_wait.rs"]
+mod wait;
 
 /// The repository root.
 fn root() -> PathBuf {

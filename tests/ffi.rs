@@ -152,6 +152,11 @@ fn show(out: &std::process::Output) -> String {
 
 /// Compiles C sources into `dir/name`, against `include/vecring.h` and the
 /// built shared library (found at run time through an rpath).
+///
+/// The rpath is an old-style `DT_RPATH`, which the loader searches before
+/// `LD_LIBRARY_PATH`: `cargo test` puts `target/<profile>` on that path,
+/// where an older `libvecring.so` from a `cargo build -p vecring-ffi` may
+/// lie, and a test must run the library it was built with.
 fn compile(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
     let libs = lib_dir();
     let exe = dir.join(name);
@@ -169,7 +174,8 @@ fn compile(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
     .arg("-L")
     .arg(&libs)
     .arg("-lvecring")
-    .arg(format!("-Wl,-rpath,{}", libs.display()));
+    .arg(format!("-Wl,-rpath,{}", libs.display()))
+    .arg("-Wl,--disable-new-dtags");
     let out = run(&mut cmd, Duration::from_secs(120));
     assert!(out.status.success(), "compiling {name}: {}", show(&out));
     exe

@@ -57,7 +57,7 @@
 
 #define FAIL(...)                                                                                          \
 	do {                                                                                               \
-		fprintf(stderr, "wait.c:%d: FAIL: ", __LINE__);                                            \
+		fprintf(stderr, "wait.c:%d: ", __LINE__);                                                  \
 		fprintf(stderr, __VA_ARGS__);                                                              \
 		fprintf(stderr, " [last error: %s]\n", vecring_last_error_message());                      \
 		exit(1);                                                                                   \
@@ -65,8 +65,10 @@
 
 #define CHECK(cond, ...)                                                                                   \
 	do {                                                                                               \
-		if (!(cond))                                                                               \
-			FAIL("%s: " __VA_ARGS__, #cond);                                                   \
+		if (!(cond)) {                                                                             \
+			fprintf(stderr, "wait.c:%d: FAIL: %s: ", __LINE__, #cond);                         \
+			FAIL(__VA_ARGS__);                                                                 \
+		}                                                                                          \
 	} while (0)
 
 static uint64_t now_us(void)

@@ -331,7 +331,25 @@ static void test_close_ends_waits(vecring_link_t *m, vecring_link_t *s)
 	pthread_t t[2];
 	size_t len = 0;
 
-	/* s's ring to m full (m does not read), s's ring from m empty. */
+	/* Each wait below must sleep in full, not nap: until the peer has
+	 * acknowledged the wait protocol (the first time it moves the ring
+	 * while a sleeper is armed), a sleeper naps at most 64 ms and would
+	 * notice the close by itself. So first one acknowledged sleep each
+	 * way: s receiving what m sends, s sending while m reads. */
+	struct pollfd p = { .fd = vecring_rx_fd(s), .events = POLLIN };
+	EXPECT(vecring_rx_prepare_wait(s), 1);
+	EXPECT(vecring_send(m, frame, 64), VECRING_OK);
+	CHECK(poll(&p, 1, 5000) == 1, "the receiver's descriptor did not wake");
+	EXPECT(vecring_rx_cancel_wait(s), VECRING_OK);
+	EXPECT(vecring_recv(s, buf, sizeof buf, &len), VECRING_OK);
+	while (vecring_send(s, frame, sizeof frame) == VECRING_OK)
+		;
+	p.fd = vecring_tx_fd(s);
+	EXPECT(vecring_tx_prepare_wait(s, sizeof frame), 1);
+	EXPECT(vecring_recv(m, buf, sizeof buf, &len), VECRING_OK);
+	CHECK(poll(&p, 1, 5000) == 1, "the sender's descriptor did not wake");
+	EXPECT(vecring_tx_cancel_wait(s), VECRING_OK);
+	/* s's ring to m full again (m reads no more), s's ring from m empty. */
 	while (vecring_send(s, frame, sizeof frame) == VECRING_OK)
 		;
 	for (int i = 0; i < 2; i++)
@@ -368,7 +386,6 @@ static void test_close_ends_waits(vecring_link_t *m, vecring_link_t *s)
 	EXPECT(vecring_tx_cancel_wait(s), VECRING_E_CLOSED);
 	EXPECT(vecring_send_timeout(s, frame, 64, -1), VECRING_E_CLOSED);
 	EXPECT(vecring_recv_timeout(s, buf, sizeof buf, &len, -1), VECRING_E_CLOSED);
-	(void)m;
 }
 
 int main(int argc, char **argv)

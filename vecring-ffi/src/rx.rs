@@ -78,7 +78,9 @@ pub unsafe extern "C" fn vecring_recv_timeout(
                     return Err(recv_error(RecvError::BufferTooSmall { needed }));
                 }
                 // Nothing yet, or down: wait (unless told not to).
-                Err(e @ (RecvError::Empty | RecvError::LinkDown)) if timeout == Some(Duration::ZERO) => {
+                Err(e @ (RecvError::Empty | RecvError::LinkDown))
+                    if timeout == Some(Duration::ZERO) =>
+                {
                     return Err(recv_error(e))
                 }
                 Err(RecvError::Empty | RecvError::LinkDown) => {}

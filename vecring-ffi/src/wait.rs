@@ -17,8 +17,8 @@
 //! on another thread must end them at once, and only the handle knows it
 //! is being closed.
 
-use crate::error::{guard, recv_error, send_error, Error, VECRING_E_CLOSED, VECRING_E_TOOBIG};
 use crate::error::{cstr, VECRING_OK};
+use crate::error::{guard, recv_error, send_error, Error, VECRING_E_CLOSED, VECRING_E_TOOBIG};
 use crate::handle::vecring_link;
 use crate::table::{Lane, Ref};
 use std::ffi::{c_int, CStr};
@@ -141,7 +141,11 @@ pub(crate) fn block(
             w.cancel();
             return Ok(false);
         }
-        sleep(fd, h.close_fd().as_raw_fd(), left.map_or(SLICE, |l| l.min(SLICE)));
+        sleep(
+            fd,
+            h.close_fd().as_raw_fd(),
+            left.map_or(SLICE, |l| l.min(SLICE)),
+        );
         w.cancel();
     }
 }

@@ -538,7 +538,8 @@ int vecring_recv_batch(vecring_link_t *link, vecring_buf_t *bufs, size_t count);
  * vecring_recv_batch, sleeping up to timeout_ms milliseconds (-1: no limit;
  * 0: exactly vecring_recv_batch) for the first frame, through link down and
  * up. Returns as soon as at least one frame was read, with how many, or 0
- * when none came within timeout_ms. Errors as vecring_recv_timeout.
+ * when none came within timeout_ms (or count is 0). Errors as
+ * vecring_recv_timeout.
  */
 int vecring_recv_batch_timeout(vecring_link_t *link, vecring_buf_t *bufs, size_t count, int timeout_ms);
 

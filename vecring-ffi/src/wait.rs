@@ -17,8 +17,9 @@
 //! on another thread must end them at once, and only the handle knows it
 //! is being closed.
 
-use crate::error::{cstr, VECRING_OK};
-use crate::error::{guard, recv_error, send_error, Error, VECRING_E_CLOSED, VECRING_E_TOOBIG};
+use crate::error::{
+    cstr, guard, recv_error, send_error, Error, VECRING_E_CLOSED, VECRING_E_TOOBIG, VECRING_OK,
+};
 use crate::handle::vecring_link;
 use crate::table::{Lane, Ref};
 use std::ffi::{c_int, CStr};

@@ -599,13 +599,17 @@ int vecring_rx_release(vecring_link_t *link);
  *     }
  *
  * The descriptor becomes readable when frames may have arrived or the link
- * changed (down, up, a new master); a wakeup may find nothing. Use it only
+ * changed (down, up, a new master); a wakeup may find nothing. A hostile
+ * peer that never rings can delay a frame until your epoll_wait times out:
+ * give it a timeout (say a second) if the peer is not trusted. Use it only
  * for polling (EPOLLIN, level-triggered): do not read, write or close it. It
  * stays the same for the handle's life, across link down and up, and is
  * closed by vecring_close: remove it from your set before closing the link.
  * Sleep only when prepare returned 1, and call cancel after every such sleep,
- * before receiving: between prepare and cancel the peer's sender rings after
- * each frame it publishes.
+ * before receiving: until then the peer takes the receiver for asleep and
+ * rings for it. With several vecring descriptors in one set, prepare each of
+ * them before every sleep: a descriptor stays readable until its next
+ * prepare.
  *
  * Without an event loop, vecring_rx_wait / vecring_tx_wait sleep for you,
  * and vecring_recv_timeout, vecring_recv_batch_timeout and

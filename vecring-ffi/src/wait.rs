@@ -101,7 +101,7 @@ impl Waiter for TxWaiter<'_> {
 /// Refuses a frame length no ring of this link can take: 0, or longer than
 /// the current generation's maximum (the protocol's while the link is
 /// down).
-pub(crate) fn check_len(sender: &mut Sender, len: usize) -> Result<(), Error> {
+fn check_len(sender: &mut Sender, len: usize) -> Result<(), Error> {
     if len == 0 {
         return Err(Error::inval("len is 0: frames carry at least 1 byte"));
     }

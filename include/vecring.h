@@ -48,8 +48,10 @@
  *   the caller orders the hand-over (e.g. with a mutex or a thread join).
  *   A TX (RX) call made while another thread is inside a TX (RX) call on the
  *   same link returns VECRING_E_BUSY and does nothing: misuse is reported, not
- *   undefined. The link-level functions (vecring_state, vecring_wait_up,
- *   vecring_wait_down, vecring_geometry, vecring_counters) may be called from
+ *   undefined; a thread sleeping in vecring_rx_wait or vecring_recv_timeout
+ *   is inside an RX call. The link-level functions (vecring_state,
+ *   vecring_wait_up, vecring_wait_down, vecring_geometry, vecring_counters)
+ *   and the descriptors (vecring_rx_fd, vecring_tx_fd) may be called from
  *   any thread at any time. vecring_close may be called from any thread,
  *   also while other threads are inside calls on the link: those calls
  *   return (a wait ends with VECRING_E_CLOSED), every call made on the
@@ -287,9 +289,12 @@ int vecring_open(const vecring_options_t *opts, vecring_link_t **link);
  * open TX chunk, releases peeked frames, and (master) removes the socket.
  * NULL is accepted (VECRING_OK). Any thread, at any time: calls in flight on
  * other threads return (vecring_wait_up and vecring_wait_down with
- * VECRING_E_CLOSED within about 10 ms) and every later call on the handle
- * returns VECRING_E_CLOSED. Pointers into the rings (vecring_tx_alloc,
- * vecring_rx_peek) are invalid once it returns.
+ * VECRING_E_CLOSED within about 10 ms, the RX and TX waits and *_timeout
+ * calls at once) and every later call on the handle returns
+ * VECRING_E_CLOSED. Pointers into the rings (vecring_tx_alloc,
+ * vecring_rx_peek) are invalid once it returns, and so are the descriptors
+ * of vecring_rx_fd and vecring_tx_fd (remove them from your epoll set
+ * first).
  *
  * Returns within one second whatever the peer does: if calls on other
  * threads or the link's teardown take longer, the last of them finishes
@@ -402,6 +407,21 @@ typedef struct vecring_buf {
 int vecring_send(vecring_link_t *link, const void *frame, size_t len);
 
 /**
+ * vecring_send, sleeping up to timeout_ms milliseconds for room while the
+ * ring is full, as poll(2) counts: -1 waits without limit, 0 does not sleep
+ * (exactly vecring_send). Waits through link down and up too: the frame goes
+ * into whichever generation has room first. Returns VECRING_OK once the frame
+ * is queued.
+ *
+ * Errors: VECRING_E_AGAIN (still no room after timeout_ms: nothing sent),
+ * VECRING_E_CLOSED (also when vecring_close is called on another thread
+ * during the wait), VECRING_E_INVAL (a timeout_ms below -1), and those of
+ * vecring_send except VECRING_E_LINK_DOWN, which is waited through (with
+ * timeout_ms 0 it is returned).
+ */
+int vecring_send_timeout(vecring_link_t *link, const void *frame, size_t len, int timeout_ms);
+
+/**
  * Copies as many of frames[0 .. count-1] as fit, in order, publishing them
  * with one index update. Returns how many were sent: 0 when the ring has no
  * room for the first; it stops before the first frame that does not fit or
@@ -469,6 +489,15 @@ int vecring_tx_abort(vecring_link_t *link);
  */
 int vecring_tx_unread(vecring_link_t *link);
 
+/**
+ * Whether the peer has a receiver attached to the link's current generation,
+ * as it says in shared memory: 1 yes, 0 no or link down. A receiver attaches
+ * at its first call after the link came up (for a C peer, its first RX call
+ * in the generation). Frames sent while the peer has none may never be read.
+ * VECRING_E_INVAL (a TX chunk is open), VECRING_E_BUSY.
+ */
+int vecring_tx_peer_present(vecring_link_t *link);
+
 /* ==== Receiving (the link's one consumer thread) ========================== */
 
 /**
@@ -482,6 +511,21 @@ int vecring_tx_unread(vecring_link_t *link);
 int vecring_recv(vecring_link_t *link, void *buf, size_t cap, size_t *len);
 
 /**
+ * vecring_recv, sleeping up to timeout_ms milliseconds for a frame while
+ * none is waiting, as poll(2) counts: -1 waits without limit, 0 does not
+ * sleep (exactly vecring_recv). Waits through link down and up too: the
+ * next frame of whichever generation brings one. The thread sleeps (no CPU)
+ * until the peer sends; see "Sleeping instead of polling" below.
+ *
+ * Errors: VECRING_E_AGAIN (no frame came within timeout_ms),
+ * VECRING_E_CLOSED (also when vecring_close is called on another thread
+ * during the wait), VECRING_E_INVAL (a timeout_ms below -1), and those of
+ * vecring_recv except VECRING_E_LINK_DOWN, which is waited through (with
+ * timeout_ms 0 it is returned).
+ */
+int vecring_recv_timeout(vecring_link_t *link, void *buf, size_t cap, size_t *len, int timeout_ms);
+
+/**
  * Copies up to count frames, frame i into bufs[i] (length in bufs[i].len),
  * releasing them with one index update. Returns how many: 0 when none is
  * waiting; it stops early at a frame that does not fit its buffer (that frame
@@ -489,6 +533,15 @@ int vecring_recv(vecring_link_t *link, void *buf, size_t cap, size_t *len);
  * VECRING_E_NOBUFS the needed length is in bufs[0].len.
  */
 int vecring_recv_batch(vecring_link_t *link, vecring_buf_t *bufs, size_t count);
+
+/**
+ * vecring_recv_batch, sleeping up to timeout_ms milliseconds (-1: no limit;
+ * 0: exactly vecring_recv_batch) for the first frame, through link down and
+ * up. Returns as soon as at least one frame was read, with how many, or 0
+ * when none came within timeout_ms (or count is 0). Errors as
+ * vecring_recv_timeout.
+ */
+int vecring_recv_batch_timeout(vecring_link_t *link, vecring_buf_t *bufs, size_t count, int timeout_ms);
 
 /*
  * Zero-copy receiving: peek frames in place, release them once.
@@ -518,6 +571,114 @@ int vecring_rx_peek(vecring_link_t *link, vecring_frame_t *frames, size_t max);
 /** Releases the frames of the last vecring_rx_peek to the peer (nothing if
  *  none are held). VECRING_OK, VECRING_E_INVAL or VECRING_E_BUSY. */
 int vecring_rx_release(vecring_link_t *link);
+
+/* ==== Sleeping instead of polling ========================================= */
+
+/*
+ * A consumer thread with nothing to read (or a producer with no room) may
+ * sleep until the peer moves, instead of polling: an idle receiver then
+ * costs no CPU, and a frame wakes it within microseconds. The peer needs
+ * nothing special (the other end may poll, sleep, or be a DPDK port).
+ *
+ * In an event loop, put the link's descriptor in your own epoll (or poll)
+ * set once, and bracket each sleep with prepare / cancel:
+ *
+ *     int fd = vecring_rx_fd(link);         // same until vecring_close
+ *     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = link };
+ *     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+ *     for (;;) {
+ *         int n = vecring_recv_batch(link, bufs, 32);
+ *         if (n > 0) {
+ *             handle(bufs, n);
+ *             continue;
+ *         }
+ *         if (vecring_rx_prepare_wait(link) == 1) {   // nothing ready: sleep
+ *             epoll_wait(ep, events, 16, -1);
+ *             vecring_rx_cancel_wait(link);
+ *         }
+ *     }
+ *
+ * The descriptor becomes readable when frames may have arrived or the link
+ * changed (down, up, a new master); a wakeup may find nothing. A hostile
+ * peer that never rings can delay a frame until your epoll_wait times out:
+ * give it a timeout (say a second) if the peer is not trusted. Use it only
+ * for polling (EPOLLIN, level-triggered): do not read, write or close it. It
+ * stays the same for the handle's life, across link down and up, and is
+ * closed by vecring_close: remove it from your set before closing the link.
+ * Sleep only when prepare returned 1, and call cancel after every such sleep,
+ * before receiving: until then the peer takes the receiver for asleep and
+ * rings for it. With several vecring descriptors in one set, prepare each of
+ * them before every sleep: a descriptor stays readable until its next
+ * prepare.
+ *
+ * Without an event loop, vecring_rx_wait / vecring_tx_wait sleep for you,
+ * and vecring_recv_timeout, vecring_recv_batch_timeout and
+ * vecring_send_timeout are the copying calls with a timeout. They wake at
+ * least once a second to look at the ring themselves (a peer that never
+ * rings delays a frame by at most that), and vecring_close on another
+ * thread ends them at once with VECRING_E_CLOSED.
+ *
+ * Timeouts count as poll(2)'s do: milliseconds, -1 without limit, 0 not
+ * sleeping at all; below -1 is VECRING_E_INVAL. The RX (TX) functions here
+ * belong to the consumer (producer) thread like the others (VECRING_E_BUSY
+ * otherwise), except vecring_rx_fd and vecring_tx_fd: any thread.
+ */
+
+/**
+ * The receiver's descriptor (>= 0) for your epoll or poll set: readable when
+ * frames may have arrived or the link changed. The same value for the
+ * handle's whole life. Any thread. Errors: VECRING_E_INVAL, VECRING_E_CLOSED.
+ */
+int vecring_rx_fd(const vecring_link_t *link);
+
+/**
+ * Prepares the receiver to sleep on vecring_rx_fd: returns 1 (nothing to
+ * read: sleep now; the descriptor becomes readable when there is a reason to
+ * look) or 0 (frames are ready, or ready again: do not sleep, read them).
+ * Also 1 while the link is down: link up wakes the sleeper.
+ * Errors: VECRING_E_CORRUPT, VECRING_E_INVAL (frames held by vecring_rx_peek),
+ * VECRING_E_BUSY, VECRING_E_CLOSED.
+ */
+int vecring_rx_prepare_wait(vecring_link_t *link);
+
+/** Says the receiver runs again, after the sleep that followed
+ *  vecring_rx_prepare_wait. VECRING_OK, VECRING_E_INVAL (frames held by
+ *  vecring_rx_peek) or VECRING_E_BUSY. */
+int vecring_rx_cancel_wait(vecring_link_t *link);
+
+/**
+ * Sleeps until a frame is ready to read (returns 1) or timeout_ms passes
+ * (returns 0), through link down and up. Errors as vecring_rx_prepare_wait,
+ * and VECRING_E_INVAL for a timeout_ms below -1.
+ */
+int vecring_rx_wait(vecring_link_t *link, int timeout_ms);
+
+/**
+ * The sender's descriptor (>= 0) for your epoll or poll set: readable when
+ * room may have come or the link changed. As vecring_rx_fd.
+ */
+int vecring_tx_fd(const vecring_link_t *link);
+
+/**
+ * Prepares the sender to sleep on vecring_tx_fd until a frame of len bytes
+ * fits: returns 1 (no room: sleep now) or 0 (it fits: send it). As
+ * vecring_rx_prepare_wait; also VECRING_E_INVAL for len 0 or a TX chunk
+ * open, and VECRING_E_TOOBIG for a len above the link's maximum frame length
+ * (it would never fit).
+ */
+int vecring_tx_prepare_wait(vecring_link_t *link, size_t len);
+
+/** Says the sender runs again, after the sleep that followed
+ *  vecring_tx_prepare_wait. VECRING_OK, VECRING_E_INVAL (a TX chunk is
+ *  open) or VECRING_E_BUSY. */
+int vecring_tx_cancel_wait(vecring_link_t *link);
+
+/**
+ * Sleeps until a frame of len bytes fits (returns 1) or timeout_ms passes
+ * (returns 0), through link down and up. Errors as vecring_tx_prepare_wait,
+ * and VECRING_E_INVAL for a timeout_ms below -1.
+ */
+int vecring_tx_wait(vecring_link_t *link, size_t len, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,9 @@
 //! - the C test helper makes the same frames as `vecring_core::pattern`;
 //! - `tests/c/api.c` checks the API's contract call by call;
 //! - `tests/c/close_race.c` closes handles that other threads are using;
+//! - the waits (sleeping instead of polling): `tests/c/wait_api.c` and
+//!   `tests/c/wait.c`, a C receiver in its own `epoll` set with a Rust
+//!   peer (module `wait`, `tests/ffi_wait.rs`);
 //! - a C master exchanges self-checking frames both ways with a Rust slave,
 //!   and a C slave with a `dpdk-testpmd` master (vecring PMD, io forwarding),
 //!   every byte checked;
@@ -24,6 +27,9 @@ use std::time::{Duration, Instant};
 use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_options_t};
 use vecring_core::{pattern, Link, PushError, RecvError, Role, SendError};
 use vecring_tests::Watchdog;
+
+#[path = "ffi_wait.rs"]
+mod wait;
 
 /// The repository root.
 fn root() -> PathBuf {
@@ -146,6 +152,11 @@ fn show(out: &std::process::Output) -> String {
 
 /// Compiles C sources into `dir/name`, against `include/vecring.h` and the
 /// built shared library (found at run time through an rpath).
+///
+/// The rpath is an old-style `DT_RPATH`, which the loader searches before
+/// `LD_LIBRARY_PATH`: `cargo test` puts `target/<profile>` on that path,
+/// where an older `libvecring.so` from a `cargo build -p vecring-ffi` may
+/// lie, and a test must run the library it was built with.
 fn compile(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
     let libs = lib_dir();
     let exe = dir.join(name);
@@ -163,7 +174,8 @@ fn compile(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
     .arg("-L")
     .arg(&libs)
     .arg("-lvecring")
-    .arg(format!("-Wl,-rpath,{}", libs.display()));
+    .arg(format!("-Wl,-rpath,{}", libs.display()))
+    .arg("-Wl,--disable-new-dtags");
     let out = run(&mut cmd, Duration::from_secs(120));
     assert!(out.status.success(), "compiling {name}: {}", show(&out));
     exe

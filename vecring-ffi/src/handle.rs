@@ -1,6 +1,7 @@
 //! The handle behind `vecring_link_t *`: the [`Link`], its [`Sender`] and
-//! [`Receiver`], each endpoint behind its own try-lock, and the state of
-//! an open zero-copy chunk between calls.
+//! [`Receiver`], each endpoint behind its own try-lock, the state of an
+//! open zero-copy chunk between calls, and what the waits of other threads
+//! sleep on (the endpoints' wait-set descriptors and the close bell).
 //!
 //! # Chunks across calls
 //!
@@ -18,9 +19,11 @@
 //! 3. a chunk never leaves its state struct, which the try-lock gives to
 //!    one thread at a time.
 
-use crate::error::{cstr, Error, VECRING_E_BUSY, VECRING_E_INVAL};
+use crate::closing::CloseBell;
+use crate::error::{cstr, Error, VECRING_E_BUSY, VECRING_E_INVAL, VECRING_E_IO};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use vecring_core::memory::RegionRing;
@@ -35,6 +38,14 @@ pub struct vecring_link {
     tx: TryLock<TxState>,
     rx: TryLock<RxState>,
     link: Link,
+    /// The receiver's wait set (`Receiver::as_fd`), read once at open: it
+    /// is the same for the receiver's life, which is the handle's, so any
+    /// thread may ask for it without the RX lock.
+    rx_fd: RawFd,
+    /// The sender's wait set, likewise.
+    tx_fd: RawFd,
+    /// Rung by `vecring_close`: wakes the blocking waits.
+    close_bell: CloseBell,
 }
 
 const TX_BUSY: &CStr =
@@ -48,11 +59,42 @@ impl vecring_link {
     pub(crate) fn new(link: Link) -> Result<vecring_link, Error> {
         let sender = link.sender().map_err(crate::error::link_error)?;
         let receiver = link.receiver().map_err(crate::error::link_error)?;
+        let close_bell = CloseBell::new().map_err(|e| {
+            Error::new(
+                VECRING_E_IO,
+                format!("cannot make the link's close eventfd: {e}"),
+            )
+        })?;
         Ok(vecring_link {
+            rx_fd: receiver.as_raw_fd(),
+            tx_fd: sender.as_raw_fd(),
             tx: TryLock::new(TxState::new(sender)),
             rx: TryLock::new(RxState::new(receiver)),
             link,
+            close_bell,
         })
+    }
+
+    /// The receiver's wait-set descriptor (`vecring_rx_fd`).
+    pub(crate) fn rx_fd(&self) -> RawFd {
+        self.rx_fd
+    }
+
+    /// The sender's wait-set descriptor (`vecring_tx_fd`).
+    pub(crate) fn tx_fd(&self) -> RawFd {
+        self.tx_fd
+    }
+
+    /// What the blocking waits poll besides their wait set: readable once
+    /// the handle is being closed.
+    pub(crate) fn close_fd(&self) -> BorrowedFd<'_> {
+        self.close_bell.as_fd()
+    }
+
+    /// Wakes every blocking wait on the handle (called by the close,
+    /// after it has marked every lane closed).
+    pub(crate) fn wake_waiters(&self) {
+        self.close_bell.ring();
     }
 
     /// The link.

@@ -18,7 +18,12 @@
 //! - `table`: the handle table that `vecring_link_t *` values index, with
 //!   the reference counts that let `vecring_close` race calls on other
 //!   threads safely;
-//! - [`link`], [`tx`], [`rx`]: the exported functions.
+//! - `closing`: the eventfd that `vecring_close` rings to wake the
+//!   blocking waits of other threads;
+//! - [`link`], [`tx`], [`rx`]: the exported functions;
+//! - [`wait`]: sleeping instead of polling: the descriptors for the
+//!   application's own `epoll`, prepare / cancel around each sleep, and
+//!   the blocking waits.
 //!
 //! `tests/ffi.rs` checks the header against this crate (struct sizes and
 //! offsets, constants, the set of exported symbols) and runs C programs
@@ -26,6 +31,7 @@
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]
 
+mod closing;
 pub mod error;
 mod handle;
 pub mod link;
@@ -33,6 +39,7 @@ pub mod options;
 pub mod rx;
 mod table;
 pub mod tx;
+pub mod wait;
 
 pub use error::*;
 pub use handle::vecring_link;
@@ -40,6 +47,7 @@ pub use link::*;
 pub use options::*;
 pub use rx::*;
 pub use tx::*;
+pub use wait::*;
 
 /// `vecring_frame_t.flags`: the frame's slots wrap around the end of the
 /// ring, so `data` points to a copy rather than into the ring.
@@ -82,6 +90,7 @@ pub const EXPORTED_FUNCTIONS: &[&str] = &[
     "vecring_geometry",
     "vecring_counters",
     "vecring_send",
+    "vecring_send_timeout",
     "vecring_send_batch",
     "vecring_tx_reserve",
     "vecring_tx_alloc",
@@ -89,10 +98,21 @@ pub const EXPORTED_FUNCTIONS: &[&str] = &[
     "vecring_tx_commit",
     "vecring_tx_abort",
     "vecring_tx_unread",
+    "vecring_tx_peer_present",
     "vecring_recv",
+    "vecring_recv_timeout",
     "vecring_recv_batch",
+    "vecring_recv_batch_timeout",
     "vecring_rx_peek",
     "vecring_rx_release",
+    "vecring_rx_fd",
+    "vecring_rx_prepare_wait",
+    "vecring_rx_cancel_wait",
+    "vecring_rx_wait",
+    "vecring_tx_fd",
+    "vecring_tx_prepare_wait",
+    "vecring_tx_cancel_wait",
+    "vecring_tx_wait",
     "vecring_strerror",
     "vecring_last_error_message",
     "vecring_version",

@@ -1,15 +1,17 @@
-//! Receiving: copies of single frames and batches, and the zero-copy
-//! peek / release form. All of these belong to the link's one consumer
-//! thread; a second thread inside one of them at the same moment gets
-//! `VECRING_E_BUSY`.
+//! Receiving: copies of single frames and batches (at once, or waiting up
+//! to a timeout), and the zero-copy peek / release form. All of these
+//! belong to the link's one consumer thread; a second thread inside one of
+//! them at the same moment gets `VECRING_E_BUSY`.
 
-use crate::error::{corruption, guard, recv_error, Error, VECRING_OK};
+use crate::error::{corruption, guard, recv_error, Error, VECRING_E_AGAIN, VECRING_OK};
 use crate::handle::vecring_link;
 use crate::table::{Lane, Ref};
 use crate::tx::c_count;
+use crate::wait::{self, RxWaiter};
 use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
 use std::ffi::{c_int, c_void};
-use vecring_core::RecvError;
+use std::time::Duration;
+use vecring_core::{Receiver, RecvError};
 
 /// Copies the next frame into `buf` (`cap` bytes); its length goes to
 /// `*len`, or the length it needs if it does not fit.
@@ -24,11 +26,29 @@ pub unsafe extern "C" fn vecring_recv(
     cap: usize,
     len: *mut usize,
 ) -> c_int {
+    // SAFETY: forwarded caller guarantees; 0 never sleeps.
+    unsafe { vecring_recv_timeout(link, buf, cap, len, 0) }
+}
+
+/// [`vecring_recv`], waiting up to `timeout_ms` (-1: no limit) for a frame,
+/// through link down and up; `VECRING_E_AGAIN` if none came.
+///
+/// # Safety
+/// As [`vecring_recv`].
+#[no_mangle]
+pub unsafe extern "C" fn vecring_recv_timeout(
+    link: *mut vecring_link,
+    buf: *mut c_void,
+    cap: usize,
+    len: *mut usize,
+    timeout_ms: c_int,
+) -> c_int {
     guard(|| {
         let h = Ref::new(link, Lane::Rx)?;
         if len.is_null() {
             return Err(Error::inval("len is NULL"));
         }
+        let timeout = wait::timeout(timeout_ms)?;
         let dst: &mut [u8] = if cap == 0 {
             &mut []
         } else if buf.is_null() {
@@ -41,20 +61,45 @@ pub unsafe extern "C" fn vecring_recv(
             }
         };
         let mut rx = h.rx()?;
-        match rx.receiver()?.recv(dst) {
-            Ok(n) => {
-                // SAFETY: non-null and writable (caller).
-                unsafe { len.write(n) };
-                Ok(VECRING_OK)
+        let r = rx.receiver()?;
+        // Set at the first miss, so that a frame found at once (the
+        // polling path, `vecring_recv`) does not read the clock.
+        let mut deadline = None;
+        loop {
+            match r.recv(dst) {
+                Ok(n) => {
+                    // SAFETY: non-null and writable (caller).
+                    unsafe { len.write(n) };
+                    return Ok(VECRING_OK);
+                }
+                Err(RecvError::BufferTooSmall { needed }) => {
+                    // SAFETY: as above.
+                    unsafe { len.write(needed) };
+                    return Err(recv_error(RecvError::BufferTooSmall { needed }));
+                }
+                // Nothing yet, or down: wait (unless told not to).
+                Err(e @ (RecvError::Empty | RecvError::LinkDown))
+                    if timeout == Some(Duration::ZERO) =>
+                {
+                    return Err(recv_error(e))
+                }
+                Err(RecvError::Empty | RecvError::LinkDown) => {}
+                Err(e) => return Err(recv_error(e)),
             }
-            Err(RecvError::BufferTooSmall { needed }) => {
-                // SAFETY: as above.
-                unsafe { len.write(needed) };
-                Err(recv_error(RecvError::BufferTooSmall { needed }))
+            let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
+            if !wait::block(&h, &mut RxWaiter(r), h.rx_fd(), wait::left(until))? {
+                return Err(no_frame(timeout_ms));
             }
-            Err(e) => Err(recv_error(e)),
         }
     })
+}
+
+/// A receive that waited in vain.
+fn no_frame(timeout_ms: c_int) -> Error {
+    Error::new(
+        VECRING_E_AGAIN,
+        format!("no frame came within {timeout_ms} ms"),
+    )
 }
 
 /// A C buffer known to be valid, as `recv_batch` wants it.
@@ -85,8 +130,26 @@ pub unsafe extern "C" fn vecring_recv_batch(
     bufs: *mut vecring_buf_t,
     count: usize,
 ) -> c_int {
+    // SAFETY: forwarded caller guarantees; 0 never sleeps.
+    unsafe { vecring_recv_batch_timeout(link, bufs, count, 0) }
+}
+
+/// [`vecring_recv_batch`], waiting up to `timeout_ms` (-1: no limit) for
+/// the first frame, through link down and up; returns as soon as at least
+/// one was read, or 0 if none came.
+///
+/// # Safety
+/// As [`vecring_recv_batch`].
+#[no_mangle]
+pub unsafe extern "C" fn vecring_recv_batch_timeout(
+    link: *mut vecring_link,
+    bufs: *mut vecring_buf_t,
+    count: usize,
+    timeout_ms: c_int,
+) -> c_int {
     guard(|| {
         let h = Ref::new(link, Lane::Rx)?;
+        let timeout = wait::timeout(timeout_ms)?;
         if count == 0 {
             return Ok(0);
         }
@@ -110,23 +173,45 @@ pub unsafe extern "C" fn vecring_recv_batch(
         lens.resize(count, 0);
         let result = match rx.receiver() {
             Err(e) => Err(e),
-            Ok(r) => match r.recv_batch(checked, &mut lens) {
-                Ok(n) => {
-                    for (b, &l) in checked.iter_mut().zip(&lens[..n]) {
-                        b.0.len = l as u32;
-                    }
-                    Ok(c_count(n))
-                }
-                Err(RecvError::BufferTooSmall { needed }) => {
-                    checked[0].0.len = u32::try_from(needed).unwrap_or(u32::MAX);
-                    Err(recv_error(RecvError::BufferTooSmall { needed }))
-                }
-                Err(e) => Err(recv_error(e)),
-            },
+            Ok(r) => recv_batch_waiting(&h, r, checked, &mut lens, timeout),
         };
         rx.lens = lens;
         result
     })
+}
+
+/// The loop of [`vecring_recv_batch_timeout`]: reads, and while there is
+/// nothing to read waits up to `timeout` in all.
+fn recv_batch_waiting(
+    h: &Ref,
+    r: &mut Receiver,
+    bufs: &mut [CheckedBuf],
+    lens: &mut [usize],
+    timeout: Option<Duration>,
+) -> Result<c_int, Error> {
+    // Set at the first miss (see `vecring_recv_timeout`).
+    let mut deadline = None;
+    loop {
+        match r.recv_batch(bufs, lens) {
+            // Nothing yet, or down: wait (unless told not to).
+            Ok(0) | Err(RecvError::LinkDown) if timeout != Some(Duration::ZERO) => {}
+            Ok(n) => {
+                for (b, &l) in bufs.iter_mut().zip(&lens[..n]) {
+                    b.0.len = l as u32;
+                }
+                return Ok(c_count(n));
+            }
+            Err(RecvError::BufferTooSmall { needed }) => {
+                bufs[0].0.len = u32::try_from(needed).unwrap_or(u32::MAX);
+                return Err(recv_error(RecvError::BufferTooSmall { needed }));
+            }
+            Err(e) => return Err(recv_error(e)),
+        }
+        let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
+        if !wait::block(h, &mut RxWaiter(r), h.rx_fd(), wait::left(until))? {
+            return Ok(0);
+        }
+    }
 }
 
 /// Hands out up to `max` ready frames in place, in `frames[0..n]`; returns

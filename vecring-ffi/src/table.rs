@@ -291,7 +291,16 @@ pub(crate) fn close(p: *const vecring_link) -> Result<(), Error> {
             slot.drain_one();
         }
     }
-    // Calls in flight notice the close (`Ref::closing`) and return.
+    // Calls in flight notice the close (`Ref::closing`) and return; the
+    // blocking RX and TX waits sleep on the close bell, rung here.
+    // Relaxed: ordered after `insert`'s store by the AcqRel claim above.
+    let h = slot.handle.load(Ordering::Relaxed);
+    if !h.is_null() {
+        // SAFETY: the closer's own share of `pending` (released by the
+        // last `drain_one` below) keeps the handle from being freed; the
+        // claim above made this thread the handle's one closer.
+        unsafe { &*h }.wake_waiters();
+    }
     let deadline = Instant::now() + DRAIN_WAIT;
     // Acquire: pairs with the AcqRel decrements in `drain_one`.
     while slot.pending.load(Ordering::Acquire) > 1 && Instant::now() < deadline {

@@ -297,26 +297,38 @@ fn close_ends_a_wait_on_another_thread_many_times() {
     let o = options(VECRING_ROLE_SLAVE, &domain, &link, &run_dir);
     for round in 0..50u64 {
         let h = open(&o) as usize;
-        let waiters: Vec<_> = (0..2)
+        let waiters: Vec<_> = (0..4)
             .map(|k| {
                 std::thread::spawn(move || {
                     let h = h as *mut vecring_link;
-                    let rc = if k == 0 {
+                    let mut buf = [0u8; 64];
+                    let rc = match k {
                         // SAFETY: the handle is checked; a null generation
                         // is allowed.
-                        unsafe { vecring_wait_up(h, 30_000, std::ptr::null_mut()) }
-                    } else {
-                        let mut buf = [0u8; 64];
-                        let mut len = 0;
-                        loop {
+                        0 => unsafe { vecring_wait_up(h, 30_000, std::ptr::null_mut()) },
+                        1 => loop {
+                            let mut len = 0;
                             // SAFETY: as above, with a live buffer.
                             let rc = unsafe {
                                 vecring_recv(h, buf.as_mut_ptr().cast(), buf.len(), &mut len)
                             };
-                            if rc != VECRING_E_LINK_DOWN {
+                            // Busy: waiter 2 is inside an RX call.
+                            if rc != VECRING_E_LINK_DOWN && rc != VECRING_E_BUSY {
                                 break rc;
                             }
-                        }
+                        },
+                        // Asleep on the receiver's wait set while down:
+                        // only the close bell (or the wait's one-second
+                        // look) wakes it.
+                        2 => loop {
+                            // SAFETY: as above.
+                            let rc = unsafe { vecring_rx_wait(h, -1) };
+                            if rc != VECRING_E_BUSY {
+                                break rc;
+                            }
+                        },
+                        // SAFETY: as above.
+                        _ => unsafe { vecring_send_timeout(h, buf.as_ptr().cast(), 64, -1) },
                     };
                     assert_eq!(rc, VECRING_E_CLOSED, "waiter {k}");
                 })
@@ -326,10 +338,15 @@ fn close_ends_a_wait_on_another_thread_many_times() {
         std::thread::sleep(Duration::from_micros(round * 97 % 3000));
         // SAFETY: closing any value is allowed.
         assert_eq!(unsafe { vecring_close(h as *mut vecring_link) }, VECRING_OK);
+        // Every wait noticed the close while the close waited for it, so
+        // the close itself freed the handle.
+        assert!(
+            table::is_freed(h as *mut vecring_link),
+            "round {round}: a wait outlived vecring_close"
+        );
         for w in waiters {
             w.join().unwrap();
         }
-        assert!(table::is_freed(h as *mut vecring_link));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

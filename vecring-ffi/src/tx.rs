@@ -1,7 +1,7 @@
-//! Sending: copies of single frames and batches, and the zero-copy
-//! reserve / alloc-or-push / commit form. All of these belong to the
-//! link's one producer thread; a second thread inside one of them at the
-//! same moment gets `VECRING_E_BUSY`.
+//! Sending: copies of single frames and batches (at once, or waiting up to
+//! a timeout for room), and the zero-copy reserve / alloc-or-push / commit
+//! form. All of these belong to the link's one producer thread; a second
+//! thread inside one of them at the same moment gets `VECRING_E_BUSY`.
 
 use crate::error::{
     guard, push_error, send_error, Error, FULL, VECRING_E_AGAIN, VECRING_E_TOOBIG, VECRING_OK,
@@ -9,7 +9,10 @@ use crate::error::{
 use crate::handle::{vecring_link, Staged};
 use crate::table::{Lane, Ref};
 use crate::vecring_frame_t;
+use crate::wait::{self, TxWaiter};
 use std::ffi::{c_int, c_void};
+use std::time::Duration;
+use vecring_core::{PushError, SendError};
 
 /// The bytes of a C buffer, checked for null and size.
 ///
@@ -53,13 +56,49 @@ pub unsafe extern "C" fn vecring_send(
     frame: *const c_void,
     len: usize,
 ) -> c_int {
+    // SAFETY: forwarded caller guarantees; 0 never sleeps.
+    unsafe { vecring_send_timeout(link, frame, len, 0) }
+}
+
+/// [`vecring_send`], waiting up to `timeout_ms` (-1: no limit) for room,
+/// through link down and up; `VECRING_E_AGAIN` if none came.
+///
+/// # Safety
+/// As [`vecring_send`].
+#[no_mangle]
+pub unsafe extern "C" fn vecring_send_timeout(
+    link: *mut vecring_link,
+    frame: *const c_void,
+    len: usize,
+    timeout_ms: c_int,
+) -> c_int {
     guard(|| {
         let h = Ref::new(link, Lane::Tx)?;
         // SAFETY: forwarded caller guarantee.
         let bytes = unsafe { bytes(frame, len, "frame")? };
+        let timeout = wait::timeout(timeout_ms)?;
         let mut tx = h.tx()?;
-        tx.sender()?.send(bytes).map_err(send_error)?;
-        Ok(VECRING_OK)
+        let sender = tx.sender()?;
+        // Set at the first miss, so that a frame sent at once (the polling
+        // path, `vecring_send`) does not read the clock.
+        let mut deadline = None;
+        loop {
+            match sender.send(bytes) {
+                Ok(()) => return Ok(VECRING_OK),
+                // No room yet, or down: wait (unless told not to).
+                Err(SendError::Push(PushError::Full) | SendError::LinkDown)
+                    if timeout != Some(Duration::ZERO) => {}
+                Err(e) => return Err(send_error(e)),
+            }
+            let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
+            let mut w = TxWaiter { sender, len };
+            if !wait::block(&h, &mut w, h.tx_fd(), wait::left(until))? {
+                return Err(Error::new(
+                    VECRING_E_AGAIN,
+                    format!("no room for the frame within {timeout_ms} ms"),
+                ));
+            }
+        }
     })
 }
 
@@ -273,5 +312,19 @@ pub unsafe extern "C" fn vecring_tx_unread(link: *mut vecring_link) -> c_int {
         let mut tx = h.tx()?;
         let unread = tx.sender()?.unread();
         Ok(c_count(usize::try_from(unread).unwrap_or(usize::MAX)))
+    })
+}
+
+/// 1 if the peer has a receiver on the link now (frames sent while it has
+/// none may never be read), 0 if not or if the link is down.
+///
+/// # Safety
+/// None for `link` (any value is checked; see [`vecring_close`](crate::vecring_close)).
+#[no_mangle]
+pub unsafe extern "C" fn vecring_tx_peer_present(link: *mut vecring_link) -> c_int {
+    guard(|| {
+        let h = Ref::new(link, Lane::Tx)?;
+        let mut tx = h.tx()?;
+        Ok(c_int::from(tx.sender()?.peer_present()))
     })
 }

@@ -43,10 +43,9 @@ int main(int argc, char **argv)
 	for (unsigned long i = 0; i < count; i++) {
 		char frame[64];
 		int n = snprintf(frame, sizeof frame, "frame %lu", i);
-		int rc;
-		/* A full ring means the slave is behind: try again. */
-		while ((rc = vecring_send(link, frame, (size_t)n + 1)) == VECRING_E_AGAIN)
-			;
+		/* A full ring means the slave is behind: sleep until it has read
+		 * (30 s at most; then VECRING_E_AGAIN). */
+		int rc = vecring_send_timeout(link, frame, (size_t)n + 1, 30000);
 		if (check(rc, "send"))
 			goto out;
 	}

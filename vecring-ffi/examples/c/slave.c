@@ -38,10 +38,8 @@ int main(int argc, char **argv)
 	for (unsigned long i = 0; i < count; i++) {
 		char buf[9216], want[64];
 		size_t len = 0;
-		int rc;
-		/* A real receiver would sleep between polls, or use several links. */
-		while ((rc = vecring_recv(link, buf, sizeof buf, &len)) == VECRING_E_AGAIN)
-			;
+		/* Sleeps until the frame comes (30 s at most; then VECRING_E_AGAIN). */
+		int rc = vecring_recv_timeout(link, buf, sizeof buf, &len, 30000);
 		if (check(rc, "receive"))
 			goto out;
 		int n = snprintf(want, sizeof want, "frame %lu", i);

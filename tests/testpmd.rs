@@ -119,6 +119,40 @@ impl Env {
     }
 }
 
+/// Builds `tests/c/<name>.c` against DPDK (`pkg-config libdpdk`) into the
+/// test's work directory.
+pub fn build_dpdk_program(env: &Env, name: &str) -> PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("c")
+        .join(format!("{name}.c"));
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "libdpdk"])
+        .output()
+        .expect("pkg-config");
+    assert!(
+        flags.status.success(),
+        "pkg-config libdpdk: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let exe = env.work.join(name);
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O2", "-g", "-Wall", "-Werror"])
+        .arg(&src)
+        .args(flags.split_whitespace())
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
 /// An interactive `dpdk-testpmd` under a `timeout` watchdog, fed commands on
 /// stdin, its output in `<work>/<name>.log`.
 pub struct Testpmd {

@@ -12,15 +12,19 @@
  *      rte_epoll_wait (5 s at most), disables the interrupts of the queues
  *      that woke and drains them with rte_eth_rx_burst. Every frame must
  *      carry the queue it came on and a per-queue sequence number, in
- *      order (see frame_ok).
+ *      order (see frame_ok);
+ *   3. with "down" as the last argument: sleeps the same way until the
+ *      link is down (the peer leaves while it sleeps), each sleep 5 s at
+ *      most, and checks that the queues then receive nothing.
  *
- * usage: rx_intr <EAL args> -- Q FRAMES IDLE
+ * usage: rx_intr <EAL args> -- Q FRAMES IDLE [down]
  *
  * Prints "rx_intr: ready" once the queues are in the epoll set (the peer
  * starts its idle period then), "rx_intr: idle cpu_us=C wall_us=W
  * wakeups=N", then "rx_intr: received F frames, E events, T timeouts" and
- * "rx_intr: ok". Exits 1 on a setup error or a bad frame, 2 if nothing
- * happened within its own watchdog (90 s).
+ * "rx_intr: link down after E events, T timeouts" in mode "down", and
+ * "rx_intr: ok". Exits 1 on a setup error, a bad frame or a timeout;
+ * SIGALRM ends it if it is still running after its own watchdog (90 s).
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <inttypes.h>
@@ -117,6 +121,7 @@ int main(int argc, char **argv)
 	uint64_t cpu0, wall0, idle_until;
 	uint16_t port, queues, q;
 	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
+	int down = 0;
 
 	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
 	rc = rte_eal_init(argc, argv);
@@ -124,8 +129,12 @@ int main(int argc, char **argv)
 		die("rte_eal_init", rc);
 	argc -= rc;
 	argv += rc;
+	if (argc == 5 && strcmp(argv[4], "down") == 0) {
+		down = 1;
+		argc--;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S\n");
+		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S [down]\n");
 		return 1;
 	}
 	queues = (uint16_t)atoi(argv[1]);
@@ -218,10 +227,49 @@ int main(int argc, char **argv)
 	}
 	printf("rx_intr: received %d frames, %d events, %d timeouts\n", got, events, timeouts);
 	fflush(stdout);
+
+	/* 3. The peer leaves while the queues sleep: a link change wakes them. */
+	if (down && timeouts == 0) {
+		int down_events = 0;
+
+		for (;;) {
+			memset(&link, 0, sizeof(link));
+			if (rte_eth_link_get_nowait(port, &link) == 0 &&
+			    link.link_status == RTE_ETH_LINK_DOWN)
+				break;
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_enable(port, q);
+			n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 5000);
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_disable(port, q);
+			if (n == 0) {
+				timeouts++;
+				fprintf(stderr, "rx_intr: no event in 5 s while waiting for link down\n");
+				break;
+			}
+			if (n > 0)
+				down_events += n;
+			for (q = 0; q < queues; q++) {
+				rc = drain(port, q);
+				if (rc != 0) {
+					fprintf(stderr, "rx_intr: %d frames after the last one\n", rc);
+					return 1;
+				}
+			}
+		}
+		printf("rx_intr: link down after %d events, %d timeouts\n", down_events, timeouts);
+		fflush(stdout);
+		for (q = 0; q < queues; q++) {
+			if (drain(port, q) != 0) {
+				fprintf(stderr, "rx_intr: queue %u received after link down\n", q);
+				return 1;
+			}
+		}
+	}
 	rte_eth_dev_stop(port);
 	rte_eth_dev_close(port);
 	rte_eal_cleanup();
-	if (got != frames)
+	if (got != frames || timeouts != 0)
 		return 1;
 	printf("rx_intr: ok\n");
 	return 0;

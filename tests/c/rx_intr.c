@@ -8,7 +8,10 @@
  *
  *   1. idles for IDLE seconds, sleeping in rte_epoll_wait with the
  *      queues' interrupts enabled, and reports the thread's CPU time;
- *   2. receives FRAMES frames: each time, enables the interrupts, sleeps in
+ *   2. pauses 300 ms with the interrupts disabled (a frame the peer sends
+ *      then is waiting when they are enabled again: the first sleep must
+ *      end at once, not by the next frame or the timeout), then
+ *      receives FRAMES frames: each time, enables the interrupts, sleeps in
  *      rte_epoll_wait (5 s at most), disables the interrupts of the queues
  *      that woke and drains them with rte_eth_rx_burst. Every frame must
  *      carry the queue it came on and a per-queue sequence number, in
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	/* 2. Frames: each burst wakes the sleeper by an event. */
+	usleep(300000);
 	while (got < frames) {
 		for (q = 0; q < queues; q++)
 			rte_eth_dev_rx_intr_enable(port, q);

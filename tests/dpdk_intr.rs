@@ -11,10 +11,12 @@
 //! 2. it sends [`FRAMES`] frames spread over both queues with pauses of
 //!    20 to 50 ms; the program must be woken by an event for each (no 5 s
 //!    timeout) and receive every frame, in order per queue. In the cases
-//!    without `down`, the first frame comes while the program has its
-//!    interrupts disabled, and the next one only after [`PENDING_PAUSE`]:
-//!    enabling with a frame waiting must wake the program at once, as
-//!    `l3fwd-power` sleeps right after enabling;
+//!    without `down`, once the first half has arrived (so that the peer has
+//!    acknowledged the sleep protocol on every queue and no nap timer runs)
+//!    one frame comes while the program has its interrupts disabled, and
+//!    no other until the program has received it: enabling with a frame
+//!    waiting must wake the program at once (else its 5 s sleep times out),
+//!    as `l3fwd-power` sleeps right after enabling;
 //! 3. in the `down` cases it then leaves while the program sleeps; the
 //!    program must wake (no timeout) and see the link down.
 //!
@@ -42,10 +44,6 @@ const QUEUES: u16 = 2;
 const FRAMES: u32 = 40;
 /// Seconds the program idles, asleep, before frames come.
 const IDLE_S: u32 = 3;
-/// The pause after a first frame sent while the program's interrupts are
-/// disabled: longer than its 5 s sleeps, so that a frame waiting at enable
-/// that does not wake it shows as a timeout.
-const PENDING_PAUSE: Duration = Duration::from_secs(6);
 
 /// Frame `seq` of queue `q`: to the program's MAC, the queue at bytes
 /// 14..16 and the sequence at 16..20 (see `rx_intr.c`).
@@ -221,16 +219,22 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
     while sent < FRAMES {
         let burst = if round % 5 == 4 { 3 } else { 1 };
         for _ in 0..burst.min(FRAMES - sent) {
+            // The program pauses with its interrupts disabled once it has
+            // the first half: this frame waits for its next enable.
+            let pending = sent == FRAMES / 2 && !leave;
+            if pending {
+                p.wait_line("rx_intr: pausing", STALL);
+            }
             let q = (sent % u32::from(QUEUES)) as u16;
             let i = usize::from(q);
             send(&mut senders[i], &frame(q, seq[i]), &p);
             seq[i] += 1;
             sent += 1;
+            if pending {
+                p.wait_line("rx_intr: woke for a waiting frame", STALL);
+            }
         }
         round += 1;
-        if round == 1 && !leave {
-            std::thread::sleep(PENDING_PAUSE);
-        }
         std::thread::sleep(Duration::from_millis(20 + round * 7 % 31));
     }
     let received = p.wait_line("rx_intr: received", STALL);

@@ -8,14 +8,15 @@
  *
  *   1. idles for IDLE seconds, sleeping in rte_epoll_wait with the
  *      queues' interrupts enabled, and reports the thread's CPU time;
- *   2. pauses 300 ms with the interrupts disabled (a frame the peer sends
- *      then is waiting when they are enabled again: the first sleep must
- *      end at once, not by the next frame or the timeout), then
- *      receives FRAMES frames: each time, enables the interrupts, sleeps in
+ *   2. receives FRAMES frames: each time, enables the interrupts, sleeps in
  *      rte_epoll_wait (5 s at most), disables the interrupts of the queues
  *      that woke and drains them with rte_eth_rx_burst. Every frame must
  *      carry the queue it came on and a per-queue sequence number, in
- *      order (see frame_ok);
+ *      order (see frame_ok). After the first FRAMES / 2 frames it prints
+ *      "rx_intr: pausing" and pauses 300 ms with the interrupts disabled:
+ *      a frame the peer sends then is waiting when they are enabled again,
+ *      and the next sleep must end at once (the peer sends nothing more
+ *      until it reads "rx_intr: woke for a waiting frame");
  *   3. with "down" as the last argument: sleeps the same way until the
  *      link is down (the peer leaves while it sleeps), each sleep 5 s at
  *      most, and checks that the queues then receive nothing.
@@ -124,7 +125,7 @@ int main(int argc, char **argv)
 	uint64_t cpu0, wall0, idle_until;
 	uint16_t port, queues, q;
 	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
-	int down = 0;
+	int down = 0, paused = 0, woke_for_waiting = 0;
 
 	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
 	rc = rte_eal_init(argc, argv);
@@ -207,7 +208,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	/* 2. Frames: each burst wakes the sleeper by an event. */
-	usleep(300000);
 	while (got < frames) {
 		for (q = 0; q < queues; q++)
 			rte_eth_dev_rx_intr_enable(port, q);
@@ -227,6 +227,17 @@ int main(int argc, char **argv)
 			if (rc < 0)
 				return 1;
 			got += rc;
+			if (rc > 0 && paused && !woke_for_waiting) {
+				woke_for_waiting = 1;
+				printf("rx_intr: woke for a waiting frame\n");
+				fflush(stdout);
+			}
+		}
+		if (!paused && got >= frames / 2) {
+			paused = 1;
+			printf("rx_intr: pausing\n");
+			fflush(stdout);
+			usleep(300000);
 		}
 	}
 	printf("rx_intr: received %d frames, %d events, %d timeouts\n", got, events, timeouts);

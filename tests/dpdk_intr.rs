@@ -10,15 +10,20 @@
 //!    than 1 % of that time in CPU;
 //! 2. it sends [`FRAMES`] frames spread over both queues with pauses of
 //!    20 to 50 ms; the program must be woken by an event for each (no 5 s
-//!    timeout) and receive every frame, in order per queue. In the cases
-//!    without `down`, once the first half has arrived (so that the peer has
-//!    acknowledged the sleep protocol on every queue and no nap timer runs)
-//!    one frame comes while the program has its interrupts disabled, and
-//!    no other until the program has received it: enabling with a frame
-//!    waiting must wake the program at once (else its 5 s sleep times out),
-//!    as `l3fwd-power` sleeps right after enabling;
+//!    timeout) and receive every frame, in order per queue. Once the first
+//!    half has arrived (so that the peer has acknowledged the sleep
+//!    protocol on every queue and no nap timer runs), one frame comes
+//!    while the program has its interrupts disabled, and no other until
+//!    the program has received it: enabling with a frame waiting must wake
+//!    the program at once (else its 5 s sleep times out), as `l3fwd-power`
+//!    sleeps right after enabling;
 //! 3. in the `down` cases it then leaves while the program sleeps; the
-//!    program must wake (no timeout) and see the link down.
+//!    program must wake (no timeout) and see the link down;
+//! 4. in the `relink` cases a second thread of the program sets the port's
+//!    link down and up again while the queues sleep (the port closes its
+//!    link and opens a new one, whose receivers replace the queues'): the
+//!    program must wake (no timeout) until the link is up again, and then
+//!    be woken by [`FRAMES`]` / 4` more frames on the new link.
 //!
 //! Each case runs with the program's port in role master and in role
 //! slave. They need root, a C compiler, DPDK's `pkg-config` file and the
@@ -137,13 +142,14 @@ fn field(line: &str, key: &str) -> u64 {
     found.unwrap_or_else(|| panic!("no {key} in '{line}'"))
 }
 
-/// Sends `f` on `tx`, retrying while the ring is full.
+/// Sends `f` on `tx`, retrying while the ring is full (or the link not up
+/// yet on this side).
 fn send(tx: &mut vecring_core::Sender, f: &[u8], p: &Program) {
     let deadline = Instant::now() + STALL;
     loop {
         match tx.send(f) {
             Ok(()) => return,
-            Err(SendError::Push(PushError::Full)) => {}
+            Err(SendError::Push(PushError::Full) | SendError::LinkDown) => {}
             Err(e) => panic!("send: {e}\n{}", p.output()),
         }
         assert!(Instant::now() < deadline, "ring stays full\n{}", p.output());
@@ -151,10 +157,21 @@ fn send(tx: &mut vecring_core::Sender, f: &[u8], p: &Program) {
     }
 }
 
+/// What happens after the frames.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// The program stops its port.
+    Stop,
+    /// The peer leaves while the program sleeps.
+    PeerLeaves,
+    /// The program sets its link down and up while it sleeps.
+    Relink,
+}
+
 /// `rx_intr` holds the port in role `program_role` with [`QUEUES`]
 /// queues; this process is the peer (see the module documentation).
-/// `leave`: the peer then leaves while the program sleeps.
-fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
+fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, then: Then) {
+    let leave = then == Then::PeerLeaves;
     let _w = Watchdog::new("dpdk rx interrupts", Duration::from_secs(150));
     let env = Env::new(test);
     let exe = build_dpdk_program(&env, "rx_intr");
@@ -189,7 +206,11 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
         .arg(vdev)
         .arg("--")
         .args([QUEUES.to_string(), FRAMES.to_string(), IDLE_S.to_string()])
-        .args(leave.then_some("down"))
+        .args(match then {
+            Then::Stop => None,
+            Then::PeerLeaves => Some("down"),
+            Then::Relink => Some("relink"),
+        })
         .stdin(Stdio::null())
         .stdout(File::create(&out).unwrap())
         .stderr(File::create(&err).unwrap())
@@ -221,7 +242,7 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
         for _ in 0..burst.min(FRAMES - sent) {
             // The program pauses with its interrupts disabled once it has
             // the first half: this frame waits for its next enable.
-            let pending = sent == FRAMES / 2 && !leave;
+            let pending = sent == FRAMES / 2;
             if pending {
                 p.wait_line("rx_intr: pausing", STALL);
             }
@@ -238,6 +259,16 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
         std::thread::sleep(Duration::from_millis(20 + round * 7 % 31));
     }
     let received = p.wait_line("rx_intr: received", STALL);
+    if then == Then::Relink {
+        p.wait_line("rx_intr: relink: link up", STALL);
+        for n in 0..FRAMES / 4 {
+            let q = (n % u32::from(QUEUES)) as u16;
+            let i = usize::from(q);
+            send(&mut senders[i], &frame(q, seq[i]), &p);
+            seq[i] += 1;
+            std::thread::sleep(Duration::from_millis(20 + u64::from(n) * 7 % 31));
+        }
+    }
     if leave {
         // It sleeps again (its next wakeup would be the 5 s timeout).
         std::thread::sleep(Duration::from_millis(500));
@@ -276,16 +307,29 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
         cpu_us * 100 < wall_us,
         "idle, the program's thread used {cpu_us} us of CPU in {wall_us} us (1 % at most)\n{text}"
     );
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no '{prefix}'\n{text}"))
+    };
     if leave {
-        let down = text
-            .lines()
-            .find(|l| l.starts_with("rx_intr: link down"))
-            .unwrap();
+        let down = line("rx_intr: link down");
         assert_eq!(
             field(down, "timeouts"),
             0,
             "the peer's leaving woke nobody\n{text}"
         );
+    }
+    if then == Then::Relink {
+        let up = line("rx_intr: relink: link up");
+        assert_eq!(
+            field(up, "timeouts"),
+            0,
+            "setting the link down and up woke nobody\n{text}"
+        );
+        let more = line("rx_intr: relink: received");
+        assert_eq!(field(more, "frames"), u64::from(FRAMES / 4), "{text}");
+        assert_eq!(field(more, "timeouts"), 0, "{text}");
     }
     let _ = std::fs::remove_dir_all(&env.work);
 }
@@ -293,23 +337,35 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, leave: bool) {
 #[test]
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn master_port_sleeps_in_rte_epoll_wait_and_wakes_on_frames() {
-    sleeps_and_wakes_on_frames("intr-m", Role::Master, false);
+    sleeps_and_wakes_on_frames("intr-m", Role::Master, Then::Stop);
 }
 
 #[test]
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn slave_port_sleeps_in_rte_epoll_wait_and_wakes_on_frames() {
-    sleeps_and_wakes_on_frames("intr-s", Role::Slave, false);
+    sleeps_and_wakes_on_frames("intr-s", Role::Slave, Then::Stop);
 }
 
 #[test]
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn master_port_sleeping_wakes_when_the_slave_leaves() {
-    sleeps_and_wakes_on_frames("intr-down-m", Role::Master, true);
+    sleeps_and_wakes_on_frames("intr-down-m", Role::Master, Then::PeerLeaves);
 }
 
 #[test]
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn slave_port_sleeping_wakes_when_the_master_leaves() {
-    sleeps_and_wakes_on_frames("intr-down-s", Role::Slave, true);
+    sleeps_and_wakes_on_frames("intr-down-s", Role::Slave, Then::PeerLeaves);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn master_port_sleeping_wakes_when_its_link_is_set_down_and_up() {
+    sleeps_and_wakes_on_frames("intr-relink-m", Role::Master, Then::Relink);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn slave_port_sleeping_wakes_when_its_link_is_set_down_and_up() {
+    sleeps_and_wakes_on_frames("intr-relink-s", Role::Slave, Then::Relink);
 }

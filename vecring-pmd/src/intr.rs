@@ -9,7 +9,7 @@
 //! with `intr_conf.rxq` and kept until the port closes, published as
 //! `efds[q]` of the port's interrupt handle ([`IntrHandle`], type
 //! `RTE_INTR_HANDLE_VDEV` as `net_vhost`'s). It contains:
-//! - the wait set of the queue's current [`Receiver`] (its `AsRawFd`),
+//! - the wait set of the queue's current `Receiver` (its `AsRawFd`),
 //!   added when the queue first enables its interrupt with that receiver
 //!   and removed when a reopened link's receiver replaces it
 //!   ([`crate::handoff`]): a receiver's wait set is readable after a
@@ -129,7 +129,7 @@ impl AsRawFd for QueueIntr {
 /// The port's `rte_intr_handle` (`dev->intr_handle`): `RTE_INTR_HANDLE_VDEV`,
 /// one vector per RX queue index (`RTE_INTR_VEC_RXTX_OFFSET + q`), `efds[q]`
 /// the queue's [`QueueIntr`]. Allocated at the first start with
-/// `intr_conf.rxq`, freed at close ([`uninstall`]).
+/// `intr_conf.rxq`, freed at close.
 #[derive(Debug)]
 pub struct IntrHandle(NonNull<rte_intr_handle>);
 

@@ -1,8 +1,10 @@
 //! A `dpdk-testpmd` (with the built `librte_net_vecring.so`) driven from a
 //! test: where the PMD, testpmd and the memory options come from
-//! ([`Env`]), and an interactive testpmd session fed commands on stdin
-//! ([`Testpmd`]). Used by the DPDK tests (`dpdk_interop`, `dpdk_hostile`);
-//! they need root, so they are `#[ignore]`d and run by `tests/dpdk/run.sh`.
+//! ([`Env`]), an interactive testpmd session fed commands on stdin
+//! ([`Testpmd`]), and the build of the small C DPDK programs of `tests/c/`
+//! ([`build_dpdk_program`]). Used by the DPDK tests (`dpdk_interop`,
+//! `dpdk_hostile`, `dpdk_intr`); they need root, so they are `#[ignore]`d
+//! and run by `tests/dpdk/run.sh`.
 //!
 //! Env: `VECRING_PMD_SO` (default `target/release/librte_net_vecring.so`
 //! beside the test executable; it must not lie under a world-writable

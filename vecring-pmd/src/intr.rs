@@ -138,7 +138,7 @@ impl IntrHandle {
     fn new() -> Result<Self, String> {
         // SAFETY: plain EAL calls on the handle they return (checked for
         // null); every index is below the handle's RTE_MAX_RXTX_INTR_VEC_ID
-        // entries, which exceeds MAX_QUEUES + 1.
+        // entries, which exceed MAX_QUEUES + 1 (checked in glue.c).
         unsafe {
             let h = NonNull::new(ffi::rte_intr_instance_alloc(ffi::INTR_INSTANCE_F_PRIVATE))
                 .ok_or("cannot allocate an interrupt handle")?;

@@ -29,14 +29,13 @@
 //! Env: see [`vecring_tests::testpmd`].
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::abi::RING_MASTER_TO_SLAVE;
 use vecring_core::{Geometry, Link, PushError, RecvError, RingStorage, Role, SendError};
-use vecring_tests::testpmd::{mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
+use vecring_tests::testpmd::{build_dpdk_program, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
 /// The address the flipper swaps in: testpmd's MAC with another last byte
@@ -256,40 +255,6 @@ fn mac_flips_never_reach_the_application_zero_copy_mode_copied_frames() {
 }
 
 // ---- close from the link-state callback ---------------------------------
-
-/// Builds `tests/c/<name>.c` against DPDK (`pkg-config libdpdk`) into the
-/// test's work directory.
-fn build_dpdk_program(env: &Env, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("c")
-        .join(format!("{name}.c"));
-    let flags = Command::new("pkg-config")
-        .args(["--cflags", "--libs", "libdpdk"])
-        .output()
-        .expect("pkg-config");
-    assert!(
-        flags.status.success(),
-        "pkg-config libdpdk: {}",
-        String::from_utf8_lossy(&flags.stderr)
-    );
-    let flags = String::from_utf8(flags.stdout).unwrap();
-    let exe = env.work.join(name);
-    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-O2", "-g", "-Wall", "-Werror"])
-        .arg(&src)
-        .args(flags.split_whitespace())
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("C compiler");
-    assert!(
-        out.status.success(),
-        "compiling {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
 
 /// `lsc_close` holds the port in role `program_role`; this process is the
 /// other end and leaves once the program's link is up. The program's

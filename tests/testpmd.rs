@@ -1,8 +1,10 @@
 //! A `dpdk-testpmd` (with the built `librte_net_vecring.so`) driven from a
 //! test: where the PMD, testpmd and the memory options come from
-//! ([`Env`]), and an interactive testpmd session fed commands on stdin
-//! ([`Testpmd`]). Used by the DPDK tests (`dpdk_interop`, `dpdk_hostile`);
-//! they need root, so they are `#[ignore]`d and run by `tests/dpdk/run.sh`.
+//! ([`Env`]), an interactive testpmd session fed commands on stdin
+//! ([`Testpmd`]), and the build of the small C DPDK programs of `tests/c/`
+//! ([`build_dpdk_program`]). Used by the DPDK tests (`dpdk_interop`,
+//! `dpdk_hostile`, `dpdk_intr`); they need root, so they are `#[ignore]`d
+//! and run by `tests/dpdk/run.sh`.
 //!
 //! Env: `VECRING_PMD_SO` (default `target/release/librte_net_vecring.so`
 //! beside the test executable; it must not lie under a world-writable
@@ -117,6 +119,40 @@ impl Env {
             .open()
             .unwrap_or_else(|e| panic!("open interop/{link} as {role}: {e}"))
     }
+}
+
+/// Builds `tests/c/<name>.c` against DPDK (`pkg-config libdpdk`) into the
+/// test's work directory.
+pub fn build_dpdk_program(env: &Env, name: &str) -> PathBuf {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("c")
+        .join(format!("{name}.c"));
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "libdpdk"])
+        .output()
+        .expect("pkg-config");
+    assert!(
+        flags.status.success(),
+        "pkg-config libdpdk: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let exe = env.work.join(name);
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-O2", "-g", "-Wall", "-Werror"])
+        .arg(&src)
+        .args(flags.split_whitespace())
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
 }
 
 /// An interactive `dpdk-testpmd` under a `timeout` watchdog, fed commands on

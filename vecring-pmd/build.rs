@@ -58,6 +58,9 @@ fn main() {
     build
         .file("src/glue.c")
         .define("ALLOW_INTERNAL_API", None)
+        // `rte_intr_instance_alloc` and `rte_intr_type_set` (Rx interrupts,
+        // src/intr.rs) are experimental in 22.11.
+        .define("ALLOW_EXPERIMENTAL_API", None)
         .include(&sdk)
         .opt_level(3)
         .warnings(true)
@@ -75,6 +78,7 @@ fn main() {
     let mut bg = bindgen::Builder::default()
         .header("src/wrapper.h")
         .clang_arg("-DALLOW_INTERNAL_API")
+        .clang_arg("-DALLOW_EXPERIMENTAL_API")
         .clang_arg(format!("-I{}", sdk.display()))
         .clang_args(&cflags)
         .use_core()
@@ -103,6 +107,7 @@ fn main() {
         "rte_mbuf_ext_shared_info",
         "rte_mp_msg",
         "rte_mp_reply",
+        "rte_intr_handle_type",
     ] {
         bg = bg.allowlist_type(t);
     }
@@ -119,13 +124,25 @@ fn main() {
         "rte_mp_action_register",
         "rte_mp_request_sync",
         "rte_mp_reply",
+        "rte_intr_instance_alloc",
+        "rte_intr_instance_free",
+        "rte_intr_type_set",
+        "rte_intr_efds_index_set",
+        "rte_intr_nb_efd_set",
+        "rte_intr_max_intr_set",
+        "rte_intr_efd_counter_size_set",
+        "rte_intr_vec_list_alloc",
+        "rte_intr_vec_list_free",
+        "rte_intr_vec_list_index_set",
+        "rte_intr_free_epoll_fd",
         "vecring_.*",
     ] {
         bg = bg.allowlist_function(f);
     }
     bg = bg
         .allowlist_var("rte_eth_devices")
-        .allowlist_var("vecring_logtype");
+        .allowlist_var("vecring_logtype")
+        .allowlist_var("RTE_INTR_VEC_RXTX_OFFSET");
     let bindings = bg
         .generate()
         .unwrap_or_else(|e| panic!("vecring-pmd: bindgen over src/wrapper.h failed: {e}"));

@@ -12,18 +12,34 @@
  *      rte_epoll_wait (5 s at most), disables the interrupts of the queues
  *      that woke and drains them with rte_eth_rx_burst. Every frame must
  *      carry the queue it came on and a per-queue sequence number, in
- *      order (see frame_ok).
+ *      order (see frame_ok). After the first FRAMES / 2 frames it prints
+ *      "rx_intr: pausing" and pauses 300 ms with the interrupts disabled:
+ *      a frame the peer sends then is waiting when they are enabled again,
+ *      and the next sleep must end at once (the peer sends nothing more
+ *      until it reads "rx_intr: woke for a waiting frame");
+ *   3. with "down" as the last argument: sleeps the same way until the
+ *      link is down (the peer leaves while it sleeps), each sleep 5 s at
+ *      most, and checks that the queues then receive nothing;
+ *      with "relink": while it sleeps the same way, another thread sets
+ *      the port's link down and, 500 ms later, up again (the port closes
+ *      its link and opens a new one, whose receivers replace the queues');
+ *      then it sleeps until the link is up and receives FRAMES / 4 more
+ *      frames, each sleep 5 s at most.
  *
- * usage: rx_intr <EAL args> -- Q FRAMES IDLE
+ * usage: rx_intr <EAL args> -- Q FRAMES IDLE [down|relink]
  *
  * Prints "rx_intr: ready" once the queues are in the epoll set (the peer
  * starts its idle period then), "rx_intr: idle cpu_us=C wall_us=W
  * wakeups=N", then "rx_intr: received F frames, E events, T timeouts" and
- * "rx_intr: ok". Exits 1 on a setup error or a bad frame, 2 if nothing
- * happened within its own watchdog (90 s).
+ * "rx_intr: link down after E events, T timeouts" in mode "down",
+ * "rx_intr: relink: link up after E events, T timeouts" and
+ * "rx_intr: relink: received F frames, E events, T timeouts" in mode
+ * "relink", and "rx_intr: ok". Exits 1 on a setup error, a bad frame or a timeout;
+ * SIGALRM ends it if it is still running after its own watchdog (90 s).
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +81,25 @@ static uint64_t thread_cpu_us(void)
 	getrusage(RUSAGE_THREAD, &ru);
 	return (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec +
 	       (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+}
+
+/* Set by relink_thread once the link is set down and up again. */
+static int relink_done;
+
+/* Sets the port's link down and up again while the main thread sleeps. */
+static void *relink_thread(void *arg)
+{
+	uint16_t port = *(const uint16_t *)arg;
+	int down, up;
+
+	usleep(500000);
+	down = rte_eth_dev_set_link_down(port);
+	usleep(500000);
+	up = rte_eth_dev_set_link_up(port);
+	printf("rx_intr: relink: set link down %d, up %d\n", down, up);
+	fflush(stdout);
+	__atomic_store_n(&relink_done, down == 0 && up == 0 ? 1 : -1, __ATOMIC_RELEASE);
+	return NULL;
 }
 
 /* Next sequence number expected on each queue. */
@@ -117,6 +152,7 @@ int main(int argc, char **argv)
 	uint64_t cpu0, wall0, idle_until;
 	uint16_t port, queues, q;
 	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
+	int down = 0, relink = 0, paused = 0, woke_for_waiting = 0, short_count = 0;
 
 	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
 	rc = rte_eal_init(argc, argv);
@@ -124,8 +160,15 @@ int main(int argc, char **argv)
 		die("rte_eal_init", rc);
 	argc -= rc;
 	argv += rc;
+	if (argc == 5 && strcmp(argv[4], "down") == 0) {
+		down = 1;
+		argc--;
+	} else if (argc == 5 && strcmp(argv[4], "relink") == 0) {
+		relink = 1;
+		argc--;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S\n");
+		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S [down|relink]\n");
 		return 1;
 	}
 	queues = (uint16_t)atoi(argv[1]);
@@ -214,14 +257,137 @@ int main(int argc, char **argv)
 			if (rc < 0)
 				return 1;
 			got += rc;
+			if (rc > 0 && paused && !woke_for_waiting) {
+				woke_for_waiting = 1;
+				printf("rx_intr: woke for a waiting frame\n");
+				fflush(stdout);
+			}
+		}
+		if (!paused && got >= frames / 2) {
+			paused = 1;
+			printf("rx_intr: pausing\n");
+			fflush(stdout);
+			usleep(300000);
 		}
 	}
 	printf("rx_intr: received %d frames, %d events, %d timeouts\n", got, events, timeouts);
 	fflush(stdout);
+
+	/* 3. The peer leaves while the queues sleep: a link change wakes them. */
+	if (down && timeouts == 0) {
+		int down_events = 0;
+
+		for (;;) {
+			memset(&link, 0, sizeof(link));
+			if (rte_eth_link_get_nowait(port, &link) == 0 &&
+			    link.link_status == RTE_ETH_LINK_DOWN)
+				break;
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_enable(port, q);
+			n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 5000);
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_disable(port, q);
+			if (n == 0) {
+				timeouts++;
+				fprintf(stderr, "rx_intr: no event in 5 s while waiting for link down\n");
+				break;
+			}
+			if (n > 0)
+				down_events += n;
+			for (q = 0; q < queues; q++) {
+				rc = drain(port, q);
+				if (rc != 0) {
+					fprintf(stderr, "rx_intr: %d frames after the last one\n", rc);
+					return 1;
+				}
+			}
+		}
+		printf("rx_intr: link down after %d events, %d timeouts\n", down_events, timeouts);
+		fflush(stdout);
+		for (q = 0; q < queues; q++) {
+			if (drain(port, q) != 0) {
+				fprintf(stderr, "rx_intr: queue %u received after link down\n", q);
+				return 1;
+			}
+		}
+	}
+
+	/*
+	 * 3b. The port's link is closed and reopened while the queues sleep:
+	 * each change wakes them, and the new link's receivers reach them.
+	 * The main thread makes no control call while the other thread runs.
+	 */
+	if (relink && timeouts == 0) {
+		pthread_t t;
+		int relink_events = 0, more = frames / 4, got_more = 0, state;
+
+		if (pthread_create(&t, NULL, relink_thread, &port) != 0)
+			die("pthread_create", -EAGAIN);
+		for (;;) {
+			state = __atomic_load_n(&relink_done, __ATOMIC_ACQUIRE);
+			if (state != 0) {
+				memset(&link, 0, sizeof(link));
+				/* Safe now: the other thread's calls are done. */
+				if (rte_eth_link_get_nowait(port, &link) == 0 &&
+				    link.link_status == RTE_ETH_LINK_UP)
+					break;
+			}
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_enable(port, q);
+			n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 5000);
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_disable(port, q);
+			if (n == 0) {
+				timeouts++;
+				fprintf(stderr, "rx_intr: relink: no event in 5 s (state %d)\n", state);
+				break;
+			}
+			if (n > 0)
+				relink_events += n;
+			for (q = 0; q < queues; q++) {
+				if (drain(port, q) != 0) {
+					fprintf(stderr, "rx_intr: relink: queue %u received\n", q);
+					return 1;
+				}
+			}
+		}
+		pthread_join(t, NULL);
+		if (__atomic_load_n(&relink_done, __ATOMIC_ACQUIRE) != 1)
+			die("setting the link down and up", -EIO);
+		printf("rx_intr: relink: link up after %d events, %d timeouts\n", relink_events,
+		       timeouts);
+		fflush(stdout);
+		relink_events = 0;
+		while (timeouts == 0 && got_more < more) {
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_enable(port, q);
+			n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 5000);
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_disable(port, q);
+			if (n == 0) {
+				timeouts++;
+				fprintf(stderr, "rx_intr: relink: no event in 5 s with %d of %d frames\n",
+					got_more, more);
+				break;
+			}
+			if (n > 0)
+				relink_events += n;
+			for (q = 0; q < queues; q++) {
+				rc = drain(port, q);
+				if (rc < 0)
+					return 1;
+				got_more += rc;
+			}
+		}
+		printf("rx_intr: relink: received %d frames, %d events, %d timeouts\n", got_more,
+		       relink_events, timeouts);
+		fflush(stdout);
+		short_count = got_more != more;
+	}
 	rte_eth_dev_stop(port);
 	rte_eth_dev_close(port);
 	rte_eal_cleanup();
-	if (got != frames)
+	if (got != frames || timeouts != 0 || short_count)
 		return 1;
 	printf("rx_intr: ok\n");
 	return 0;

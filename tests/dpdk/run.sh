@@ -11,7 +11,9 @@
 # program using vecring-core (tests/dpdk_interop.rs, every byte checked);
 # a hostile Rust peer cannot get frames past the MAC filter, and an
 # application may close its port from the link-state callback
-# (tests/dpdk_hostile.rs).
+# (tests/dpdk_hostile.rs); an application sleeps in rte_epoll_wait with Rx
+# interrupts and is woken by frames and by the peer's leaving
+# (tests/dpdk_intr.rs).
 #
 # The shell cases check counters, not payloads: testpmd's txonly and
 # rxonly do not look at bytes. The bytes of the same kinds of traffic are

@@ -1,7 +1,9 @@
 //! Closing a port: [`close`], reached from `dev_close` and from the vdev
 //! remove callback.
 
+use crate::dev::Dev;
 use crate::ffi::rte_eth_dev;
+use crate::intr;
 use crate::port::PrivData;
 use crate::queues;
 use crate::vlog;
@@ -19,6 +21,13 @@ pub unsafe fn close(dev: *mut rte_eth_dev) {
     // SAFETY: as above.
     if priv_.is_null() || unsafe { (*priv_).port.is_null() } {
         return;
+    }
+    // SAFETY: as above; the `Port` is live until freed below.
+    if let Some(p) = unsafe { (*priv_).port.as_mut() } {
+        // A sleeper (which should have stopped polling) wakes.
+        intr::wake_all(&p.shared);
+        // SAFETY: as above.
+        intr::uninstall(unsafe { Dev::new(dev) }, p);
     }
     // SAFETY: as above.
     unsafe {

@@ -134,6 +134,20 @@ impl Dev {
         unsafe { (*self.data()).dev_conf.link_speeds }
     }
 
+    /// Whether the application asked for Rx interrupts
+    /// (`dev_conf.intr_conf.rxq`).
+    pub(crate) fn rxq_intr_requested(self) -> bool {
+        // SAFETY: `data` is valid.
+        unsafe { (*self.data()).dev_conf.intr_conf.rxq() != 0 }
+    }
+
+    /// Points `dev->intr_handle` at `h` (null: none).
+    pub(crate) fn set_intr_handle(self, h: *mut ffi::rte_intr_handle) {
+        // SAFETY: a valid port; ethdev reads the field only in control
+        // calls (`rte_eth_dev_rx_intr_ctl*`), not concurrent with ours.
+        unsafe { (*self.0).intr_handle = h };
+    }
+
     pub(crate) fn lsc_requested(self) -> bool {
         // SAFETY: `data` is valid.
         unsafe { (*self.data()).dev_conf.intr_conf.lsc() != 0 }

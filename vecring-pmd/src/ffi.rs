@@ -48,6 +48,9 @@ pub const ETHER_OVERHEAD: u32 = 14 + 4;
 pub const ETHER_MIN_MTU: u16 = 68;
 /// `SOCKET_ID_ANY`.
 pub const SOCKET_ID_ANY: i32 = -1;
+/// `RTE_INTR_INSTANCE_F_PRIVATE`: an interrupt handle in process-private
+/// memory.
+pub const INTR_INSTANCE_F_PRIVATE: u32 = 0;
 
 /// DPDK log levels (`RTE_LOG_*`).
 pub mod level {

@@ -115,6 +115,9 @@ _Static_assert(RTE_PKTMBUF_HEADROOM == 128, "ffi.rs");
 _Static_assert(RTE_ETHER_HDR_LEN == 14 && RTE_ETHER_CRC_LEN == 4, "ffi.rs");
 _Static_assert(RTE_ETHER_MIN_MTU == 68, "ffi.rs");
 _Static_assert(SOCKET_ID_ANY == -1, "ffi.rs");
+_Static_assert(RTE_INTR_INSTANCE_F_PRIVATE == 0, "ffi.rs");
+/* src/intr.rs: one vector and one event fd per queue (16) fit a handle. */
+_Static_assert(RTE_MAX_RXTX_INTR_VEC_ID > 16 + RTE_INTR_VEC_RXTX_OFFSET, "intr.rs");
 
 static struct rte_vdev_driver vecring_vdev_driver = {
 	.probe = vecring_rs_probe,

@@ -25,6 +25,7 @@
 //! | [`addrs`] | extra unicast MACs and multicast groups (`eth_dev_ops`) |
 //! | [`qinfo`] | queue and burst-mode information (`eth_dev_ops`) |
 //! | [`handoff`] | a reopened link's ends on their way to the queues |
+//! | [`intr`] | Rx interrupts: the descriptors `rte_epoll_wait` sleeps on |
 //! | [`mp`] | the primary's answers to secondary processes (EAL IPC) |
 //! | [`secondary`] | a port seen from a secondary process (`dpdk-proc-info`, `dpdk-dumpcap`) |
 //! | [`rxtx`] | the queues' state and burst functions |
@@ -44,6 +45,7 @@ pub mod devargs;
 pub mod ffi;
 pub mod guard;
 pub mod handoff;
+pub mod intr;
 pub mod log;
 pub mod lsc;
 pub mod mp;

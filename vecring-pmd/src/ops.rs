@@ -50,6 +50,8 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     rxq_info_get: Some(crate::qinfo::rxq_info_get),
     txq_info_get: Some(crate::qinfo::txq_info_get),
     rx_burst_mode_get: Some(crate::qinfo::rx_burst_mode_get),
+    rx_queue_intr_enable: Some(crate::intr::rx_queue_intr_enable),
+    rx_queue_intr_disable: Some(crate::intr::rx_queue_intr_disable),
     tx_burst_mode_get: Some(crate::qinfo::tx_burst_mode_get),
     // SAFETY: `eth_dev_ops` holds only optional function pointers, for which
     // all-zero is `None`: every other operation is "not supported".
@@ -127,6 +129,12 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
                 return -libc::EINVAL;
             };
             fast_free &= fast;
+        }
+        if dev.rxq_intr_requested() {
+            let rc = crate::intr::install(dev, p);
+            if rc != 0 {
+                return rc;
+            }
         }
         if let Err(e) = p.reopen_link() {
             return e;

@@ -32,6 +32,7 @@
 
 use crate::devargs::Devargs;
 use crate::ffi::{self, rte_eth_dev};
+use crate::intr::{self, IntrHandle};
 use crate::lsc::Lsc;
 use crate::snapshot::Snapshot;
 use crate::stats::{Shared, MAX_MACS, MAX_QUEUES};
@@ -79,6 +80,9 @@ pub struct Port {
     pub stats_base: Snapshot,
     /// Baseline of `xstats_reset`.
     pub xstats_base: Snapshot,
+    /// The Rx interrupt handle (`dev->intr_handle`), from the first start
+    /// with `intr_conf.rxq` until close.
+    pub intr: Option<IntrHandle>,
 }
 
 impl Port {
@@ -216,6 +220,9 @@ impl Port {
         // After the drop: its control thread, the only other writer, has
         // ended.
         self.shared.link_up.store(false, Ordering::Relaxed);
+        // Sleeping queues wake and see the link down (the closed link
+        // also pokes its receivers).
+        intr::wake_all(&self.shared);
         vlog!(INFO, "{}: link closed ({why})", self.name);
     }
 
@@ -255,6 +262,9 @@ impl Port {
         };
         for (q, end) in rx {
             self.shared.rx_next[usize::from(q)].put(end);
+            // A queue sleeping in interrupt mode takes it at its next
+            // enable.
+            intr::wake(&self.shared, usize::from(q));
         }
         for (q, end) in tx {
             self.shared.tx_next[usize::from(q)].put(end);

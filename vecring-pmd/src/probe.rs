@@ -124,6 +124,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         lsc,
         stats_base: Snapshot::default(),
         xstats_base: Snapshot::default(),
+        intr: None,
     });
     let desc = format!("{role} of link {}/{}", port.args.domain, port.args.link);
 

@@ -47,7 +47,7 @@ pub struct RxQueue {
     /// and the queue was set up meanwhile).
     pub(crate) receiver: Option<Receiver>,
     /// The queue's index: its link queue pair and its counters.
-    qid: usize,
+    pub(crate) qid: usize,
     /// Where receive mbufs come from (set up by the application).
     pool: *mut rte_mempool,
     /// Bytes an mbuf of `pool` holds after its headroom.
@@ -55,7 +55,7 @@ pub struct RxQueue {
     /// Written into `mbuf.port` of every received mbuf.
     port_id: u16,
     /// Counters and filter.
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     /// `rte_eth_dev_data::rx_mbuf_alloc_failed` of the port.
     nombuf: *mut u64,
     /// Zero-copy state of the current generation (zero-copy mode only).
@@ -63,6 +63,9 @@ pub struct RxQueue {
     /// The descriptor count and offloads the queue was set up with
     /// (reported by `rxq_info_get`; the ring's size is a devarg).
     pub(crate) setup: QueueSetup,
+    /// Whether `receiver`'s wait set is in the queue's Rx interrupt
+    /// descriptor (see [`crate::intr`]).
+    pub(crate) intr_watched: bool,
 }
 
 /// What the application asked for when it set a queue up, for queue info.
@@ -128,15 +131,18 @@ impl RxQueue {
             nombuf,
             zc: None,
             setup: QueueSetup::default(),
+            intr_watched: false,
         }
     }
 
     /// Takes the receiving end of a reopened link, if one waits: the old
-    /// end (of a closed link) is dropped, and zero-copy state starts afresh
-    /// (mbufs still attached keep the old region mapped).
+    /// end (of a closed link) leaves the Rx interrupt descriptor and is
+    /// dropped, and zero-copy state starts afresh (mbufs still attached
+    /// keep the old region mapped).
     #[cold]
-    fn take_next(&mut self) {
+    pub(crate) fn take_next(&mut self) {
         if let Some(r) = self.shared.rx_next[self.qid].take() {
+            crate::intr::unwatch(self);
             self.receiver = r;
             self.zc = None;
         }

@@ -13,8 +13,10 @@
 
 use crate::ffi;
 use crate::handoff::Handoff;
+use crate::intr::QueueIntr;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
 use vecring_core::{Receiver, Sender};
 
 /// A counter with a single writer (see the module doc).
@@ -183,6 +185,9 @@ pub struct Shared {
     pub tx_next: [Handoff<Option<Sender>>; MAX_QUEUES],
     /// Indexed by RX queue: as `tx_next`, for receiving ends.
     pub rx_next: [Handoff<Option<Receiver>>; MAX_QUEUES],
+    /// Indexed by RX queue: the descriptor an application sleeps on in Rx
+    /// interrupt mode, made at the first start with `intr_conf.rxq`.
+    pub rx_intr: [OnceLock<QueueIntr>; MAX_QUEUES],
 }
 
 impl Default for Shared {
@@ -196,6 +201,7 @@ impl Default for Shared {
             mc_addrs: AddrTable::default(),
             tx_next: std::array::from_fn(|_| Handoff::default()),
             rx_next: std::array::from_fn(|_| Handoff::default()),
+            rx_intr: std::array::from_fn(|_| OnceLock::new()),
         }
     }
 }

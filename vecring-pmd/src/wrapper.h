@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 #include <ethdev_driver.h>
 #include <ethdev_vdev.h>
 #include <bus_vdev_driver.h>

@@ -160,3 +160,35 @@ pub fn run_dir(test: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     d
 }
+
+/// Every `AF_UNIX` datagram socket this process holds: the doorbell ends
+/// of its links (what a hostile peer rings at will).
+pub fn datagram_sockets() -> Vec<std::os::fd::RawFd> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        e.ok()?
+            .file_name()
+            .to_str()?
+            .parse::<std::os::fd::RawFd>()
+            .ok()
+    })
+    .filter(|&fd| {
+        let mut v: libc::c_int = 0;
+        let mut len = core::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `v` and `len` are valid for an int option; a closed
+        // or non-socket fd just fails.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_TYPE,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        rc == 0 && v == libc::SOCK_DGRAM
+    })
+    .collect()
+}

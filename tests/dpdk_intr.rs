@@ -40,7 +40,6 @@
 //! ```
 
 use std::fs::File;
-use std::os::fd::RawFd;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -163,30 +162,6 @@ fn send(tx: &mut vecring_core::Sender, f: &[u8], p: &Program) {
     }
 }
 
-/// Every `AF_UNIX` datagram socket this process holds: its links'
-/// doorbell ends.
-fn datagram_sockets() -> Vec<RawFd> {
-    let dir = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd");
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
-        .filter(|&fd| {
-            let mut v: libc::c_int = 0;
-            let mut len = core::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: `v` and `len` are valid for an int option; a closed
-            // or non-socket fd just fails.
-            let rc = unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_TYPE,
-                    (&mut v as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            rc == 0 && v == libc::SOCK_DGRAM
-        })
-        .collect()
-}
-
 /// What the peer does while the program idles.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Idle {
@@ -269,7 +244,7 @@ fn sleeps_and_wakes_on_frames(test: &str, program_role: Role, idle: Idle, then: 
     let storm = (idle == Idle::Storm).then(|| {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || {
-            let bells = datagram_sockets();
+            let bells = vecring_tests::datagram_sockets();
             let mut rung = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 for &fd in &bells {

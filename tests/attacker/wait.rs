@@ -15,7 +15,6 @@
 //! until its stdin closes.
 
 use crate::{report, until_stdin_closes, Args};
-use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use vecring_core::abi::{self, Dir};
@@ -65,7 +64,7 @@ pub fn run(args: &Args) -> bool {
             report("sent");
         }
         "ring-storm" => {
-            let bells = datagram_sockets();
+            let bells = vecring_tests::datagram_sockets();
             report(&format!("ringing {}", bells.len()));
             let end = Instant::now() + Duration::from_secs(args.num("secs"));
             let mut rung = 0u64;
@@ -110,29 +109,4 @@ pub fn run(args: &Args) -> bool {
     until_stdin_closes();
     drop(rx);
     true
-}
-
-/// Every `AF_UNIX` datagram socket this process holds: its doorbell ends.
-fn datagram_sockets() -> Vec<RawFd> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
-        .filter(|&fd| {
-            let mut v: libc::c_int = 0;
-            let mut len = core::mem::size_of::<libc::c_int>() as libc::socklen_t;
-            // SAFETY: `v` and `len` are valid for an int option; a closed
-            // or non-socket fd just fails.
-            let rc = unsafe {
-                libc::getsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    libc::SO_TYPE,
-                    (&mut v as *mut libc::c_int).cast(),
-                    &mut len,
-                )
-            };
-            rc == 0 && v == libc::SOCK_DGRAM
-        })
-        .collect()
 }

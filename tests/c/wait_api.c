@@ -25,34 +25,10 @@
 
 #include "vecring.h"
 
-static int passed;
+#define CHECK_PROGRAM "wait_api"
+#include "check.h"
+
 static const char *run_dir;
-
-#define CHECK(cond, ...)                                                                                   \
-	do {                                                                                               \
-		if (cond) {                                                                                \
-			passed++;                                                                          \
-		} else {                                                                                   \
-			fprintf(stderr, "wait_api.c:%d: FAIL: %s: ", __LINE__, #cond);                     \
-			fprintf(stderr, __VA_ARGS__);                                                      \
-			fprintf(stderr, " [last error: %s]\n", vecring_last_error_message());              \
-			printf("wait_api: failed after %d checks\n", passed);                              \
-			exit(1);                                                                           \
-		}                                                                                          \
-	} while (0)
-
-/* rc == want, naming both codes on failure. */
-#define EXPECT(rc_expr, want)                                                                              \
-	do {                                                                                               \
-		int rc_ = (rc_expr);                                                                       \
-		CHECK(rc_ == (want), "%s returned %d (%s), expected %d (%s)", #rc_expr, rc_,                \
-		      vecring_strerror(rc_), (want), vecring_strerror(want));                              \
-	} while (0)
-
-static int last_error_contains(const char *needle)
-{
-	return strstr(vecring_last_error_message(), needle) != NULL;
-}
 
 static double now(void)
 {

@@ -99,6 +99,8 @@ mod counters;
 pub mod dirs;
 #[cfg(not(loom))]
 pub mod doorbell;
+#[cfg(not(loom))]
+pub mod event_set;
 pub mod geometry;
 #[cfg(not(loom))]
 pub mod handshake;

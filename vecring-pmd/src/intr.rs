@@ -50,81 +50,16 @@ use crate::rxtx::RxQueue;
 use crate::stats::Shared;
 use crate::vlog;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use vecring_core::RecvError;
 
 /// The descriptor the application sleeps on for one RX queue (see the
 /// module documentation), kept from the first start with Rx interrupts
-/// until the port closes.
-#[derive(Debug)]
-pub struct QueueIntr {
-    /// Holds the kick and the current receiver's wait set.
-    epoll: OwnedFd,
-    /// Private eventfd; readable means "look at the queue now".
-    kick: OwnedFd,
-}
-
-impl QueueIntr {
-    /// A queue epoll set holding its kick.
-    ///
-    /// # Errors
-    /// The descriptors cannot be made or joined.
-    pub fn new() -> io::Result<Self> {
-        // SAFETY: a plain system call; the result is checked.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
-        // SAFETY: a plain system call; the result is checked.
-        let kick = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if kick < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let kick = unsafe { OwnedFd::from_raw_fd(kick) };
-        let q = QueueIntr { epoll, kick };
-        q.ctl(libc::EPOLL_CTL_ADD, q.kick.as_raw_fd())?;
-        Ok(q)
-    }
-
-    fn ctl(&self, op: libc::c_int, fd: RawFd) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: fd as u64,
-        };
-        // SAFETY: our epoll set and an open descriptor; `ev` is live for
-        // the call.
-        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Makes the set readable until the queue's next enable. Never blocks
-    /// (a saturated counter only means a kick is pending).
-    pub fn kick(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte buffer live for the call, on our eventfd.
-        unsafe { libc::write(self.kick.as_raw_fd(), one.as_ptr().cast(), 8) };
-    }
-
-    fn drain_kick(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: an 8-byte buffer live for the call, on our nonblocking
-        // eventfd.
-        unsafe { libc::read(self.kick.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-    }
-}
-
-impl AsRawFd for QueueIntr {
-    fn as_raw_fd(&self) -> RawFd {
-        self.epoll.as_raw_fd()
-    }
-}
+/// until the port closes: the core's epoll set with a kick, holding the
+/// current receiver's wait set.
+pub type QueueIntr = vecring_core::event_set::EventSet;
 
 /// The port's `rte_intr_handle` (`dev->intr_handle`): `RTE_INTR_HANDLE_VDEV`,
 /// one vector per RX queue index (`RTE_INTR_VEC_RXTX_OFFSET + q`), `efds[q]`
@@ -305,7 +240,7 @@ pub(crate) fn unwatch(q: &mut RxQueue) {
     }
     if let (Some(i), Some(r)) = (q.shared.rx_intr[q.qid].get(), q.receiver.as_ref()) {
         // An error only means the descriptor was not in the set.
-        let _ = i.ctl(libc::EPOLL_CTL_DEL, r.as_raw_fd());
+        let _ = i.remove(r.as_raw_fd());
     }
 }
 
@@ -331,7 +266,7 @@ impl RxQueue {
             return 0;
         };
         if !self.intr_watched {
-            if let Err(e) = intr.ctl(libc::EPOLL_CTL_ADD, r.as_raw_fd()) {
+            if let Err(e) = intr.add(r.as_raw_fd()) {
                 vlog!(
                     ERR,
                     "rx queue {}: cannot watch the link's receiver: {e}",
@@ -405,51 +340,4 @@ pub(crate) unsafe extern "C" fn rx_queue_intr_disable(dev: *mut rte_eth_dev, qid
         // SAFETY: per this function's contract.
         unsafe { rx_queue(dev, qid) }.map_or(-libc::EINVAL, RxQueue::intr_disable)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn readable(fd: RawFd) -> bool {
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live pollfd.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
-    }
-
-    #[test]
-    fn kick_makes_the_set_readable_until_drained() {
-        let q = QueueIntr::new().unwrap();
-        assert!(!readable(q.as_raw_fd()));
-        q.kick();
-        q.kick();
-        assert!(readable(q.as_raw_fd()));
-        q.drain_kick();
-        assert!(!readable(q.as_raw_fd()));
-    }
-
-    #[test]
-    fn watched_descriptor_wakes_the_set() {
-        let q = QueueIntr::new().unwrap();
-        let inner = QueueIntr::new().unwrap();
-        q.ctl(libc::EPOLL_CTL_ADD, inner.as_raw_fd()).unwrap();
-        assert!(!readable(q.as_raw_fd()));
-        inner.kick();
-        assert!(
-            readable(q.as_raw_fd()),
-            "a nested set's event reaches the outer one"
-        );
-        inner.drain_kick();
-        assert!(!readable(q.as_raw_fd()));
-        q.ctl(libc::EPOLL_CTL_DEL, inner.as_raw_fd()).unwrap();
-        inner.kick();
-        assert!(
-            !readable(q.as_raw_fd()),
-            "an unwatched set no longer wakes it"
-        );
-    }
 }

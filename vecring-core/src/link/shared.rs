@@ -5,9 +5,9 @@
 
 use super::error::Failure;
 use super::types::*;
-use super::wait::Poke;
 use crate::abi::MAX_QUEUES;
 use crate::doorbell::Doorbell;
+use crate::event_set::EventSet;
 use crate::geometry::Geometry;
 use crate::memory::{HugepagePolicy, Region};
 use crate::ring::Corruption;
@@ -111,7 +111,7 @@ pub(crate) struct LinkShared {
     pub(crate) receivers: Taken,
     /// The pokes of the endpoints' wait sets, written after every session
     /// change and at close (see `link::wait`).
-    pub(crate) pokes: Mutex<Vec<Weak<Poke>>>,
+    pub(crate) pokes: Mutex<Vec<Weak<EventSet>>>,
 }
 
 impl LinkShared {
@@ -182,7 +182,7 @@ impl LinkShared {
     }
 
     /// Registers an endpoint's poke.
-    pub(crate) fn add_poke(&self, poke: &Arc<Poke>) {
+    pub(crate) fn add_poke(&self, poke: &Arc<EventSet>) {
         let mut pokes = self.pokes.lock().unwrap_or_else(|p| p.into_inner());
         pokes.retain(|p| p.strong_count() > 0);
         pokes.push(Arc::downgrade(poke));
@@ -192,7 +192,7 @@ impl LinkShared {
     pub(crate) fn poke_all(&self) {
         let pokes = self.pokes.lock().unwrap_or_else(|p| p.into_inner());
         for p in pokes.iter().filter_map(Weak::upgrade) {
-            p.poke();
+            p.kick();
         }
     }
 

@@ -3,12 +3,12 @@
 //! down, up and new masters), so that an application registers it once
 //! with epoll, mio, tokio or DPDK.
 //!
-//! It is an epoll instance holding:
+//! It is an [`EventSet`] (an epoll instance and its kick) holding:
 //! - the current generation's doorbell end of the endpoint's ring (none
 //!   while the link is down), swapped by the endpoint when it follows a new
 //!   session;
-//! - a private eventfd ([`Poke`]) the control thread writes after every
-//!   session change and at close, so that a sleeper notices link up/down;
+//! - its kick, which the control thread writes after every session change
+//!   and at close, so that a sleeper notices link up/down (the "poke");
 //! - a timerfd for naps (the other side has not acknowledged the wait
 //!   protocol yet) and for the back-off against a peer that rings for
 //!   nothing.
@@ -17,8 +17,9 @@
 //! out an eventfd for the doorbell (see `crate::doorbell`) do not apply.
 
 use crate::doorbell::Doorbell;
+use crate::event_set::EventSet;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,42 +35,12 @@ const NAP_MAX: Duration = Duration::from_millis(64);
 /// peer rings once per sleep.
 const SPURIOUS_MAX: u32 = 8;
 
-/// The private eventfd that wakes a sleeping endpoint when the link
-/// changes.
-#[derive(Debug)]
-pub(crate) struct Poke(OwnedFd);
-
-impl Poke {
-    fn new() -> io::Result<Self> {
-        // SAFETY: a plain system call; the result is checked.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        Ok(Poke(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Makes the set readable. Never blocks (the counter saturating only
-    /// means a poke is pending).
-    pub(crate) fn poke(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: an 8-byte buffer live for the call, on our eventfd.
-        unsafe { libc::write(self.0.as_raw_fd(), one.as_ptr().cast(), 8) };
-    }
-
-    fn drain(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: an 8-byte buffer live for the call, on our eventfd.
-        unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
-    }
-}
-
 /// What one endpoint sleeps on; see the module documentation.
 #[derive(Debug)]
 pub(crate) struct WaitSet {
-    epoll: OwnedFd,
-    poke: Arc<Poke>,
+    /// The epoll set; its kick is the poke, shared with the link's control
+    /// thread.
+    set: Arc<EventSet>,
     timer: OwnedFd,
     /// The doorbell end in the set, if any.
     bell: Option<Arc<Doorbell>>,
@@ -98,13 +69,7 @@ const BELL: u8 = 4;
 
 impl WaitSet {
     pub(crate) fn new() -> io::Result<Self> {
-        // SAFETY: a plain system call; the result is checked.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        let set = Arc::new(EventSet::new()?);
         // SAFETY: a plain system call; the result is checked.
         let timer = unsafe {
             libc::timerfd_create(
@@ -117,10 +82,9 @@ impl WaitSet {
         }
         // SAFETY: a fresh descriptor we own.
         let timer = unsafe { OwnedFd::from_raw_fd(timer) };
-        let poke = Arc::new(Poke::new()?);
-        let set = WaitSet {
-            epoll,
-            poke,
+        set.add(timer.as_raw_fd())?;
+        Ok(WaitSet {
+            set,
             timer,
             bell: None,
             muted: false,
@@ -130,27 +94,12 @@ impl WaitSet {
             spurious_total: 0,
             progress: 0,
             pending: POKE | TIMER | BELL,
-        };
-        set.ctl(libc::EPOLL_CTL_ADD, set.poke.0.as_raw_fd())?;
-        set.ctl(libc::EPOLL_CTL_ADD, set.timer.as_raw_fd())?;
-        Ok(set)
+        })
     }
 
-    /// The poke the control thread writes on link changes.
-    pub(crate) fn poke(&self) -> &Arc<Poke> {
-        &self.poke
-    }
-
-    fn ctl(&self, op: libc::c_int, fd: RawFd) -> io::Result<()> {
-        let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
-            u64: fd as u64,
-        };
-        // SAFETY: both descriptors are open; `ev` is live for the call.
-        if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut ev) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+    /// The set, whose kick the control thread writes on link changes.
+    pub(crate) fn poke(&self) -> &Arc<EventSet> {
+        &self.set
     }
 
     /// Puts `bell` (the new generation's doorbell end, or none while down)
@@ -159,13 +108,13 @@ impl WaitSet {
         if let Some(old) = self.bell.take() {
             if !self.muted {
                 // Errors here only mean the fd was not in the set.
-                let _ = self.ctl(libc::EPOLL_CTL_DEL, old.as_fd().as_raw_fd());
+                let _ = self.set.remove(old.as_fd().as_raw_fd());
             }
         }
         self.muted = false;
         self.spurious = 0;
         if let Some(b) = &bell {
-            if let Err(e) = self.ctl(libc::EPOLL_CTL_ADD, b.as_fd().as_raw_fd()) {
+            if let Err(e) = self.set.add(b.as_fd().as_raw_fd()) {
                 // Without the doorbell a sleeper still wakes by its nap
                 // timer; say why it is slow.
                 log::warn!("vecring: cannot wait on a doorbell: {e}; waits fall back to timers");
@@ -187,7 +136,7 @@ impl WaitSet {
     pub(crate) fn drain(&mut self) -> bool {
         let pending = std::mem::take(&mut self.pending);
         if pending & POKE != 0 {
-            self.poke.drain();
+            self.set.drain_kick();
         }
         if pending & TIMER != 0 {
             let mut buf = [0u8; 8];
@@ -206,9 +155,7 @@ impl WaitSet {
             self.nap = NAP_FIRST;
             if self.muted {
                 if let Some(b) = &self.bell {
-                    self.muted = self
-                        .ctl(libc::EPOLL_CTL_ADD, b.as_fd().as_raw_fd())
-                        .is_err();
+                    self.muted = self.set.add(b.as_fd().as_raw_fd()).is_err();
                 }
             }
             return;
@@ -218,7 +165,7 @@ impl WaitSet {
             self.spurious += 1;
             if self.spurious >= SPURIOUS_MAX && !self.muted {
                 if let Some(b) = &self.bell {
-                    let _ = self.ctl(libc::EPOLL_CTL_DEL, b.as_fd().as_raw_fd());
+                    let _ = self.set.remove(b.as_fd().as_raw_fd());
                     self.muted = true;
                     log::debug!(
                         "vecring: the peer rings for nothing; checking by timer for a while"
@@ -262,22 +209,14 @@ impl WaitSet {
     /// no limit), and notes what woke it (the next [`drain`](Self::drain)
     /// reads only that). Returns whether it woke by an event.
     pub(crate) fn sleep(&mut self, timeout: Option<Duration>) -> bool {
-        let ms = match timeout {
-            None => -1,
-            // Rounded up, so that a short timeout still sleeps.
-            Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
-        };
-        let mut ev = [libc::epoll_event { events: 0, u64: 0 }; 4];
-        // SAFETY: our epoll fd and a live buffer of 4 events.
-        let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), ev.as_mut_ptr(), 4, ms) };
-        if n < 0 {
+        let mut ready = [0; 4];
+        let Ok(n) = self.set.wait(timeout, &mut ready) else {
             // Interrupted: look at everything next time.
             self.woken_elsewhere();
             return false;
-        }
-        let (poke, timer) = (self.poke.0.as_raw_fd(), self.timer.as_raw_fd());
-        for e in &ev[..n as usize] {
-            let fd = e.u64 as RawFd;
+        };
+        let (poke, timer) = (self.set.kick_fd(), self.timer.as_raw_fd());
+        for &fd in &ready[..n] {
             self.pending |= if fd == poke {
                 POKE
             } else if fd == timer {
@@ -292,6 +231,6 @@ impl WaitSet {
 
 impl AsFd for WaitSet {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.epoll.as_fd()
+        self.set.as_fd()
     }
 }

@@ -2,13 +2,13 @@
 //! makes one offer at a time within the bound on regions, seals the region
 //! once the slave has mapped it, and watches the attached slave.
 
-use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX, LOG_EVERY};
+use super::{corrupt, far_future, stopping, wait, Wake, LOG_EVERY};
 use super::{MAX_PENDING, MAX_REGIONS};
 use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
-use crate::link::shared::{Config, LinkShared, Session};
-use crate::memory::{Region, RegionOptions};
+use crate::link::shared::{Config, LinkShared};
+use crate::memory::Region;
 use crate::pinned::PinWatch;
 use crate::status::{LinkStatus, PeerInfo, RegionInfo};
 use crate::{abi, geometry::Geometry};
@@ -17,6 +17,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod offer;
 
 /// One line per [`LOG_EVERY`] at most; says how many were left out.
 #[derive(Default)]
@@ -440,215 +442,6 @@ impl<'a> Master<'a> {
             )
         } else {
             "another slave is being served; try again".into()
-        }
-    }
-
-    /// Makes an offer to the oldest request if the link has room for one;
-    /// refuses requests while a slave is attached.
-    fn serve(&mut self) {
-        if self.attached.is_some() {
-            while let Some(i) = self.pending.iter().position(|p| p.requested) {
-                let p = self.pending.remove(i);
-                self.refuse(
-                    &p.conn,
-                    Some(&p.cred),
-                    Kind::Reject,
-                    "the link already has a slave",
-                );
-            }
-            return;
-        }
-        if self.offer.is_some()
-            || Instant::now() < self.next_offer
-            || self.pins.pinned() >= MAX_REGIONS
-        {
-            return;
-        }
-        let Some(i) = self.pending.iter().position(|p| p.requested) else {
-            return;
-        };
-        let p = self.pending.remove(i);
-        self.generation += 1;
-        let opts = RegionOptions {
-            hugepages: self.config.hugepages,
-            numa_node: self.config.numa_node,
-        };
-        let region = match Region::create(self.geometry, self.queues, self.generation, &opts) {
-            Ok(r) => Arc::new(r),
-            Err(e) => {
-                log::error!("vecring: {}: cannot create link memory: {e}", self.label());
-                let reason = format!("master cannot create link memory: {e}");
-                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-                return;
-            }
-        };
-        let watch = match self.pins.watch(region.fd()) {
-            Ok(w) => w,
-            Err(e) => {
-                let reason = format!("master cannot watch link memory: {e}");
-                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-                return;
-            }
-        };
-        let (doorbells, theirs) = match Doorbell::pairs(abi::ring_count(self.queues) as usize) {
-            Ok(pairs) => pairs,
-            Err(e) => {
-                log::error!("vecring: {}: cannot create doorbells: {e}", self.label());
-                let reason = format!("master cannot create doorbells: {e}");
-                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-                self.pins.dropped(watch);
-                return;
-            }
-        };
-        let hello = Msg::hello(
-            self.geometry,
-            self.queues,
-            region.size() as u64,
-            self.generation,
-        );
-        // The memfd, then the slave's end of each ring's doorbell in ring
-        // order; our copies of their ends close when `theirs` drops.
-        let fds: Vec<BorrowedFd<'_>> = std::iter::once(region.fd())
-            .chain(theirs.iter().map(|fd| fd.as_fd()))
-            .collect();
-        let sent = handshake::send(&p.conn, &hello, &fds);
-        drop(fds);
-        drop(theirs);
-        let deadline = Instant::now()
-            .checked_add(self.config.handshake_timeout)
-            .unwrap_or_else(far_future);
-        let offer = Offer {
-            conn: p.conn,
-            cred: p.cred,
-            region,
-            doorbells: doorbells.into_iter().map(Arc::new).collect(),
-            watch,
-            generation: self.generation,
-            deadline,
-        };
-        match sent {
-            Ok(()) => self.offer = Some(offer),
-            Err(e) => {
-                log::warn!(
-                    "vecring: {}: slave vanished during handshake: {e}",
-                    self.label()
-                );
-                self.offer_failed(offer);
-            }
-        }
-    }
-
-    /// An offer that did not end in an attached slave: drop the region
-    /// (its pages stay pinned while the peer holds them) and wait longer
-    /// before the next offer.
-    fn offer_failed(&mut self, o: Offer) {
-        drop(o.region);
-        self.pins.dropped(o.watch);
-        self.backoff = (self.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX);
-        self.next_offer = Instant::now() + self.backoff;
-    }
-
-    /// The offered slave answered (or left).
-    fn verdict(&mut self) {
-        let Some(o) = self.offer.take() else {
-            return;
-        };
-        match handshake::recv(&o.conn, Duration::ZERO) {
-            Ok((m, fds))
-                if fds.is_empty() && m.kind == Kind::Ack && m.generation == o.generation =>
-            {
-                // The slave has mapped the region: seal it against new
-                // writable mappings and hole punching, and check that our
-                // own pages are all there.
-                if let Err(e) = o.region.seal_shared() {
-                    let reason = format!("cannot seal the region: {e}");
-                    log::warn!("vecring: {}: {reason}", self.label());
-                    self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
-                    self.offer_failed(o);
-                    return;
-                }
-                if let Err(e) = handshake::send(&o.conn, &Msg::new(Kind::Ready, o.generation), &[])
-                {
-                    log::warn!(
-                        "vecring: {}: slave vanished during handshake: {e}",
-                        self.label()
-                    );
-                    self.offer_failed(o);
-                    return;
-                }
-                log::info!(
-                    "vecring: {}: slave attached: {}; {} MiB region, {}",
-                    self.label(),
-                    describe(&o.cred),
-                    o.region.size() >> 20,
-                    if o.region.hugepages() {
-                        "hugepages"
-                    } else {
-                        "4 KiB pages"
-                    }
-                );
-                self.backoff = Duration::ZERO;
-                let g = o.region.geometry();
-                let region_info = RegionInfo {
-                    size: o.region.size() as u64,
-                    hugepages: o.region.hugepages(),
-                    slot_count: g.slot_count(),
-                    slot_size: g.slot_size(),
-                    max_frame_len: g.max_frame_len(),
-                };
-                self.shared.set_session(Some(Arc::new(Session {
-                    region: o.region,
-                    doorbells: o.doorbells,
-                    generation: o.generation,
-                })));
-                self.attached = Some(Attached {
-                    conn: o.conn,
-                    generation: o.generation,
-                    watch: o.watch,
-                    peer: PeerInfo {
-                        pid: o.cred.pid,
-                        uid: o.cred.uid,
-                        gid: o.cred.gid,
-                    },
-                    region: region_info,
-                });
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.offer = Some(o),
-            Ok((m, _)) if m.kind == Kind::Nack => {
-                self.shared
-                    .counters
-                    .rejected_peers
-                    .fetch_add(1, Ordering::Relaxed);
-                // The slave's reason speaks from the slave's side ("ours"
-                // is the slave's figure, "theirs" this master's): reword it
-                // from this side.
-                log::error!(
-                    "vecring: {}: slave refused our region: {}",
-                    self.label(),
-                    m.text
-                        .replace("ours ", "\0")
-                        .replace("theirs ", "ours ")
-                        .replace('\0', "slave's ")
-                );
-                self.offer_failed(o);
-            }
-            Ok((m, _)) => {
-                let reason = format!("unexpected {:?} for generation {}", m.kind, m.generation);
-                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
-                self.offer_failed(o);
-            }
-            Err(e) => {
-                self.shared
-                    .counters
-                    .rejected_peers
-                    .fetch_add(1, Ordering::Relaxed);
-                let label = self.shared.label.clone();
-                let who = describe(&o.cred);
-                self.refusals.warn(&label, || {
-                    format!("slave ({who}) left during the handshake: {e}")
-                });
-                self.offer_failed(o);
-            }
         }
     }
 

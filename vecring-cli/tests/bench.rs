@@ -8,7 +8,13 @@ use std::time::{Duration, Instant};
 
 /// Runs `vecring ARGS`, killing it if it outlives `limit` (the watchdog);
 /// returns its exit success and stdout.
+/// One `vecring bench` at a time: two of them on this two-CPU machine
+/// starve each other's receivers, and a lossless rate would then be
+/// missing for a reason that is not the tool's.
+static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_with_watchdog(args: &[&str], limit: Duration) -> (bool, String) {
+    let _alone = ONE_BENCH.lock().unwrap_or_else(|p| p.into_inner());
     let mut child = Command::new(env!("CARGO_BIN_EXE_vecring"))
         .args(args)
         .stdout(Stdio::piped())

@@ -20,6 +20,7 @@
 mod bench;
 mod cpus;
 mod doctor;
+mod forward;
 mod ops;
 mod prepare;
 mod traffic;
@@ -119,6 +120,12 @@ enum Command {
     /// Start a slave in its own namespaces (standing in for a container),
     /// send traffic to it, and print pps, Mbit/s and throughput per frame size.
     Bench(bench::BenchArgs),
+    /// The far end of `vecring bench --forward`: one end of a link,
+    /// generating numbered frames (gen), sending every frame back with
+    /// its MACs swapped (fwd) or counting (sink), driven by commands on
+    /// stdin (one reply line each on stdout; see the crate's
+    /// `forward::protocol`).
+    Agent(forward::agent::AgentArgs),
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).
     List(ops::ListArgs),
@@ -412,6 +419,7 @@ fn main() -> ExitCode {
         } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Agent(args) => forward::agent::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
         Command::Doctor(args) => match doctor::doctor(&args) {

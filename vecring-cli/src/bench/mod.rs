@@ -5,12 +5,16 @@
 //! highest constant offered rate at which no frame is dropped, found by
 //! binary search over short trials) and the same with at most 0.002 % lost.
 //!
+//! With `--forward` it is the forwarding benchmark instead ([`forward`]):
+//! the far side runs in a real container and sends every frame back.
+//!
 //! With `--queues N` the link has N queue pairs: the master sends on each
 //! from a thread of its own, the slave receives on each likewise, each
 //! side's threads spread round robin over its CPU list, and every figure
 //! is given per queue as well as in total (a queue's share of a paced
 //! trial's rate is the rate divided by N).
 
+mod forward;
 mod report;
 mod search;
 mod slave;
@@ -31,16 +35,18 @@ use vecring_core::{HugepagePolicy, Link, Role, Sender};
 /// Options of `vecring bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Frame sizes in bytes.
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128, 256, 512, 1024, 1514])]
+    /// Frame sizes in bytes [default: 64,128,256,512,1024,1514; with
+    /// --forward 64,128,256,512,1024,1280,1514,9000].
+    #[arg(long, value_delimiter = ',')]
     sizes: Vec<usize>,
     /// Seconds of traffic per size.
     #[arg(long, default_value_t = 2.0)]
     seconds: f64,
     /// Seconds per trial of the zero-loss searches (about 15 trials per
-    /// size); 0 skips them.
-    #[arg(long, default_value_t = 0.25)]
-    trial_seconds: f64,
+    /// size); 0 skips them [default: 0.25; with --forward 2, the least it
+    /// takes].
+    #[arg(long)]
+    trial_seconds: Option<f64>,
     /// Queue pairs of the link: a sending thread per queue in the master
     /// and a receiving thread per queue in the slave.
     #[arg(long, default_value_t = 1, value_name = "N", help = queues_help())]
@@ -74,6 +80,34 @@ pub struct BenchArgs {
     /// the table.
     #[arg(long)]
     csv: bool,
+    /// The forwarding benchmark: the far side, in a real LXC container,
+    /// sends every frame back (or, with --directions, one way), with
+    /// RFC 2544 searches, latency histograms and, with --ports, DPDK's
+    /// eth_vecring and net_memif in the same harness. The options marked
+    /// (--forward) shape it.
+    #[arg(long)]
+    forward: bool,
+    #[command(flatten)]
+    fwd: forward::ForwardArgs,
+}
+
+/// The termination bench's default trial length.
+const TRIAL_SECONDS: f64 = 0.25;
+
+impl BenchArgs {
+    /// Seconds per search trial of the termination bench.
+    fn trial_seconds(&self) -> f64 {
+        self.trial_seconds.unwrap_or(TRIAL_SECONDS)
+    }
+
+    /// The frame sizes asked for, or the mode's defaults.
+    fn sizes(&self) -> Vec<usize> {
+        match (self.sizes.is_empty(), self.forward) {
+            (false, _) => self.sizes.clone(),
+            (true, true) => forward::SIZES.to_vec(),
+            (true, false) => vec![64, 128, 256, 512, 1024, 1514],
+        }
+    }
 }
 
 /// Runs `work` on every queue's sender at once, each in a thread pinned to
@@ -110,7 +144,10 @@ fn default_run_dir() -> PathBuf {
 
 /// Runs the benchmark and prints the table.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
-    if let Some(bad) = args.sizes.iter().find(|&&s| !(1..=9216).contains(&s)) {
+    if args.forward {
+        return forward::run(args, &args.fwd, &args.sizes());
+    }
+    if let Some(bad) = args.sizes().iter().find(|&&s| !(1..=9216).contains(&s)) {
         return Err(format!("frame size {bad} is outside 1..=9216"));
     }
     let queues = check_queues(args.queues).map_err(|e| format!("--queues {}: {e}", args.queues))?;
@@ -165,7 +202,7 @@ fn measure(
         .map_err(|e| e.to_string())?;
     let cpus = &args.master_cpu;
     let mut rows = Vec::new();
-    for &size in &args.sizes {
+    for size in args.sizes() {
         if progress {
             eprint!(
                 "\r\x1b[Kvecring bench: {size} B: sending for {:.1} s",
@@ -193,11 +230,11 @@ fn measure(
             sent: t.sent + c.sent,
             received: t.received + c.received,
         });
-        let (zero_loss_pps, low_loss_pps) = if args.trial_seconds > 0.0 {
+        let (zero_loss_pps, low_loss_pps) = if args.trial_seconds() > 0.0 {
             if progress {
                 eprint!("\r\x1b[Kvecring bench: {size} B: searching the zero-loss rates");
             }
-            let trial = Duration::from_secs_f64(args.trial_seconds);
+            let trial = Duration::from_secs_f64(args.trial_seconds());
             let ceiling = total.sent as f64 / secs.max(1e-9);
             let mut run = |rate: f64| loss_at(&mut txs, cpus, slave, size, rate, trial);
             let zero = search(ceiling, 0.0, 0.0, &mut run)?;

@@ -155,11 +155,11 @@ pub fn finish(args: &BenchArgs, setup: &Setup, rows: &[Row]) {
     } else {
         println!();
         println!("Mbit/s counts frame bytes only. Throughput = frames received / frames sent.");
-        if args.trial_seconds > 0.0 {
+        if args.trial_seconds() > 0.0 {
             println!(
                 "0-loss / 0.002% pps: the highest constant rate (frames offered on schedule, a frame that \
                  finds the ring full dropped) losing no frame / at most 0.002 %, in {:.2} s trials.",
-                args.trial_seconds
+                args.trial_seconds()
             );
         }
     }
@@ -182,7 +182,7 @@ fn json(args: &BenchArgs, setup: &Setup, rows: &[Row]) -> serde_json::Value {
         "slot_size": setup.slot_size,
         "hugepages": setup.hugepages,
         "seconds_per_size": args.seconds,
-        "trial_seconds": args.trial_seconds,
+        "trial_seconds": args.trial_seconds(),
         "rows": rows.iter().map(|r| serde_json::json!({
             "frame_size": r.size,
             "tx_pps": r.pps(r.total.sent),

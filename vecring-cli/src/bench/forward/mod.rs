@@ -1,0 +1,389 @@
+//! `vecring bench --forward`: the forwarding benchmark. The host side
+//! generates numbered, time-stamped UDP frames on a port; the far side, in
+//! a real container ([`container`]), swaps MACs and sends each frame back
+//! (or, one way, only counts, or generates itself); the host side counts
+//! what returns. Per frame size: the generator's and the container's
+//! rates, throughput, loss, reordering and duplicates; the zero-loss and
+//! 0.002 %-loss rates by RFC 2544 binary search with re-verification; and
+//! the latency histogram under load at 50 %, 90 % and 100 % of the
+//! zero-loss rate.
+//!
+//! The same harness drives a Rust link (`vecring agent` at both ends) and
+//! DPDK ports (`benches/fwdgen` on the host, `dpdk-testpmd
+//! --forward-mode=macswap` in the container) of either kind, eth_vecring
+//! or net_memif; with several ports, each size is measured on each in
+//! turn, the order alternating from round to round, and the report gives
+//! the ratios ([`rig`], [`table`]).
+
+mod container;
+mod peer;
+mod placement;
+mod rig;
+mod table;
+
+use super::search::{search_verified, Trial as Step};
+use super::BenchArgs;
+use crate::forward::agent::GenArgs;
+use crate::forward::histogram::Histogram;
+use clap::Args;
+use container::Isolation;
+use rig::{Context, Direction, Port, Rig, Trial};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use vecring_core::HugepagePolicy;
+
+/// Options of `vecring bench --forward`.
+#[derive(Args)]
+pub struct ForwardArgs {
+    /// Ports to measure, in turn: link (two Rust agents), vecring
+    /// (DPDK's eth_vecring), memif (DPDK's net_memif) (--forward).
+    #[arg(long, value_delimiter = ',', default_values = ["link"])]
+    ports: Vec<Port>,
+    /// Directions: both (the container forwards every frame back),
+    /// to-container, from-container (--forward).
+    #[arg(long, value_delimiter = ',', default_values = ["both"])]
+    directions: Vec<Direction>,
+    /// Rounds: each size measured this many times on each port, the
+    /// order of the ports alternating (--forward).
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Offered rate of the first trial of each size, in frames/s (0: as
+    /// fast as the port takes them); with searches, their ceiling
+    /// (--forward).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
+    /// Seconds of the trial that re-verifies each search's result
+    /// (--forward).
+    #[arg(long, default_value_t = 5.0)]
+    verify_seconds: f64,
+    /// Container: auto, unprivileged, privileged or namespaces (--forward;
+    /// DPDK far sides need hugepages, so auto gives them a privileged
+    /// container).
+    #[arg(long, default_value = "auto")]
+    container: Isolation,
+    /// The DPDK agent (default: vecring-fwdgen beside this program;
+    /// `benches/fwdgen/build.sh` builds it) (--forward).
+    #[arg(long)]
+    fwdgen: Option<PathBuf>,
+    /// The driver EAL loads with -d (--forward).
+    #[arg(long, default_value = "/usr/local/lib/vecring/librte_net_vecring.so")]
+    pmd: PathBuf,
+    /// testpmd (--forward).
+    #[arg(long, default_value = "dpdk-testpmd")]
+    testpmd: String,
+    #[command(flatten)]
+    gen: GenArgs,
+}
+
+/// The latency levels: shares of the zero-loss rate, in percent.
+pub const LEVELS: [u32; 3] = [50, 90, 100];
+
+/// The sizes of a forwarding run when none are given.
+pub const SIZES: [usize; 8] = [64, 128, 256, 512, 1024, 1280, 1514, 9000];
+
+/// The smallest trial of a search: shorter ones mean little on a machine
+/// whose rates swing from second to second.
+const MIN_TRIAL: f64 = 2.0;
+
+/// Latency under load at one level.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    pub level: u32,
+    pub rate: f64,
+    pub histogram: Histogram,
+}
+
+/// One (port, direction, size, round)'s results.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub port: Port,
+    pub direction: Direction,
+    pub size: usize,
+    pub round: u32,
+    /// The first trial: unthrottled, or at `--rate`.
+    pub free: Trial,
+    /// Reordered, duplicated and bad frames over every trial of the row.
+    pub reordered: u64,
+    pub dup: u64,
+    pub bad: u64,
+    pub zero_loss: Option<f64>,
+    pub low_loss: Option<f64>,
+    pub latency: Vec<Latency>,
+    /// Why the row has no figures (a port that cannot carry the size).
+    pub error: Option<String>,
+    /// The one-way core-to-core latency between the two CPUs, the larger
+    /// of the measurements just before and just after the row
+    /// ([`placement`]).
+    pub c2c_ns: u64,
+}
+
+/// Runs the forwarding benchmark and prints its report.
+///
+/// # Errors
+/// Bad options, or a set-up that could not start at all.
+pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), String> {
+    let trial_secs = args.trial_seconds.unwrap_or(MIN_TRIAL);
+    if trial_secs != 0.0 && trial_secs < MIN_TRIAL {
+        return Err(format!(
+            "--trial-seconds {trial_secs}: the forwarding searches need trials of at least {MIN_TRIAL} s (0 skips them)"
+        ));
+    }
+    if fwd.verify_seconds.is_nan() || fwd.verify_seconds < trial_secs {
+        return Err("--verify-seconds must be at least --trial-seconds".into());
+    }
+    if !(fwd.rate.is_finite() && fwd.rate >= 0.0) {
+        return Err(format!(
+            "--rate {}: must be a non-negative number",
+            fwd.rate
+        ));
+    }
+    if fwd.rounds == 0 || args.seconds <= 0.0 {
+        return Err("--rounds and --seconds must be positive".into());
+    }
+    if let Some(bad) = sizes
+        .iter()
+        .find(|&&s| !(crate::forward::frame::MIN_SIZE..=9216).contains(&s))
+    {
+        return Err(format!(
+            "frame size {bad}: the forwarding frames are 64..=9216 bytes"
+        ));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("vecring bench --forward starts containers: run it as root".into());
+    }
+    let dpdk = fwd.ports.iter().any(|p| p.dpdk());
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let fwdgen = fwd
+        .fwdgen
+        .clone()
+        .unwrap_or_else(|| exe.with_file_name("vecring-fwdgen"));
+    if dpdk && !fwdgen.exists() {
+        return Err(format!(
+            "{} missing: build it with benches/fwdgen/build.sh (or give --fwdgen)",
+            fwdgen.display()
+        ));
+    }
+    if fwd.ports.contains(&Port::Vecring) && !fwd.pmd.exists() {
+        return Err(format!(
+            "{} missing: install the driver there (benches/plugin.sh does) or give --pmd",
+            fwd.pmd.display()
+        ));
+    }
+    let scratch = PathBuf::from(format!("/var/tmp/vecring-fwd-{}", std::process::id()));
+    let run_dir = args
+        .run_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("/run/vecring-fwd-{}", std::process::id())));
+    let tool = container::scratch_with_tool(&scratch)?;
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    let mut cx = Context {
+        run_dir: run_dir.clone(),
+        scratch: scratch.clone(),
+        tool,
+        fwdgen,
+        pmd: fwd.pmd.clone(),
+        testpmd: fwd.testpmd.clone(),
+        link_isolation: container::resolve(fwd.container, false)?,
+        dpdk_isolation: container::resolve(fwd.container, true)?,
+        host_cpu: args.master_cpu.first().copied().unwrap_or(0),
+        far_cpu: args.slave_cpu.first().copied().unwrap_or(1),
+        gen: fwd.gen.clone(),
+        hugepages: match args.hugepages {
+            HugepagePolicy::Prefer => "prefer",
+            HugepagePolicy::Require => "require",
+            HugepagePolicy::Never => "never",
+        },
+        started: 0,
+    };
+    let plan = Plan {
+        rate: fwd.rate,
+        seconds: args.seconds,
+        trial_secs,
+        verify_secs: fwd.verify_seconds,
+    };
+    table::heading(args, fwd, &cx, &plan);
+    let result = measure_all(args, fwd, &mut cx, &plan, sizes);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let rows = result?;
+    table::finish(args, fwd, &cx, &plan, &rows);
+    Ok(())
+}
+
+/// Trial rates and lengths.
+pub struct Plan {
+    /// The first trial's rate (0: unthrottled) and length.
+    pub rate: f64,
+    pub seconds: f64,
+    /// Each search step (0: no searches).
+    pub trial_secs: f64,
+    /// Each re-verification.
+    pub verify_secs: f64,
+}
+
+fn measure_all(
+    args: &BenchArgs,
+    fwd: &ForwardArgs,
+    cx: &mut Context,
+    plan: &Plan,
+    sizes: &[usize],
+) -> Result<Vec<Row>, String> {
+    let progress = std::io::stderr().is_terminal();
+    let mut rows = Vec::new();
+    for &direction in &fwd.directions {
+        for &size in sizes {
+            for round in 0..fwd.rounds {
+                let mut order = fwd.ports.clone();
+                if round % 2 == 1 {
+                    order.reverse();
+                }
+                for &port in &order {
+                    if progress {
+                        eprint!(
+                            "\r\x1b[Kvecring bench --forward: {} {} {size} B, round {}",
+                            port.name(),
+                            direction.name(),
+                            round + 1
+                        );
+                    }
+                    let row = measure(cx, plan, port, direction, size, round);
+                    if progress {
+                        eprint!("\r\x1b[K");
+                    }
+                    let row = match row {
+                        Ok(r) => r,
+                        // A port that cannot carry the size (memif's frames
+                        // end at its buffer size) leaves a row saying so;
+                        // the run goes on.
+                        Err(e) => Row::failed(port, direction, size, round, e),
+                    };
+                    table::row(args, &row);
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+impl Row {
+    fn failed(port: Port, direction: Direction, size: usize, round: u32, e: String) -> Self {
+        Self {
+            port,
+            direction,
+            size,
+            round,
+            free: Trial::default(),
+            reordered: 0,
+            dup: 0,
+            bad: 0,
+            zero_loss: None,
+            low_loss: None,
+            latency: Vec::new(),
+            error: Some(e),
+            c2c_ns: 0,
+        }
+    }
+}
+
+/// The loss the 0.002 % column allows.
+const LOW_LOSS: f64 = 0.002 / 100.0;
+
+/// Measures one size on one port: a warm-up, the unthrottled trial, the
+/// two searches and the latency levels.
+fn measure(
+    cx: &mut Context,
+    plan: &Plan,
+    port: Port,
+    direction: Direction,
+    size: usize,
+    round: u32,
+) -> Result<Row, String> {
+    let before = placement::core_to_core_ns(cx.host_cpu, cx.far_cpu);
+    let mut rig = Rig::start(cx, port, direction, size)?;
+    let r = measure_on(&mut rig, plan, port, direction, size, round);
+    rig.stop();
+    let after = placement::core_to_core_ns(cx.host_cpu, cx.far_cpu);
+    r.map(|mut row| {
+        row.c2c_ns = before.max(after);
+        row
+    })
+}
+
+fn measure_on(
+    rig: &mut Rig,
+    plan: &Plan,
+    port: Port,
+    direction: Direction,
+    size: usize,
+    round: u32,
+) -> Result<Row, String> {
+    let mut row = Row::failed(port, direction, size, round, String::new());
+    row.error = None;
+    let seen = |row: &mut Row, t: &Trial| {
+        row.reordered += t.reordered;
+        row.dup += t.dup;
+        row.bad += t.bad;
+    };
+    // Warm-up, not counted.
+    rig.trial(size, 0.0, 0.5)?;
+    let free = rig.trial(size, plan.rate, plan.seconds)?;
+    seen(&mut row, &free);
+    if free.tx == 0 {
+        return Err(format!("the generator sent no {size}-byte frame"));
+    }
+    let ceiling = free.tx as f64 / free.secs.max(1e-9);
+    row.free = free;
+    if plan.trial_secs > 0.0 {
+        // The verification trial that passed at the zero-loss rate: the
+        // latency at 100 %.
+        let mut at_zero: Option<(f64, Trial)> = None;
+        let mut run = |rate: f64,
+                       step: Step,
+                       max_loss: f64,
+                       row: &mut Row,
+                       keep: bool|
+         -> Result<f64, String> {
+            let secs = if step == Step::Verify {
+                plan.verify_secs
+            } else {
+                plan.trial_secs
+            };
+            let t = rig.trial(size, rate, secs)?;
+            seen(row, &t);
+            let loss = t.loss();
+            if keep && step == Step::Verify && loss <= max_loss {
+                at_zero = Some((rate, t));
+            }
+            Ok(loss)
+        };
+        let zero = search_verified(ceiling, 0.0, 0.0, true, &mut |rate, step| {
+            run(rate, step, 0.0, &mut row, true)
+        })?;
+        let low = search_verified(ceiling, zero, LOW_LOSS, true, &mut |rate, step| {
+            run(rate, step, LOW_LOSS, &mut row, false)
+        })?;
+        row.zero_loss = Some(zero);
+        row.low_loss = Some(low);
+        if zero > 0.0 {
+            for level in LEVELS {
+                let rate = zero * f64::from(level) / 100.0;
+                let histogram = match &at_zero {
+                    Some((r, t)) if level == 100 && *r == zero => t.latency.clone(),
+                    _ => {
+                        let t = rig.trial(size, rate, plan.trial_secs)?;
+                        seen(&mut row, &t);
+                        t.latency
+                    }
+                };
+                row.latency.push(Latency {
+                    level,
+                    rate,
+                    histogram,
+                });
+            }
+        }
+    }
+    Ok(row)
+}

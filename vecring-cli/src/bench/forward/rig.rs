@@ -1,0 +1,405 @@
+//! One measurement set-up of the forwarding benchmark: the host-side peer
+//! and the container-side peer on one kind of port, for one direction,
+//! and their trials.
+//!
+//! | port | host side | container side |
+//! |---|---|---|
+//! | `link` | `vecring agent` (master) | `vecring agent` (slave) |
+//! | `vecring`, `memif` | `vecring-fwdgen` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap`, or `vecring-fwdgen` for one-way runs |
+//!
+//! Direction `both`: the host generates, the container swaps MACs and
+//! sends every frame back, the host counts what returns (round-trip
+//! latency). `to-container`: the host generates, the container counts
+//! (one-way latency, both sides reading CLOCK_MONOTONIC). `from-container`:
+//! the container generates, the host counts.
+
+use super::container::{Container, Isolation, MAPPED_ROOT};
+use super::peer::Peer;
+use crate::forward::agent::GenArgs;
+use crate::forward::histogram::Histogram;
+use crate::forward::protocol::{GenResult, PortStats, SinkCounts};
+use clap::ValueEnum;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The kind of port both sides use.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
+pub enum Port {
+    /// A vecring link between two `vecring agent` processes (Rust).
+    Link,
+    /// DPDK's eth_vecring (this project's driver) between DPDK programs.
+    Vecring,
+    /// DPDK's net_memif between the same DPDK programs.
+    Memif,
+}
+
+impl Port {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Port::Link => "link",
+            Port::Vecring => "eth_vecring",
+            Port::Memif => "net_memif",
+        }
+    }
+
+    /// Whether both sides are DPDK programs.
+    pub fn dpdk(self) -> bool {
+        self != Port::Link
+    }
+}
+
+/// Which way the frames go.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
+pub enum Direction {
+    /// Host -> container -> host, the container forwarding (bidirectional).
+    Both,
+    /// Host -> container.
+    ToContainer,
+    /// Container -> host.
+    FromContainer,
+}
+
+impl Direction {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Both => "both",
+            Direction::ToContainer => "to-ctr",
+            Direction::FromContainer => "from-ctr",
+        }
+    }
+}
+
+/// What the rigs of one benchmark share.
+pub struct Context {
+    /// Parent of the link's domain directory (the host's side).
+    pub run_dir: PathBuf,
+    /// The container's scratch directory (configurations, the tool).
+    pub scratch: PathBuf,
+    /// The copy of `vecring` the agents run.
+    pub tool: PathBuf,
+    pub fwdgen: PathBuf,
+    pub pmd: PathBuf,
+    pub testpmd: String,
+    /// The containers for Rust and for DPDK far sides.
+    pub link_isolation: Isolation,
+    pub dpdk_isolation: Isolation,
+    pub host_cpu: usize,
+    pub far_cpu: usize,
+    pub gen: GenArgs,
+    pub hugepages: &'static str,
+    /// Rigs started so far (each gets its own names).
+    pub started: u32,
+}
+
+/// One trial's figures, whichever side generated and received.
+#[derive(Clone, Debug, Default)]
+pub struct Trial {
+    /// Frames the generator offered (given sequence numbers) and sent.
+    pub offered: u64,
+    pub tx: u64,
+    /// Frames the generator got back (direction both).
+    pub gen_rx: u64,
+    /// Frames the container side received and sent.
+    pub far_rx: u64,
+    pub far_tx: u64,
+    /// Offered frames that never reached the final receiver.
+    pub lost: u64,
+    pub reordered: u64,
+    pub dup: u64,
+    pub bad: u64,
+    /// Seconds the generator sent for.
+    pub secs: f64,
+    pub kept_rate: bool,
+    pub latency: Histogram,
+}
+
+impl Trial {
+    /// The fraction of offered frames lost; infinite when the generator
+    /// could not keep the rate (the trial measured the generator).
+    pub fn loss(&self) -> f64 {
+        if !self.kept_rate || self.offered == 0 {
+            f64::INFINITY
+        } else {
+            self.lost as f64 / self.offered as f64
+        }
+    }
+}
+
+/// The two peers of one port and direction.
+pub struct Rig {
+    host: Peer,
+    far: Peer,
+    direction: Direction,
+    /// The far side is testpmd (its counts come from `show port stats`).
+    testpmd: bool,
+}
+
+/// How long a peer has to come up (EAL, hugepages, the container).
+const UP: Duration = Duration::from_secs(90);
+
+impl Rig {
+    /// Starts the peers of `port` for `direction` and frames up to `size`
+    /// bytes, and waits until both are ready.
+    ///
+    /// # Errors
+    /// A peer that could not start or did not come up.
+    pub fn start(
+        cx: &mut Context,
+        port: Port,
+        direction: Direction,
+        size: usize,
+    ) -> Result<Self, String> {
+        cx.started += 1;
+        let id = format!("{}{}", std::process::id(), cx.started);
+        let (host_mode, far_mode) = match direction {
+            Direction::Both => ("gen", "fwd"),
+            Direction::ToContainer => ("gen", "sink"),
+            Direction::FromContainer => ("sink", "gen"),
+        };
+        let domain = cx.run_dir.join("bench");
+        std::fs::create_dir_all(&domain).map_err(|e| format!("{}: {e}", domain.display()))?;
+        let isolation = if port.dpdk() {
+            cx.dpdk_isolation
+        } else {
+            cx.link_isolation
+        };
+        let container = Container::new(
+            isolation,
+            &format!("vecring-fwd-{id}"),
+            &cx.scratch,
+            &domain,
+        )?;
+        let testpmd = port.dpdk() && far_mode == "fwd";
+        let (host_cmd, far_cmd) = if port.dpdk() {
+            let (host_vdev, far_vdev) = match port {
+                Port::Vecring => (
+                    format!(
+                        "eth_vecring0,domain=bench,link=f{id},master=true,run_dir={}",
+                        cx.run_dir.display()
+                    ),
+                    format!(
+                        "eth_vecring0,domain=bench,link=f{id},run_dir={}",
+                        cx.run_dir.display()
+                    ),
+                ),
+                _ => {
+                    let sock = domain.join(format!("memif-{id}.sock"));
+                    (
+                        format!("net_memif0,role=server,socket={}", sock.display()),
+                        format!("net_memif0,role=client,socket={}", sock.display()),
+                    )
+                }
+            };
+            let eal = |cpu: usize, side: &str, vdev: &str| -> Vec<String> {
+                let mut a = vec![
+                    format!("--lcores=(0,1)@{cpu}"),
+                    format!("--file-prefix=vrfwd{id}{side}"),
+                    "--no-pci".into(),
+                    "--log-level=lib.eal:warning".into(),
+                ];
+                if port == Port::Vecring {
+                    a.push("-d".into());
+                    a.push(cx.pmd.display().to_string());
+                }
+                a.push(format!("--vdev={vdev}"));
+                a.push("--".into());
+                a
+            };
+            let mut host = Command::new(&cx.fwdgen);
+            host.args(eal(cx.host_cpu, "h", &host_vdev))
+                .args(["--mode", host_mode])
+                .args(cx.gen.to_args());
+            let far_program = if testpmd {
+                PathBuf::from(&cx.testpmd)
+            } else {
+                cx.fwdgen.clone()
+            };
+            let mut far = container.command(&far_program);
+            far.args(eal(cx.far_cpu, "c", &far_vdev));
+            if testpmd {
+                far.args([
+                    "-i",
+                    "--forward-mode=macswap",
+                    "--auto-start",
+                    "--txd=1024",
+                    "--rxd=1024",
+                ]);
+                if size > 2048 {
+                    far.args([
+                        "--mbuf-size=10240",
+                        "--total-num-mbufs=32768",
+                        "--max-pkt-len=9216",
+                    ]);
+                }
+            } else {
+                far.args(["--mode", far_mode]).args(cx.gen.to_args());
+            }
+            (host, far)
+        } else {
+            let common = |role: &str, cpu: usize| -> Vec<String> {
+                vec![
+                    "agent".into(),
+                    format!("--role={role}"),
+                    "--domain=bench".into(),
+                    format!("--link=f{id}"),
+                    format!("--run-dir={}", cx.run_dir.display()),
+                    format!("--cpu={cpu}"),
+                    "--up-timeout=60".into(),
+                    "-q".into(),
+                ]
+            };
+            let mut host = Command::new(&cx.tool);
+            host.args(common("master", cx.host_cpu))
+                .arg(format!("--hugepages={}", cx.hugepages))
+                .arg(format!("--mode={host_mode}"))
+                .args(cx.gen.to_args());
+            if isolation == Isolation::Unprivileged {
+                host.arg(format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}"))
+                    .arg(format!("--allow-uid={MAPPED_ROOT}"));
+            }
+            let mut far = container.command(&cx.tool);
+            far.args(common("slave", cx.far_cpu))
+                .arg(format!("--mode={far_mode}"))
+                .args(cx.gen.to_args());
+            (host, far)
+        };
+        let mut host = Peer::spawn(&format!("host {host_mode} ({})", port.name()), host_cmd)?;
+        // The host side listens first; the container's side attaches.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut far = match Peer::spawn(&format!("container {far_mode} ({})", port.name()), far_cmd)
+        {
+            Ok(f) => f,
+            Err(e) => {
+                host.stop(Duration::from_secs(1));
+                return Err(e);
+            }
+        };
+        let deadline = Instant::now() + UP;
+        let up = host
+            .expect(deadline, |l| l.starts_with("ready"))
+            .and_then(|_| {
+                if testpmd {
+                    far.expect(deadline, |l| l.contains("packet forwarding - ports"))
+                } else {
+                    far.expect(deadline, |l| l.starts_with("ready"))
+                }
+            });
+        if let Err(e) = up {
+            far.stop(Duration::from_secs(2));
+            host.stop(Duration::from_secs(2));
+            return Err(e);
+        }
+        Ok(Self {
+            host,
+            far,
+            direction,
+            testpmd,
+        })
+    }
+
+    /// Ends both peers.
+    pub fn stop(self) {
+        let grace = Duration::from_secs(5);
+        if self.testpmd {
+            let mut far = self.far;
+            let _ = far.send("stop");
+            far.stop(grace);
+        } else {
+            self.far.stop(grace);
+        }
+        self.host.stop(grace);
+    }
+
+    /// The container side's port totals.
+    fn far_stats(&mut self) -> Result<PortStats, String> {
+        if !self.testpmd {
+            return PortStats::parse(&self.far.ask("stats", Duration::from_secs(10))?);
+        }
+        self.far.send("show port stats 0")?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let number = |line: &str, key: &str| -> Option<u64> {
+            let rest = &line[line.find(key)? + key.len()..];
+            rest.split_whitespace().next()?.parse().ok()
+        };
+        let rx = self.far.expect(deadline, |l| l.contains("RX-packets:"))?;
+        let tx = self.far.expect(deadline, |l| l.contains("TX-packets:"))?;
+        match (number(&rx, "RX-packets:"), number(&tx, "TX-packets:")) {
+            (Some(ipackets), Some(opackets)) => Ok(PortStats { ipackets, opackets }),
+            _ => Err(self.far.fail("unreadable port stats")),
+        }
+    }
+
+    /// One trial: frames of `size` bytes at `rate` frames/s (0: as fast as
+    /// the port takes them) for `secs`.
+    ///
+    /// # Errors
+    /// A peer that failed or did not answer.
+    pub fn trial(&mut self, size: usize, rate: f64, secs: f64) -> Result<Trial, String> {
+        let command = format!("gen size={size} rate={rate:.0} secs={secs}");
+        let timeout = Duration::from_secs_f64(secs + 20.0);
+        match self.direction {
+            Direction::Both => {
+                let before = self.far_stats()?;
+                let g = GenResult::parse(&self.host.ask(&command, timeout)?)?;
+                let after = self.far_stats()?;
+                Ok(Trial {
+                    offered: g.offered,
+                    tx: g.tx,
+                    gen_rx: g.rx,
+                    far_rx: after.ipackets.saturating_sub(before.ipackets),
+                    far_tx: after.opackets.saturating_sub(before.opackets),
+                    lost: g.lost,
+                    reordered: g.reordered,
+                    dup: g.dup,
+                    bad: g.bad,
+                    secs: g.tx_secs,
+                    kept_rate: g.kept_rate,
+                    latency: g.latency,
+                })
+            }
+            Direction::ToContainer | Direction::FromContainer => {
+                let to = self.direction == Direction::ToContainer;
+                let (gen, sink) = if to {
+                    (&mut self.host, &mut self.far)
+                } else {
+                    (&mut self.far, &mut self.host)
+                };
+                sink.ask("reset", Duration::from_secs(10))?;
+                let g = GenResult::parse(&gen.ask(&command, timeout)?)?;
+                let c = settled(sink)?;
+                Ok(Trial {
+                    offered: g.offered,
+                    tx: g.tx,
+                    gen_rx: 0,
+                    far_rx: if to { c.rx } else { 0 },
+                    far_tx: if to { 0 } else { g.tx },
+                    lost: g.offered.saturating_sub(c.unique),
+                    reordered: c.reordered,
+                    dup: c.dup,
+                    bad: c.bad,
+                    secs: g.tx_secs,
+                    kept_rate: g.kept_rate,
+                    latency: c.latency,
+                })
+            }
+        }
+    }
+}
+
+/// A sink's counts once they stopped moving (20 ms apart), at most 2 s
+/// after the generator finished.
+fn settled(sink: &mut Peer) -> Result<SinkCounts, String> {
+    let give_up = Instant::now() + Duration::from_secs(2);
+    let mut last = SinkCounts::parse(&sink.ask("counts", Duration::from_secs(10))?)?;
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = SinkCounts::parse(&sink.ask("counts", Duration::from_secs(10))?)?;
+        if now.rx == last.rx || Instant::now() > give_up {
+            return Ok(now);
+        }
+        last = now;
+    }
+}

@@ -1,0 +1,305 @@
+//! The forwarding benchmark end to end: `vecring agent` processes driven
+//! over their stdin and stdout (the agent protocol, bad commands
+//! included), and `vecring bench --forward` with the far side in a real
+//! unprivileged LXC container, every frame checked back intact (each
+//! payload byte), in order and exactly once, each way and both ways.
+//!
+//! The container test needs root and Debian's `lxc` with root's uid range
+//! in /etc/subuid and /etc/subgid (`scripts/setup.sh`).
+
+mod common;
+
+use common::{Proc, Watchdog, TOOL};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One busy pair of processes at a time on this two-CPU machine.
+static ONE_PAIR: Mutex<()> = Mutex::new(());
+
+/// An agent process and its pipes.
+struct Agent {
+    _proc: Proc,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Agent {
+    fn start(run_dir: &std::path::Path, role: &str, mode: &str, cpu: usize) -> Self {
+        let mut child = Command::new(TOOL)
+            .args([
+                "agent",
+                "--domain=fwdtest",
+                "--link=l0",
+                "--up-timeout=20",
+                "--verify",
+                "-q",
+            ])
+            .arg(format!("--role={role}"))
+            .arg(format!("--mode={mode}"))
+            .arg(format!("--cpu={cpu}"))
+            .arg("--run-dir")
+            .arg(run_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start vecring agent");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self {
+            _proc: Proc(child),
+            stdin,
+            stdout,
+        }
+    }
+
+    fn line(&mut self) -> String {
+        let mut l = String::new();
+        self.stdout.read_line(&mut l).expect("agent stdout");
+        l.trim().to_string()
+    }
+
+    fn ask(&mut self, cmd: &str) -> String {
+        writeln!(self.stdin, "{cmd}").expect("agent stdin");
+        self.line()
+    }
+}
+
+/// A fresh run directory of this test process, removed when dropped.
+struct RunDir(std::path::PathBuf);
+
+impl RunDir {
+    fn new(name: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("vecring-cli-fwd-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The value of `key=` in a reply.
+fn field(reply: &str, key: &str) -> u64 {
+    reply
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in '{reply}'"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}= is not a number in '{reply}'"))
+}
+
+#[test]
+fn agents_answer_the_protocol_and_a_forwarded_trial_comes_back_whole() {
+    let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
+    let _w = Watchdog::new("agent protocol", Duration::from_secs(120));
+    let dir = RunDir::new("proto");
+    let mut gen = Agent::start(dir.path(), "master", "gen", 0);
+    let mut fwd = Agent::start(dir.path(), "slave", "fwd", 1);
+    assert!(gen
+        .line()
+        .starts_with("ready mac=02:00:00:00:00:01 max_frame="));
+    assert!(fwd.line().starts_with("ready "));
+    // Bad commands are answered, and the agent goes on.
+    for (cmd, says) in [
+        ("bogus", "err unknown command: bogus"),
+        (
+            "gen size=10 rate=1000 secs=1",
+            "err size=10: frames are 64..=",
+        ),
+        (
+            "gen size=64 rate=-5 secs=1",
+            "err rate=-5: not a non-negative number",
+        ),
+        ("gen size=64 rate=1000", "err secs= missing"),
+        (
+            "gen size=64 rate=1000 secs=0",
+            "err a trial needs secs= or count=",
+        ),
+        (
+            "gen size=64 burst=999 rate=1 secs=1",
+            "err burst=999: 1..=256",
+        ),
+        ("gen size=64 rate", "err 'rate' is not key=value"),
+    ] {
+        let r = gen.ask(cmd);
+        assert!(r.starts_with(says), "'{cmd}' -> '{r}'");
+    }
+    assert!(fwd
+        .ask("gen size=64 rate=1 secs=1")
+        .starts_with("err unknown command"));
+    // 100 000 frames of each size at 200 000 frames/s, every byte
+    // checked when they come back with their MACs swapped.
+    let mut forwarded = 0;
+    for size in [64, 1514, 9000] {
+        let r = gen.ask(&format!("gen size={size} rate=200000 secs=0.5"));
+        assert!(r.starts_with("ok "), "{r}");
+        assert_eq!(field(&r, "offered"), 100_000, "{r}");
+        assert_eq!(field(&r, "tx"), 100_000, "{r}");
+        assert_eq!(field(&r, "rx"), 100_000, "{r}");
+        for zero in ["lost", "reordered", "dup", "bad"] {
+            assert_eq!(field(&r, zero), 0, "{zero}: {r}");
+        }
+        assert_eq!(field(&r, "kept_rate"), 1, "{r}");
+        assert!(
+            field(&r, "min") > 0 && field(&r, "max") >= field(&r, "min"),
+            "{r}"
+        );
+        forwarded += 100_000;
+    }
+    // A count-limited, unthrottled trial sends exactly the count.
+    let r = gen.ask("gen size=64 rate=0 secs=0 count=5000");
+    assert_eq!(field(&r, "offered"), 5000, "{r}");
+    forwarded += field(&r, "tx");
+    let s = fwd.ask("stats");
+    assert_eq!(
+        field(&s, "ipackets"),
+        field(&s, "opackets") + field(&s, "oerrors"),
+        "{s}"
+    );
+    assert!(field(&s, "ipackets") >= forwarded, "{s}");
+    // quit ends both.
+    writeln!(gen.stdin, "quit").unwrap();
+    writeln!(fwd.stdin, "quit").unwrap();
+    assert_eq!(gen.line(), "", "gen exits on quit");
+    assert_eq!(fwd.line(), "", "fwd exits on quit");
+}
+
+#[test]
+fn a_sink_counts_one_way_and_a_reset_starts_over() {
+    let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
+    let _w = Watchdog::new("agent sink", Duration::from_secs(120));
+    let dir = RunDir::new("sink");
+    let mut gen = Agent::start(dir.path(), "master", "gen", 0);
+    let mut sink = Agent::start(dir.path(), "slave", "sink", 1);
+    gen.line();
+    sink.line();
+    let r = gen.ask("gen size=128 rate=100000 secs=0.3");
+    assert_eq!(field(&r, "rx"), 0, "nothing comes back: {r}");
+    assert_eq!(field(&r, "lost"), 30_000, "{r}");
+    std::thread::sleep(Duration::from_millis(100));
+    let c = sink.ask("counts");
+    assert_eq!(field(&c, "unique"), 30_000, "{c}");
+    assert_eq!(field(&c, "rx"), 30_000, "{c}");
+    for zero in ["reordered", "dup", "bad"] {
+        assert_eq!(field(&c, zero), 0, "{zero}: {c}");
+    }
+    assert_eq!(sink.ask("reset"), "ok");
+    let c = sink.ask("counts");
+    assert_eq!(field(&c, "rx"), 0, "{c}");
+    gen.ask("gen size=64 rate=100000 secs=0.1");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(field(&sink.ask("counts"), "unique"), 10_000);
+}
+
+/// The rows of a `--json` report.
+fn rows(json: &serde_json::Value) -> &Vec<serde_json::Value> {
+    json["rows"].as_array().expect("rows")
+}
+
+#[test]
+fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_order() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "needs root (scripts/test.sh runs as root)"
+    );
+    let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
+    let _w = Watchdog::new("forward bench in LXC", Duration::from_secs(300));
+    let out = Command::new(TOOL)
+        .args([
+            "bench",
+            "--forward",
+            "--container=unprivileged",
+            "--directions=both,to-container,from-container",
+            "--sizes=64,1514,9000",
+            "--rate=200000",
+            "--seconds=0.5",
+            "--trial-seconds=0",
+            "--verify",
+            "--json",
+        ])
+        .output()
+        .expect("run vecring bench --forward");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(json["schema"], "vecring-bench-forward");
+    assert!(
+        json["link_container"]
+            .as_str()
+            .unwrap()
+            .contains("unprivileged LXC"),
+        "{}",
+        json["link_container"]
+    );
+    let rows = rows(&json);
+    assert_eq!(rows.len(), 9, "3 directions x 3 sizes: {stdout}");
+    for r in rows {
+        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+        assert!(r["error"].is_null(), "{r}");
+        assert_eq!(n("offered"), 100_000, "{r}");
+        for zero in ["lost", "reordered", "duplicated", "bad"] {
+            assert_eq!(n(zero), 0, "{zero}: {r}");
+        }
+        // Every frame reached its final receiver and was timed there.
+        assert_eq!(r["first_trial_latency"]["samples"], 100_000, "{r}");
+        match r["direction"].as_str().unwrap() {
+            "both" => {
+                assert_eq!(n("gen_rx"), 100_000, "{r}");
+                assert_eq!(n("container_rx"), 100_000, "{r}");
+                assert_eq!(n("container_tx"), 100_000, "{r}");
+            }
+            "to-ctr" => assert_eq!(n("container_rx"), 100_000, "{r}"),
+            "from-ctr" => assert_eq!(n("gen_tx"), 100_000, "{r}"),
+            d => panic!("direction {d}"),
+        }
+    }
+}
+
+#[test]
+fn forward_bench_refuses_short_trials_and_bad_sizes() {
+    for (args, says) in [
+        (
+            &["--trial-seconds=1"][..],
+            "the forwarding searches need trials of at least 2 s",
+        ),
+        (
+            &["--sizes=63"][..],
+            "frame size 63: the forwarding frames are 64..=9216 bytes",
+        ),
+        (
+            &["--rate=-1"][..],
+            "--rate -1: must be a non-negative number",
+        ),
+        (
+            &["--ports=memif", "--fwdgen=/nonexistent/fwdgen"][..],
+            "/nonexistent/fwdgen missing",
+        ),
+    ] {
+        let out = Command::new(TOOL)
+            .args(["bench", "--forward"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -78,12 +78,16 @@ _Static_assert(STAMP_OFF + 8 == MIN_FRAME, "a 64-byte frame ends right after the
 #define MBUF_CACHE 512u
 #define NB_DESC 1024u
 #define SEQ_LIMIT (1ull << 32) /* sequence numbers tracked (a 512 MiB bitmap at most) */
+#define SEQ_RESERVE_MAX (1ull << 28) /* bits reserved ahead of a trial (32 MiB) */
 #define MAX_RATE 1000000000ull
 #define MAX_SECS 1e6
 #define LINE_MAX_LEN 4096u
 #define DRAIN_QUIET_NS 50000000ull  /* the drain ends after 50 ms without a frame */
 #define DRAIN_MAX_NS 1000000000ull  /* or after 1 s */
 #define LINK_WAIT_S 60u
+
+_Static_assert(32 + (63 - 5) * 16 + (31 - 16) + 1 == HIST_BUCKETS, "the bucket of 2^64-1 is the last");
+_Static_assert(RTE_PKTMBUF_HEADROOM + MAX_FRAME <= UINT16_MAX, "an mbuf's data room is a u16");
 
 /* ---- Options ------------------------------------------------------------ */
 
@@ -112,6 +116,11 @@ struct options {
 
 /* ---- Counters of received frames --------------------------------------- */
 
+/* Why a frame counts as bad (a breakdown for stderr; the replies give the sum). */
+enum bad_why { BAD_LENGTH, BAD_MAGIC, BAD_TRIAL, BAD_DST, BAD_SEQ, BAD_PAYLOAD, BAD_WHY_N };
+static const char *const bad_why_name[BAD_WHY_N] = {"length", "magic", "stale-trial", "dst-mac", "seq",
+						    "payload"};
+
 /*
  * One set of receive counters: a trial's (gen) or since the last `reset`
  * (sink, and gen between trials). `seen` is a bitmap of sequence numbers;
@@ -125,7 +134,8 @@ struct counts {
 	bool verify;         /* check every payload byte */
 	struct rte_ether_addr mac;
 	uint64_t seq_limit;  /* sequence numbers at or above are bad */
-	uint64_t rx, unique, dup, reordered, bad;
+	uint64_t rx, unique, dup, reordered;
+	uint64_t bad_why[BAD_WHY_N];
 	uint64_t max_seq;    /* valid when unique > 0 */
 	uint64_t lat_min, lat_max;
 	uint64_t hist[HIST_BUCKETS];
@@ -250,7 +260,8 @@ static void counts_reset(struct counts *c)
 	if (c->used)
 		memset(c->seen, 0, c->used * sizeof(*c->seen));
 	c->used = 0;
-	c->rx = c->unique = c->dup = c->reordered = c->bad = 0;
+	c->rx = c->unique = c->dup = c->reordered = 0;
+	memset(c->bad_why, 0, sizeof(c->bad_why));
 	c->max_seq = 0;
 	c->lat_min = UINT64_MAX;
 	c->lat_max = 0;
@@ -284,12 +295,15 @@ static bool seen_reserve(struct counts *c, uint64_t words)
 /* Every payload byte of a (possibly chained) frame against its sequence number. */
 static bool payload_ok(const struct rte_mbuf *m, uint64_t seq)
 {
-	uint32_t off = 0; /* absolute offset of this segment's first byte */
+	uint32_t len = m->pkt_len; /* at most MAX_FRAME: the ramp's reach */
+	uint32_t off = 0;          /* absolute offset of this segment's first byte */
 
 	for (; m != NULL; m = m->next) {
 		const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
 		uint32_t n = m->data_len, from = off < PAYLOAD_OFF ? PAYLOAD_OFF - off : 0;
 
+		if (n > len - off)
+			return false; /* segments longer than the frame */
 		if (from < n && memcmp(d + from, ramp + ((seq + off + from) & 255), n - from) != 0)
 			return false;
 		off += n;
@@ -298,6 +312,11 @@ static bool payload_ok(const struct rte_mbuf *m, uint64_t seq)
 }
 
 /* Counts one received frame (see "Counting" in the file's doc). */
+#define BAD(c, why)                    \
+	do {                           \
+		(c)->bad_why[why]++;   \
+		return;                \
+	} while (0)
 static inline void count_frame(struct counts *c, const struct rte_mbuf *m, uint64_t now)
 {
 	uint8_t head[PAYLOAD_OFF];
@@ -308,35 +327,35 @@ static inline void count_frame(struct counts *c, const struct rte_mbuf *m, uint6
 	unsigned idx;
 
 	if (unlikely(len < MIN_FRAME || len > MAX_FRAME))
-		goto bad;
+		BAD(c, BAD_LENGTH);
 	if (likely(m->data_len >= PAYLOAD_OFF))
 		p = rte_pktmbuf_mtod(m, const uint8_t *);
 	else if ((p = rte_pktmbuf_read(m, 0, PAYLOAD_OFF, head)) == NULL)
-		goto bad;
+		BAD(c, BAD_LENGTH);
 	if (unlikely(ld32(p + MAGIC_OFF) != FRAME_MAGIC))
-		goto bad;
+		BAD(c, BAD_MAGIC);
 	trial = ld16(p + TRIAL_OFF);
 	if (unlikely(trial != c->trial)) {
 		if (!c->adopt)
-			goto bad;
+			BAD(c, BAD_TRIAL);
 		c->trial = trial;
 		c->adopt = false;
 	}
 	if (unlikely(len != (uint32_t)rte_be_to_cpu_16(((const struct rte_ipv4_hdr *)(p + IP_OFF))->total_length) +
 				   RTE_ETHER_HDR_LEN ||
 		     (c->size != 0 && len != c->size)))
-		goto bad;
+		BAD(c, BAD_LENGTH);
 	if (c->check_dst && !rte_is_same_ether_addr((const struct rte_ether_addr *)p, &c->mac))
-		goto bad;
+		BAD(c, BAD_DST);
 	seq = ld64(p + SEQ_OFF);
 	stamp = ld64(p + STAMP_OFF);
 	if (unlikely(seq >= c->seq_limit))
-		goto bad;
+		BAD(c, BAD_SEQ);
 	if (c->verify && !payload_ok(m, seq))
-		goto bad;
+		BAD(c, BAD_PAYLOAD);
 	w = seq >> 6;
 	if (unlikely(w >= c->words) && !seen_reserve(c, w + 1))
-		goto bad;
+		BAD(c, BAD_SEQ);
 
 	c->rx++;
 	bit = 1ull << (seq & 63);
@@ -359,10 +378,8 @@ static inline void count_frame(struct counts *c, const struct rte_mbuf *m, uint6
 		c->lat_min = lat;
 	if (lat > c->lat_max)
 		c->lat_max = lat;
-	return;
-bad:
-	c->bad++;
 }
+#undef BAD
 
 /* Receives one burst into `c`; returns the frames received. */
 static inline unsigned rx_poll(struct counts *c)
@@ -767,6 +784,30 @@ static void parse_options(int argc, char **argv)
 
 /* ---- Replies -------------------------------------------------------------- */
 
+static uint64_t bad_total(const struct counts *c)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < BAD_WHY_N; i++)
+		n += c->bad_why[i];
+	return n;
+}
+
+/* On stderr, why frames were bad (the replies carry only the sum). */
+static void note_bad(const char *what, const struct counts *c)
+{
+	unsigned i;
+
+	if (bad_total(c) == 0)
+		return;
+	fprintf(stderr, "fwdgen: %s: bad frames:", what);
+	for (i = 0; i < BAD_WHY_N; i++)
+		if (c->bad_why[i])
+			fprintf(stderr, " %s %" PRIu64, bad_why_name[i], c->bad_why[i]);
+	fputc('\n', stderr);
+}
+
 static void print_lat_hist(const struct counts *c)
 {
 	unsigned i;
@@ -788,16 +829,18 @@ static void reply_gen(const struct trial_result *r, const struct counts *c)
 	fprintf(out,
 		"ok tx=%" PRIu64 " rx=%" PRIu64 " lost=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64 " bad=%" PRIu64
 		" tx_secs=%.6f kept_rate=%d",
-		r->tx, c->rx, r->tx > c->unique ? r->tx - c->unique : 0, c->reordered, c->dup, c->bad, r->tx_secs,
+		r->tx, c->rx, r->tx > c->unique ? r->tx - c->unique : 0, c->reordered, c->dup, bad_total(c), r->tx_secs,
 		r->kept_rate ? 1 : 0);
 	print_lat_hist(c);
+	note_bad("gen", c);
 }
 
 static void reply_counts(const struct counts *c)
 {
 	fprintf(out, "ok rx=%" PRIu64 " unique=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64 " bad=%" PRIu64, c->rx,
-		c->unique, c->reordered, c->dup, c->bad);
+		c->unique, c->reordered, c->dup, bad_total(c));
 	print_lat_hist(c);
+	note_bad("counts", c);
 }
 
 static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -823,7 +866,7 @@ static void summary(const struct trial_params *t, const struct trial_result *r, 
 			pps * t->size * 8 / 1e6);
 	fprintf(stderr, "  rx %" PRIu64 " unique %" PRIu64 " lost %" PRIu64 " reordered %" PRIu64 " dup %" PRIu64
 			" bad %" PRIu64 "\n",
-		c->rx, c->unique, r && r->tx > c->unique ? r->tx - c->unique : 0, c->reordered, c->dup, c->bad);
+		c->rx, c->unique, r && r->tx > c->unique ? r->tx - c->unique : 0, c->reordered, c->dup, bad_total(c));
 	if (c->rx)
 		fprintf(stderr, "  latency ns (%s): min %" PRIu64 " p50 >=%" PRIu64 " p99 >=%" PRIu64 " max %" PRIu64 "\n",
 			r ? "round trip" : "one way", c->lat_min, hist_quantile(c, 0.5), hist_quantile(c, 0.99),
@@ -850,7 +893,7 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 				       count;
 	const double tsc_per_frame = t->rate ? (double)tsc_hz / (double)t->rate : 0;
 	uint64_t clone_left = opt.clone, built = 0, tx = 0, expect;
-	uint64_t t0, t_end, t_stop, due, now, next_link, last_rx, drain_start;
+	uint64_t t0, t_end, t_stop, due, now, next_link, last_rx, drain_start, prev, gap = 0;
 	unsigned n_pend = 0;
 	bool link_ok, alloc_noted = false;
 
@@ -861,9 +904,13 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 	c->size = t->size;
 	c->check_dst = true;
 	c->seq_limit = 0;
-	/* Size the bitmap before sending, so it is not grown while frames arrive. */
-	expect = t->count ? t->count : (uint64_t)RTE_MIN((double)SEQ_LIMIT, (double)t->rate * t->secs * 1.01);
-	seen_reserve(c, (expect + 63) / 64);
+	/*
+	 * Size the bitmap before sending, so it is not grown while frames
+	 * arrive: for the frames the trial asks for, or (unthrottled) what 100
+	 * Mpps would send; up to SEQ_RESERVE_MAX, past which it grows lazily.
+	 */
+	expect = t->count ? t->count : (uint64_t)((t->rate ? (double)t->rate * 1.01 : 1e8) * t->secs);
+	seen_reserve(c, (RTE_MIN(expect, SEQ_RESERVE_MAX) + 63) / 64);
 	build_template(tmpl, &flow, t->size, trial_id);
 	if (t->size > max_frame)
 		fprintf(stderr, "fwdgen: note: %u-byte frames exceed the port's max_frame %u\n", t->size, max_frame);
@@ -873,8 +920,13 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 	t_end = t->secs > 0 ? t0 + (uint64_t)(t->secs * (double)tsc_hz) : UINT64_MAX;
 	next_link = t0 + tsc_hz / 100;
 	due = t0;
+	prev = t0;
 	for (;;) {
 		now = rte_rdtsc();
+		/* The loop's longest pause (preemption): it shows in latency and pacing. */
+		if (now - prev > gap)
+			gap = now - prev;
+		prev = now;
 		if (now >= t_end || tx >= count || stop)
 			break;
 		if (n_pend > 0 || (built < limit && now >= due)) {
@@ -936,6 +988,9 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 			break;
 	}
 
+	if (gap > tsc_hz / 1000)
+		fprintf(stderr, "fwdgen: note: the send loop was held up for %.1f ms once\n",
+			(double)gap * 1e3 / (double)tsc_hz);
 	r->tx = tx;
 	r->tx_secs = (double)(t_stop - t0) / (double)tsc_hz;
 	r->kept_rate = link_ok && (t->rate == 0 || tx >= count || (double)tx >= 0.999 * (double)t->rate * t->secs);
@@ -1140,6 +1195,8 @@ int main(int argc, char **argv)
 		}
 		rte_delay_us_sleep(10000);
 	}
+	if (stop)
+		goto out_port;
 
 	idle_counts.adopt = true;
 	idle_counts.check_dst = opt.mode == MODE_GEN;

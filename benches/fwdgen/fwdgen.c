@@ -22,6 +22,19 @@
  *  56  stamp   u64 LE (CLOCK_MONOTONIC ns when the frame's burst was sent)
  *  64  payload to the end: byte at absolute offset i = (uint8_t)(seq + i)
  *
+ * The protocol (stdout carries nothing else; every reply is flushed):
+ *   start-up           -> ready mac=<port mac> max_frame=<min(9216, max_rx_pktlen)>
+ *   gen [size=B] [rate=PPS] [secs=S] [count=N] [burst=N]   (omitted: the options')
+ *                      -> ok tx= rx= lost= reordered= dup= bad= tx_secs= kept_rate=
+ *                         min= max= hist=IDX:N,...
+ *   counts             -> ok rx= unique= reordered= dup= bad= min= max= hist=...
+ *   reset              -> ok        stats -> ok ipackets= opackets= imissed= oerrors=
+ *   quit (or EOF)      -> ok, then the port stops and the process exits 0
+ *   anything else      -> err <why>
+ * `counts` and `reset` are about the frames received outside trials: a sink
+ * counts the first trial id it sees after a reset (frames of other trials
+ * are stale, so reset it before each of the generator's trials).
+ *
  * Build with benches/fwdgen/build.sh.
  */
 #include <errno.h>

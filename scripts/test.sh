@@ -18,6 +18,8 @@ cargo build --release --workspace
 # /tmp would be): every test loads the PMD from an installed copy.
 install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
 export VECRING_PMD_SO=/usr/local/lib/vecring/librte_net_vecring.so
+# The DPDK agent of the forwarding benchmark (beside the vecring tool).
+bash benches/fwdgen/build.sh
 
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
 cargo test --release --workspace --no-fail-fast

@@ -1,8 +1,7 @@
 #!/bin/sh
 # Builds the DPDK traffic agent benches/fwdgen/fwdgen.c into
 # target/release/vecring-fwdgen (against the system's DPDK, through
-# pkg-config) and prints the binary's path. It takes no lock of its own:
-# on a shared build machine, run it under the machine's build lock.
+# pkg-config) and prints the binary's path.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$ROOT/target/release/vecring-fwdgen

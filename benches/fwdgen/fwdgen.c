@@ -25,12 +25,15 @@
  * The protocol (stdout carries nothing else; every reply is flushed):
  *   start-up           -> ready mac=<port mac> max_frame=<min(9216, max_rx_pktlen)>
  *   gen [size=B] [rate=PPS] [secs=S] [count=N] [burst=N]   (omitted: the options')
- *                      -> ok tx= rx= lost= reordered= dup= bad= tx_secs= kept_rate=
+ *                      -> ok offered= tx= rx= lost= reordered= dup= bad= tx_secs= kept_rate=
  *                         min= max= hist=IDX:N,...
  *   counts             -> ok rx= unique= reordered= dup= bad= min= max= hist=...
  *   reset              -> ok        stats -> ok ipackets= opackets= imissed= oerrors=
  *   quit (or EOF)      -> ok, then the port stops and the process exits 0
  *   anything else      -> err <why>
+ * `offered` counts the frames given a sequence number. Paced (rate > 0), a
+ * frame the full ring refuses is dropped and so lost, as a NIC's full queue
+ * would drop it; unthrottled, it is offered again, and offered = tx.
  * `counts` and `reset` are about the frames received outside trials: a sink
  * counts the first trial id it sees after a reset (frames of other trials
  * are stale, so reset it before each of the generator's trials).
@@ -161,6 +164,7 @@ struct counts {
 struct trial_result {
 	uint64_t tx;
 	double tx_secs;
+	uint64_t offered;
 	bool kept_rate;
 };
 
@@ -840,9 +844,10 @@ static void print_lat_hist(const struct counts *c)
 static void reply_gen(const struct trial_result *r, const struct counts *c)
 {
 	fprintf(out,
-		"ok tx=%" PRIu64 " rx=%" PRIu64 " lost=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64 " bad=%" PRIu64
-		" tx_secs=%.6f kept_rate=%d",
-		r->tx, c->rx, r->tx > c->unique ? r->tx - c->unique : 0, c->reordered, c->dup, bad_total(c), r->tx_secs,
+		"ok offered=%" PRIu64 " tx=%" PRIu64 " rx=%" PRIu64 " lost=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64
+		" bad=%" PRIu64 " tx_secs=%.6f kept_rate=%d",
+		r->offered, r->tx, c->rx, r->offered > c->unique ? r->offered - c->unique : 0, c->reordered, c->dup,
+		bad_total(c), r->tx_secs,
 		r->kept_rate ? 1 : 0);
 	print_lat_hist(c);
 	note_bad("gen", c);
@@ -940,7 +945,7 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 		if (now - prev > gap)
 			gap = now - prev;
 		prev = now;
-		if (now >= t_end || tx >= count || stop)
+		if (now >= t_end || (t->rate ? built >= limit : tx >= count) || stop)
 			break;
 		if (n_pend > 0 || (built < limit && now >= due)) {
 			unsigned old = n_pend, k, i, sent;
@@ -975,8 +980,17 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 			sent = rte_eth_tx_burst(port, 0, pend, (uint16_t)n_pend);
 			tx += sent;
 			n_pend -= sent;
-			if (n_pend > 0 && sent > 0)
+			if (n_pend > 0 && t->rate) {
+				/*
+				 * Paced: a frame the full ring refuses is lost, as on
+				 * a NIC whose queue is full; it keeps its sequence
+				 * number, so the receiver sees the gap.
+				 */
+				rte_pktmbuf_free_bulk(pend + sent, n_pend);
+				n_pend = 0;
+			} else if (n_pend > 0 && sent > 0) {
 				memmove(pend, pend + sent, n_pend * sizeof(*pend));
+			}
 		}
 		rx_poll(c);
 		if (now >= next_link) {
@@ -1005,8 +1019,10 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 		fprintf(stderr, "fwdgen: note: the send loop was held up for %.1f ms once\n",
 			(double)gap * 1e3 / (double)tsc_hz);
 	r->tx = tx;
+	/* Paced: every frame given a sequence number; unthrottled: those sent. */
+	r->offered = t->rate ? built : tx;
 	r->tx_secs = (double)(t_stop - t0) / (double)tsc_hz;
-	r->kept_rate = link_ok && (t->rate == 0 || tx >= count || (double)tx >= 0.999 * (double)t->rate * t->secs);
+	r->kept_rate = link_ok && (t->rate == 0 || built >= limit || (double)built >= 0.999 * (double)t->rate * t->secs);
 }
 
 /* ---- sink --once ------------------------------------------------------- */

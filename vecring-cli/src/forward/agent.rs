@@ -378,6 +378,8 @@ impl Agent {
             }
             let due = if plan.rate > 0.0 {
                 ((elapsed.as_secs_f64() * plan.rate) as u64).min(total)
+            } else if total > 0 {
+                (offered + plan.burst as u64).min(total)
             } else {
                 offered + plan.burst as u64
             };

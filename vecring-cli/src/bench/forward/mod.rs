@@ -52,6 +52,11 @@ pub struct ForwardArgs {
     /// (--forward).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
+    /// Slots per ring of the vecring links (the Rust link's and
+    /// eth_vecring's; default: vecring's default geometry). Deeper rings
+    /// ride out longer stalls of the far side without loss (--forward).
+    #[arg(long)]
+    slots: Option<u32>,
     /// Seconds of the trial that re-verifies each search's result
     /// (--forward).
     #[arg(long, default_value_t = 5.0)]
@@ -131,6 +136,10 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     if fwd.verify_seconds.is_nan() || fwd.verify_seconds < trial_secs {
         return Err("--verify-seconds must be at least --trial-seconds".into());
     }
+    if let Some(n) = fwd.slots {
+        vecring_core::Geometry::new(n, vecring_core::Geometry::DEFAULT.slot_size())
+            .map_err(|e| format!("--slots {n}: {e}"))?;
+    }
     if !(fwd.rate.is_finite() && fwd.rate >= 0.0) {
         return Err(format!(
             "--rate {}: must be a non-negative number",
@@ -189,6 +198,7 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         host_cpu: args.master_cpu.first().copied().unwrap_or(0),
         far_cpu: args.slave_cpu.first().copied().unwrap_or(1),
         gen: fwd.gen.clone(),
+        slots: fwd.slots,
         hugepages: match args.hugepages {
             HugepagePolicy::Prefer => "prefer",
             HugepagePolicy::Require => "require",

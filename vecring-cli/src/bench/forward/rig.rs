@@ -19,7 +19,7 @@ use crate::forward::agent::GenArgs;
 use crate::forward::histogram::Histogram;
 use crate::forward::protocol::{GenResult, PortStats, SinkCounts};
 use clap::ValueEnum;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -89,6 +89,8 @@ pub struct Context {
     pub host_cpu: usize,
     pub far_cpu: usize,
     pub gen: GenArgs,
+    /// Slots per ring of vecring links (None: the default geometry).
+    pub slots: Option<u32>,
     pub hugepages: &'static str,
     /// Rigs started so far (each gets its own names).
     pub started: u32,
@@ -186,10 +188,19 @@ impl Rig {
                     ),
                 ),
                 _ => {
+                    // A socket on the file system: memif's default
+                    // abstract socket lives in the host's network
+                    // namespace, which the container does not share.
                     let sock = domain.join(format!("memif-{id}.sock"));
                     (
-                        format!("net_memif0,role=server,socket={}", sock.display()),
-                        format!("net_memif0,role=client,socket={}", sock.display()),
+                        format!(
+                            "net_memif0,role=server,socket={},socket-abstract=no",
+                            sock.display()
+                        ),
+                        format!(
+                            "net_memif0,role=client,socket={},socket-abstract=no",
+                            sock.display()
+                        ),
                     )
                 }
             };
@@ -212,12 +223,15 @@ impl Rig {
             host.args(eal(cx.host_cpu, "h", &host_vdev))
                 .args(["--mode", host_mode])
                 .args(cx.gen.to_args());
-            let far_program = if testpmd {
-                PathBuf::from(&cx.testpmd)
+            let mut far = if testpmd {
+                // testpmd's stdout is a pipe here: line-buffered, so that
+                // its replies come when it prints them.
+                let mut c = container.command(Path::new("stdbuf"));
+                c.args(["-oL", "-eL", &cx.testpmd]);
+                c
             } else {
-                cx.fwdgen.clone()
+                container.command(&cx.fwdgen)
             };
-            let mut far = container.command(&far_program);
             far.args(eal(cx.far_cpu, "c", &far_vdev));
             if testpmd {
                 far.args([
@@ -256,6 +270,9 @@ impl Rig {
                 .arg(format!("--hugepages={}", cx.hugepages))
                 .arg(format!("--mode={host_mode}"))
                 .args(cx.gen.to_args());
+            if let Some(n) = cx.slots {
+                host.arg(format!("--slots={n}"));
+            }
             if isolation == Isolation::Unprivileged {
                 host.arg(format!("--owner={MAPPED_ROOT}:{MAPPED_ROOT}"))
                     .arg(format!("--allow-uid={MAPPED_ROOT}"));

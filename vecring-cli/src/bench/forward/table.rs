@@ -126,11 +126,10 @@ pub fn row(args: &BenchArgs, r: &Row) {
     }
     if let Some(e) = &r.error {
         println!(
-            "{:<11} | {:>8} | {:>5} | failed: {}",
+            "{:<11} | {:>8} | {:>5} | failed: {e}",
             r.port.name(),
             r.direction.name(),
             r.size,
-            e.lines().next().unwrap_or("")
         );
         return;
     }
@@ -366,6 +365,7 @@ fn json(
         "trial_seconds": plan.trial_secs,
         "verify_seconds": plan.verify_secs,
         "burst": fwd.gen.burst,
+        "vecring_slots": cx.slots,
         "flows": fwd.gen.flows().count(),
         "rows": rows.iter().map(|r| {
             let t = &r.free;

@@ -2,9 +2,22 @@
 # The main job: on a fresh Debian 12 machine (as root) install what vecring
 # needs, build it, and run a host<->container link benchmark: a master on
 # the host sends to a slave in its own namespaces, size by size.
+#
+# With --forward, the forwarding benchmark instead: the far side runs in a
+# real LXC container and sends every frame back, with RFC 2544 searches and
+# latency histograms; add --ports vecring,memif to compare DPDK's
+# eth_vecring with net_memif in the same harness. Every other option is
+# `vecring bench`'s (see `vecring bench --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CARGO_TERM_COLOR=never
 cargo build --release -q -p vecring-cli
+if [[ " $* " == *" --forward "* ]]; then
+	# The DPDK side of the forwarding benchmark: the driver where EAL's -d
+	# accepts it, and the DPDK traffic agent beside the tool.
+	cargo build --release -q -p vecring-pmd
+	install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
+	bash benches/fwdgen/build.sh >/dev/null
+fi
 exec ./target/release/vecring bench "$@"

@@ -25,10 +25,11 @@
  * The protocol (stdout carries nothing else; every reply is flushed):
  *   start-up           -> ready mac=<port mac> max_frame=<min(9216, max_rx_pktlen)>
  *   gen [size=B] [rate=PPS] [secs=S] [count=N] [burst=N]   (omitted: the options')
- *                      -> ok offered= tx= rx= lost= reordered= dup= bad= tx_secs= kept_rate=
+ *                      -> ok trial= offered= tx= rx= lost= reordered= dup= bad= tx_secs= kept_rate=
  *                         min= max= hist=IDX:N,...
  *   counts             -> ok rx= unique= reordered= dup= bad= min= max= hist=...
- *   reset              -> ok        stats -> ok ipackets= opackets= imissed= oerrors=
+ *   reset [trial=ID]   -> ok (with ID: count that trial's frames only)
+ *   stats              -> ok ipackets= opackets= imissed= oerrors=
  *   quit (or EOF)      -> ok, then the port stops and the process exits 0
  *   anything else      -> err <why>
  * `offered` counts the frames given a sequence number. Paced (rate > 0), a
@@ -96,7 +97,7 @@ _Static_assert(STAMP_OFF + 8 == MIN_FRAME, "a 64-byte frame ends right after the
 #define SEQ_LIMIT (1ull << 32) /* sequence numbers tracked (a 512 MiB bitmap at most) */
 #define SEQ_RESERVE_MAX (1ull << 28) /* bits reserved ahead of a trial (32 MiB) */
 #define MAX_RATE 1000000000ull
-#define MAX_SECS 1e6
+#define MAX_SECS 3600.0 /* the longest trial, as the Rust agent */
 #define LINE_MAX_LEN 4096u
 #define DRAIN_QUIET_NS 50000000ull  /* the drain ends after 50 ms without a frame */
 #define DRAIN_MAX_NS 1000000000ull  /* or after 1 s */
@@ -387,14 +388,15 @@ static inline void count_frame(struct counts *c, const struct rte_mbuf *m, uint6
 		else
 			c->max_seq = seq;
 		c->unique++;
+		/* Latency of each frame's first copy only, as the Rust agent. */
+		lat = now > stamp ? now - stamp : 0;
+		idx = hist_index(lat);
+		c->hist[idx]++;
+		if (lat < c->lat_min)
+			c->lat_min = lat;
+		if (lat > c->lat_max)
+			c->lat_max = lat;
 	}
-	lat = now > stamp ? now - stamp : 0;
-	idx = hist_index(lat);
-	c->hist[idx]++;
-	if (lat < c->lat_min)
-		c->lat_min = lat;
-	if (lat > c->lat_max)
-		c->lat_max = lat;
 }
 #undef BAD
 
@@ -462,6 +464,7 @@ static void build_template(uint8_t *t, const struct flow *f, uint32_t size, uint
 	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	ip->version_ihl = RTE_IPV4_VHL_DEF;
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(size - RTE_ETHER_HDR_LEN));
+	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
 	ip->time_to_live = 64;
 	ip->next_proto_id = IPPROTO_UDP;
 	ip->src_addr = rte_cpu_to_be_32(f->sip);
@@ -648,7 +651,7 @@ static int set_trial_param(struct trial_params *t, const char *key, const char *
 		if (!parse_u64(val, MAX_RATE, &t->rate))
 			goto bad;
 	} else if (strcmp(key, "secs") == 0) {
-		range = "0..1e6 seconds";
+		range = "0..3600 seconds";
 		errno = 0;
 		d = strtod(val, &end);
 		if (*val == '\0' || *end != '\0' || errno != 0 || !isfinite(d) || d < 0 || d > MAX_SECS)
@@ -844,9 +847,9 @@ static void print_lat_hist(const struct counts *c)
 static void reply_gen(const struct trial_result *r, const struct counts *c)
 {
 	fprintf(out,
-		"ok offered=%" PRIu64 " tx=%" PRIu64 " rx=%" PRIu64 " lost=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64
+		"ok trial=%u offered=%" PRIu64 " tx=%" PRIu64 " rx=%" PRIu64 " lost=%" PRIu64 " reordered=%" PRIu64 " dup=%" PRIu64
 		" bad=%" PRIu64 " tx_secs=%.6f kept_rate=%d",
-		r->offered, r->tx, c->rx, r->offered > c->unique ? r->offered - c->unique : 0, c->reordered, c->dup,
+		(unsigned)c->trial, r->offered, r->tx, c->rx, r->offered > c->unique ? r->offered - c->unique : 0, c->reordered, c->dup,
 		bad_total(c), r->tx_secs,
 		r->kept_rate ? 1 : 0);
 	print_lat_hist(c);
@@ -935,7 +938,8 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 
 	link_ok = link_up();
 	t0 = rte_rdtsc();
-	t_end = t->secs > 0 ? t0 + (uint64_t)(t->secs * (double)tsc_hz) : UINT64_MAX;
+	/* A count-only trial gives up after an hour, as the Rust agent. */
+	t_end = t0 + (uint64_t)((t->secs > 0 ? t->secs : MAX_SECS) * (double)tsc_hz);
 	next_link = t0 + tsc_hz / 100;
 	due = t0;
 	prev = t0;
@@ -953,6 +957,13 @@ static void run_trial(const struct trial_params *t, struct trial_result *r)
 
 			if (built < limit && now >= due && n_pend < t->burst) {
 				k = (unsigned)RTE_MIN((uint64_t)(t->burst - n_pend), limit - built);
+				/* Paced: only the frames due by now, as the Rust agent. */
+				if (t->rate) {
+					uint64_t due_now = (uint64_t)((double)(now - t0) / tsc_per_frame) + 1;
+
+					if (due_now > built && due_now - built < k)
+						k = (unsigned)(due_now - built);
+				}
 				if (rte_pktmbuf_alloc_bulk(pool, pend + n_pend, k) == 0) {
 					for (i = 0; i < k; i++) {
 						if (multi_flow) {
@@ -1083,6 +1094,24 @@ static bool handle_command(char *line)
 		return true;
 	}
 	tok = strtok_r(NULL, " \t\r", &save);
+	if (strcmp(verb, "reset") == 0 && tok != NULL) {
+		/* reset trial=ID: count that trial's frames only. */
+		char *end = NULL;
+		unsigned long id;
+
+		errno = 0;
+		id = strncmp(tok, "trial=", 6) == 0 ? strtoul(tok + 6, &end, 10) : 0;
+		if (end == NULL || *end != '\0' || errno != 0 || id == 0 || id > UINT16_MAX ||
+		    strtok_r(NULL, " \t\r", &save) != NULL) {
+			reply("err %s: reset takes trial=ID, ID 1..=65535", tok);
+			return true;
+		}
+		counts_reset(&idle_counts);
+		idle_counts.trial = (uint16_t)id;
+		idle_counts.adopt = false;
+		reply("ok");
+		return true;
+	}
 	if (strcmp(verb, "counts") == 0 || strcmp(verb, "reset") == 0 || strcmp(verb, "stats") == 0 ||
 	    strcmp(verb, "quit") == 0) {
 		if (tok != NULL) {

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 /// Rings of 16 MiB per direction (1860 frames of 9000 bytes): at the
 /// tests' 20 000 frames/s they ride out a stall of 90 ms of either side
-/// (stalls of up to 25 ms happen on these VMs), so every frame arrives.
+/// (a VM's vCPU can be held up for tens of milliseconds), so every frame
+/// arrives.
 const SLOTS: &[&str] = &["--slots=262144"];
 
 /// One busy pair of processes at a time on this two-CPU machine.
@@ -92,6 +93,11 @@ impl Drop for RunDir {
     }
 }
 
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// The value of `key=` in a reply.
 fn field(reply: &str, key: &str) -> u64 {
     reply
@@ -134,6 +140,20 @@ fn agents_answer_the_protocol_and_a_forwarded_trial_comes_back_whole() {
             "err burst=999: 1..=256",
         ),
         ("gen size=64 rate", "err 'rate' is not key=value"),
+        (
+            "gen size=64 rate=1 secs=1e30",
+            "err a trial lasts at most 3600 s",
+        ),
+        ("gen size=1e30 rate=1 secs=1", "err size="),
+        (
+            "gen size=64 rate=0.5 secs=1",
+            "err rate=0.5: 0 (unthrottled) or 1..=",
+        ),
+        ("gen size=64 rate=0 secs=0 count=1e30", "err count="),
+        (
+            "reset trial=70000",
+            "err trial=70000: a trial id is 1..=65535",
+        ),
     ] {
         let r = gen.ask(cmd);
         assert!(r.starts_with(says), "'{cmd}' -> '{r}'");
@@ -174,6 +194,8 @@ fn agents_answer_the_protocol_and_a_forwarded_trial_comes_back_whole() {
     // quit ends both.
     writeln!(gen.stdin, "quit").unwrap();
     writeln!(fwd.stdin, "quit").unwrap();
+    assert_eq!(gen.line(), "ok");
+    assert_eq!(fwd.line(), "ok");
     assert_eq!(gen.line(), "", "gen exits on quit");
     assert_eq!(fwd.line(), "", "fwd exits on quit");
 }
@@ -200,9 +222,23 @@ fn a_sink_counts_one_way_and_a_reset_starts_over() {
     assert_eq!(sink.ask("reset"), "ok");
     let c = sink.ask("counts");
     assert_eq!(field(&c, "rx"), 0, "{c}");
-    gen.ask("gen size=64 rate=100000 secs=0.1");
+    let r = gen.ask("gen size=64 rate=100000 secs=0.1");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(field(&sink.ask("counts"), "unique"), 10_000);
+    // Told the next trial's id, a sink counts that trial's frames only: a
+    // reset to a later id leaves the next trial's frames bad.
+    let next = field(&r, "trial") + 1;
+    assert_eq!(sink.ask(&format!("reset trial={next}")), "ok");
+    let r = gen.ask("gen size=64 rate=100000 secs=0.1");
+    std::thread::sleep(Duration::from_millis(100));
+    let c = sink.ask("counts");
+    assert_eq!(field(&r, "trial"), next, "{r}");
+    assert_eq!((field(&c, "unique"), field(&c, "bad")), (10_000, 0), "{c}");
+    assert_eq!(sink.ask(&format!("reset trial={}", next + 5)), "ok");
+    gen.ask("gen size=64 rate=100000 secs=0.1");
+    std::thread::sleep(Duration::from_millis(100));
+    let c = sink.ask("counts");
+    assert_eq!((field(&c, "unique"), field(&c, "bad")), (0, 10_000), "{c}");
 }
 
 /// The rows of a `--json` report.
@@ -212,12 +248,7 @@ fn rows(json: &serde_json::Value) -> &Vec<serde_json::Value> {
 
 #[test]
 fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_order() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "needs root (scripts/test.sh runs as root)"
-    );
+    assert!(is_root(), "needs root (scripts/test.sh runs as root)");
     let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
     let _w = Watchdog::new("forward bench in LXC", Duration::from_secs(300));
     let out = Command::new(TOOL)
@@ -284,12 +315,7 @@ fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_
 /// the tool (`scripts/test.sh` builds and installs both).
 #[test]
 fn forward_bench_over_dpdk_ports_returns_every_frame_intact_and_in_order() {
-    // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "needs root (scripts/test.sh runs as root)"
-    );
+    assert!(is_root(), "needs root (scripts/test.sh runs as root)");
     let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
     let _w = Watchdog::new("forward bench over DPDK", Duration::from_secs(600));
     let pmd = std::env::var("VECRING_PMD_SO")
@@ -355,6 +381,17 @@ fn forward_bench_refuses_short_trials_and_bad_sizes() {
         (
             &["--ports=memif", "--fwdgen=/nonexistent/fwdgen"][..],
             "/nonexistent/fwdgen missing",
+        ),
+        (&["--slots=1000"][..], "--slots 1000:"),
+        (&["--seconds=1e30"][..], "a trial lasts at most 3600 s"),
+        (
+            &["--seconds=nan"][..],
+            "--rounds and --seconds must be positive",
+        ),
+        (&["--trial-seconds=nan"][..], "--trial-seconds NaN"),
+        (
+            &["--master-cpu=1", "--slave-cpu=1"][..],
+            "CPU 1 for both sides",
         ),
     ] {
         let out = Command::new(TOOL)

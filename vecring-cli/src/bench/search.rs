@@ -11,10 +11,6 @@ pub enum Trial {
     Verify,
 }
 
-/// Re-verifications a search makes before it gives up and returns the
-/// rate known to pass.
-const VERIFICATIONS: usize = 3;
-
 /// RFC 2544-style binary search: the highest rate in `floor..=ceiling`
 /// (frames per second) whose trial loses at most `max_loss`, to within 1 %
 /// of the rate found (or 0.01 % of `ceiling`, below which it is 0).
@@ -30,10 +26,9 @@ pub fn search(
 
 /// As [`search`], and with `verify` the result is re-run as a
 /// [`Trial::Verify`] trial: a rate that fails it becomes the new upper
-/// bound and the search goes on below it with trials of the verification's
-/// length (the short ones proved too optimistic), up to three times (then
-/// the rate known to pass is the result). `trial` returns the fraction
-/// lost.
+/// bound, and the search goes on below it with trials of the
+/// verification's length, whose result has passed such a trial. `trial`
+/// returns the fraction lost.
 ///
 /// # Errors
 /// The first trial that failed to run.
@@ -48,25 +43,24 @@ pub fn search_verified(
         return Ok(floor);
     }
     let (mut pass, mut fail) = (floor, ceiling);
-    let mut kind = Trial::Step;
-    let mut candidate = if trial(ceiling, kind)? <= max_loss {
+    let candidate = if trial(ceiling, Trial::Step)? <= max_loss {
         ceiling
     } else {
-        bisect(&mut pass, &mut fail, ceiling, max_loss, kind, trial)?
+        bisect(&mut pass, &mut fail, ceiling, max_loss, Trial::Step, trial)?
     };
-    for _ in 0..VERIFICATIONS {
-        if !verify || candidate <= floor {
-            return Ok(candidate);
-        }
-        if trial(candidate, Trial::Verify)? <= max_loss {
-            return Ok(candidate);
-        }
-        // Everything from the floor up to the failed rate is open again.
-        (pass, fail) = (floor, candidate);
-        kind = Trial::Verify;
-        candidate = bisect(&mut pass, &mut fail, ceiling, max_loss, kind, trial)?;
+    if !verify || candidate <= floor || trial(candidate, Trial::Verify)? <= max_loss {
+        return Ok(candidate);
     }
-    Ok(floor)
+    // Everything from the floor up to the failed rate is open again.
+    (pass, fail) = (floor, candidate);
+    bisect(
+        &mut pass,
+        &mut fail,
+        ceiling,
+        max_loss,
+        Trial::Verify,
+        trial,
+    )
 }
 
 /// Halves `pass..fail` with trials of `kind` until `pass` is within 1 %
@@ -168,12 +162,24 @@ mod tests {
             verifies[0] > 6.2e6,
             "the first verification is of the short trials' rate"
         );
-        assert_eq!(*verifies.last().unwrap(), found, "the result was verified");
+        assert!(verifies.contains(&found), "the result passed a long trial");
         let first = log.iter().position(|(_, t)| *t == Trial::Verify).unwrap();
         assert!(
             log[first..].iter().all(|(_, t)| *t == Trial::Verify),
             "after a failed verification every step is a long trial: {log:?}"
         );
+    }
+
+    #[test]
+    fn a_verified_result_is_not_searched_again() {
+        let mut verifies = 0;
+        let mut stub = |rate: f64, t: Trial| {
+            verifies += usize::from(t == Trial::Verify);
+            Ok(if rate <= 4e6 { 0.0 } else { 1.0 })
+        };
+        let found = search_verified(10e6, 0.0, 0.0, true, &mut stub).unwrap();
+        assert!(found <= 4e6 && found > 4e6 * 0.99, "{found}");
+        assert_eq!(verifies, 1);
     }
 
     #[test]

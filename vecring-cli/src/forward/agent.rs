@@ -9,7 +9,7 @@
 
 use super::frame::{self, Flows, Mac};
 use super::protocol::latency_fields;
-use super::tally::Tally;
+use super::tally::{Tally, MAX_SEQ};
 use crate::{cpus, LinkArgs};
 use clap::{Args, ValueEnum};
 use std::io::{BufRead, Write};
@@ -45,7 +45,7 @@ pub struct AgentArgs {
 #[derive(Args, Clone)]
 pub struct GenArgs {
     /// Frames per burst (1..=256).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_BURST)))]
     pub burst: u16,
     /// pktgen's clone_skb: a frame's headers (its flow) are made anew only
     /// every N frames; the frames between reuse them.
@@ -115,6 +115,14 @@ impl GenArgs {
     }
 }
 
+/// The longest trial, and the highest rate, a generator accepts.
+pub const MAX_SECS: f64 = 3600.0;
+const MAX_RATE: f64 = 1e9;
+/// Frames burst at most.
+const MAX_BURST: u16 = 256;
+/// Sequence numbers a sink counts.
+const SINK_ROOM: u64 = 1 << 28;
+
 /// Frames a receive call takes at most.
 const RX_BATCH: usize = 32;
 /// The drain after a trial: until nothing came for this long...
@@ -170,8 +178,9 @@ pub fn run(args: &AgentArgs) -> Result<(), String> {
     };
     if agent.mode == Mode::Sink {
         // A sink does not know a trial's size: room for 256 M frames
-        // (32 MiB), kept across resets.
-        agent.tally.reserve(1 << 28);
+        // (32 MiB), kept across resets, and no more.
+        agent.tally.reserve(SINK_ROOM);
+        agent.tally.limit = SINK_ROOM;
     }
     let mac = agent.flows.src_mac.map(|b| format!("{b:02x}")).join(":");
     say(&format!("ready mac={mac} max_frame={MAX_FRAME_LEN}"));
@@ -184,7 +193,10 @@ pub fn run(args: &AgentArgs) -> Result<(), String> {
         }
         match lines.try_recv() {
             Ok(line) => match line.trim() {
-                "quit" => return Ok(()),
+                "quit" => {
+                    say("ok");
+                    return Ok(());
+                }
                 cmd => say(&agent.command(cmd).unwrap_or_else(|e| format!("err {e}"))),
             },
             Err(TryRecvError::Empty) => {}
@@ -298,8 +310,8 @@ impl Agent {
                     ));
                 }
                 let burst = num("burst", Some(f64::from(self.gen.burst)))? as usize;
-                if !(1..=256).contains(&burst) {
-                    return Err(format!("burst={burst}: 1..=256"));
+                if !(1..=usize::from(MAX_BURST)).contains(&burst) {
+                    return Err(format!("burst={burst}: 1..={MAX_BURST}"));
                 }
                 let plan = Plan {
                     size,
@@ -308,6 +320,18 @@ impl Agent {
                     count: num("count", Some(0.0))? as u64,
                     burst,
                 };
+                if plan.secs > MAX_SECS {
+                    return Err(format!("a trial lasts at most {MAX_SECS} s"));
+                }
+                if plan.rate > MAX_RATE || (plan.rate > 0.0 && plan.rate < 1.0) {
+                    return Err(format!(
+                        "rate={}: 0 (unthrottled) or 1..={MAX_RATE} frames/s",
+                        plan.rate
+                    ));
+                }
+                if plan.count > MAX_SEQ {
+                    return Err(format!("count={}: at most {MAX_SEQ}", plan.count));
+                }
                 if plan.secs == 0.0 && plan.count == 0 {
                     return Err("a trial needs secs= or count=".into());
                 }
@@ -323,7 +347,11 @@ impl Agent {
                 latency_fields(&self.tally.latency)
             )),
             "reset" => {
-                self.tally.reset(0);
+                let trial = num("trial", Some(0.0))?;
+                if trial > f64::from(u16::MAX) {
+                    return Err(format!("trial={trial}: a trial id is 1..=65535"));
+                }
+                self.tally.reset(trial as u16);
                 Ok("ok".into())
             }
             "stats" => Ok(format!(
@@ -340,11 +368,13 @@ impl Agent {
         self.trial = self.trial.wrapping_add(1).max(1);
         self.tally.reset(self.trial);
         let by_time = plan.secs > 0.0;
-        // Frames the trial offers: `count`, or the rate's share of `secs`;
-        // 0 (unthrottled, by time only) has no limit.
-        let total = match (plan.count, plan.rate > 0.0) {
-            (0, true) => (plan.rate * plan.secs).round() as u64,
-            (c, _) => c,
+        // Frames the trial offers: `count`, or the rate's share of `secs`,
+        // whichever is fewer; 0 (unthrottled, by time only) has no limit.
+        let paced = (plan.rate > 0.0 && by_time).then(|| (plan.rate * plan.secs).ceil() as u64);
+        let total = match (plan.count, paced) {
+            (0, Some(p)) => p,
+            (c, Some(p)) => c.min(p),
+            (c, None) => c,
         };
         // Room for every sequence number the trial may give out
         // (unthrottled: at up to 100 M frames/s).
@@ -363,13 +393,18 @@ impl Agent {
         let window = Duration::from_secs_f64(plan.secs);
         let start = Instant::now();
         // A limited trial ends when all its frames are offered, or, when
-        // the generator fell behind, 2 % after its window; an unlimited
-        // one at the end of its window.
-        let late = window.mul_f64(1.02) + Duration::from_millis(10);
+        // the generator fell behind, 2 % after its window (a count-only
+        // one after MAX_SECS); an unlimited one at the end of its window.
+        let late = if by_time {
+            window.mul_f64(1.02) + Duration::from_millis(10)
+        } else {
+            Duration::from_secs_f64(MAX_SECS)
+        };
+        self.tally.limit = 0;
         loop {
             let elapsed = start.elapsed();
             let over = if total > 0 {
-                offered >= total || (by_time && elapsed >= late)
+                offered >= total || elapsed >= late
             } else {
                 elapsed >= window
             };
@@ -408,14 +443,19 @@ impl Agent {
             // Paced: what the full ring refused is lost, as on a NIC.
             // Unthrottled: the refused frames are offered again.
             offered += if plan.rate > 0.0 { n as u64 } else { k as u64 };
+            // Sequence numbers not given out yet are bad when they come.
+            self.tally.limit = offered;
             self.poll()?;
         }
         let tx_secs = start.elapsed().as_secs_f64();
         self.tx.flush_counters();
         self.opackets += tx;
         // A paced generator that fell behind (offered under 99.9 % of
-        // what was due) measured itself, not the link.
-        let kept_rate = plan.rate <= 0.0 || offered as f64 >= 0.999 * total as f64;
+        // what was due, or took 0.1 % longer) measured itself, not the
+        // link.
+        let kept_rate = plan.rate <= 0.0
+            || (offered as f64 >= 0.999 * total as f64
+                && (!by_time || tx_secs <= plan.secs * 1.001 + 1e-3));
         // The drain: frames still on their way back.
         let drain = Instant::now();
         let mut quiet = Instant::now();
@@ -427,7 +467,8 @@ impl Agent {
         self.rx.flush_counters();
         let t = &self.tally;
         Ok(format!(
-            "ok offered={offered} tx={tx} rx={} lost={} reordered={} dup={} bad={} tx_secs={tx_secs:.6} kept_rate={} {}",
+            "ok trial={} offered={offered} tx={tx} rx={} lost={} reordered={} dup={} bad={} tx_secs={tx_secs:.6} kept_rate={} {}",
+            self.trial,
             t.rx,
             offered.saturating_sub(t.unique),
             t.reordered,

@@ -24,7 +24,8 @@ use std::net::Ipv4Addr;
 pub const MIN_SIZE: usize = 64;
 /// The magic at offset 42.
 pub const MAGIC: u32 = 0x4746_5256;
-const PAYLOAD: usize = 42;
+/// Where the benchmark's fields start (after the UDP header).
+const FIELDS: usize = 42;
 const SEQ: usize = 48;
 const STAMP: usize = 56;
 
@@ -193,8 +194,8 @@ fn checksum(header: &[u8]) -> u16 {
 /// Writes the benchmark's fields; with `payload`, the pattern after them
 /// too (it depends on `seq`).
 pub fn write_fields(frame: &mut [u8], trial: u16, seq: u64, stamp: u64, payload: bool) {
-    frame[PAYLOAD..PAYLOAD + 4].copy_from_slice(&MAGIC.to_le_bytes());
-    frame[PAYLOAD + 4..SEQ].copy_from_slice(&trial.to_le_bytes());
+    frame[FIELDS..FIELDS + 4].copy_from_slice(&MAGIC.to_le_bytes());
+    frame[FIELDS + 4..SEQ].copy_from_slice(&trial.to_le_bytes());
     frame[SEQ..STAMP].copy_from_slice(&seq.to_le_bytes());
     frame[STAMP..MIN_SIZE].copy_from_slice(&stamp.to_le_bytes());
     if payload {
@@ -238,14 +239,21 @@ fn le64(b: &[u8]) -> u64 {
 
 /// Reads the fields of `frame` (None: too short or no magic).
 pub fn read_fields(frame: &[u8]) -> Option<Fields> {
-    if frame.len() < MIN_SIZE || frame[PAYLOAD..PAYLOAD + 4] != MAGIC.to_le_bytes() {
+    if frame.len() < MIN_SIZE || frame[FIELDS..FIELDS + 4] != MAGIC.to_le_bytes() {
         return None;
     }
     Some(Fields {
-        trial: u16::from_le_bytes([frame[PAYLOAD + 4], frame[PAYLOAD + 5]]),
+        trial: u16::from_le_bytes([frame[FIELDS + 4], frame[FIELDS + 5]]),
         seq: le64(&frame[SEQ..]),
         stamp: le64(&frame[STAMP..]),
     })
+}
+
+/// Whether the IPv4 header's total length is the frame's length less the
+/// Ethernet header (a truncated or padded frame's is not).
+pub fn lengths_agree(frame: &[u8]) -> bool {
+    frame.len() >= MIN_SIZE
+        && usize::from(u16::from_be_bytes([frame[16], frame[17]])) + 14 == frame.len()
 }
 
 /// Whether the pattern after the fields is the one `seq` gives.

@@ -138,8 +138,8 @@ impl Histogram {
             if i >= BUCKETS {
                 return Err(bad());
             }
-            h.counts[i] += n;
-            h.total += n;
+            h.counts[i] = h.counts[i].checked_add(n).ok_or_else(bad)?;
+            h.total = h.total.checked_add(n).ok_or_else(bad)?;
         }
         if h.total > 0 {
             let first = h.counts.iter().position(|&c| c > 0).unwrap_or(0);
@@ -223,7 +223,14 @@ mod tests {
         assert_eq!(back, h);
         assert_eq!(back.count(), 5);
         assert_eq!(Histogram::decode("", 0, 0).unwrap().count(), 0);
-        for bad in ["x", "1:", "99999:1", "3:-1", "1:1,2"] {
+        for bad in [
+            "x",
+            "1:",
+            "99999:1",
+            "3:-1",
+            "1:1,2",
+            "1:18446744073709551615,2:1",
+        ] {
             assert!(Histogram::decode(bad, 1, 1).is_err(), "{bad}");
         }
         assert!(Histogram::decode("40:1", 1, 1).is_err(), "extremes checked");

@@ -5,14 +5,19 @@
 //! - At start-up, once its link is up, an agent prints
 //!   `ready mac=<its MAC> max_frame=<largest frame it can send>`.
 //! - `gen size=B rate=PPS secs=S [count=N] [burst=N]` (generators): one
-//!   trial. Reply `ok offered=N tx=N rx=N lost=N reordered=N dup=N bad=N
-//!   tx_secs=F kept_rate=0|1 min=NS max=NS hist=IDX:N,...`.
+//!   trial. Reply `ok trial=ID offered=N tx=N rx=N lost=N reordered=N
+//!   dup=N bad=N tx_secs=F kept_rate=0|1 min=NS max=NS hist=IDX:N,...`.
+//!   Trial ids count up from 1, wrapping past 65535 to 1. A trial ends
+//!   when its frames are offered (`count`, or `rate` x `secs`), or at the
+//!   end of `secs` when unthrottled; at most 3600 s, `count` at most 2^32,
+//!   `rate` 0 (unthrottled) or 1 to 10^9.
 //! - `counts` (sinks): `ok rx=N unique=N reordered=N dup=N bad=N min=NS
 //!   max=NS hist=...` since the last `reset`.
-//! - `reset`: `ok`.
+//! - `reset [trial=ID]`: `ok`; a sink then counts frames of trial `ID`
+//!   only (without it, of the first trial id it sees).
 //! - `stats`: `ok ipackets=N opackets=N imissed=N oerrors=N`, the port's
 //!   totals.
-//! - `quit` or the end of stdin ends the agent.
+//! - `quit`: `ok`, and the agent ends; so does the end of stdin.
 //! - A bad command is answered `err <why>`; the agent goes on.
 //!
 //! `offered` is the frames due at the rate, each given a sequence number;
@@ -85,6 +90,7 @@ pub fn latency_fields(h: &Histogram) -> String {
 /// A generator's trial, as its reply gives it.
 #[derive(Clone, Debug, Default)]
 pub struct GenResult {
+    pub trial: u16,
     pub offered: u64,
     pub tx: u64,
     pub rx: u64,
@@ -105,6 +111,7 @@ impl GenResult {
     pub fn parse(line: &str) -> Result<Self, String> {
         let f = Fields::parse(line)?;
         Ok(Self {
+            trial: f.num("trial")?,
             offered: f.num("offered")?,
             tx: f.num("tx")?,
             rx: f.num("rx")?,
@@ -176,7 +183,7 @@ mod tests {
     #[test]
     fn replies_parse_and_errors_carry_the_agents_words() {
         let g = GenResult::parse(
-            "ok offered=10 tx=10 rx=9 lost=1 reordered=0 dup=0 bad=0 tx_secs=2.0 kept_rate=1 min=900 max=1200 hist=108:4,114:5",
+            "ok trial=3 offered=10 tx=10 rx=9 lost=1 reordered=0 dup=0 bad=0 tx_secs=2.0 kept_rate=1 min=900 max=1200 hist=108:4,114:5",
         )
         .unwrap();
         assert_eq!((g.offered, g.rx, g.lost, g.kept_rate), (10, 9, 1, true));

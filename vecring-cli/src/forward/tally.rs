@@ -25,17 +25,22 @@ pub struct Tally {
     seen: Vec<u64>,
     /// One past the highest sequence number seen.
     next: u64,
+    /// Sequence numbers from here up are bad: a generator's frames not
+    /// yet offered, or beyond the room a sink keeps (so that no frame can
+    /// make the bitmap grow without bound).
+    pub limit: u64,
 }
 
-/// Sequence numbers a tally tracks: beyond this a frame is bad (a trial
-/// offers at most about 2^32 frames).
-const MAX_SEQ: u64 = 1 << 34;
+/// Sequence numbers a tally tracks at most: a trial offers at most 2^32
+/// frames.
+pub const MAX_SEQ: u64 = 1 << 32;
 
 impl Tally {
     /// A tally for trial `trial` (0: the first trial id seen).
     pub fn new(trial: u16) -> Self {
         Self {
             trial,
+            limit: MAX_SEQ,
             ..Self::default()
         }
     }
@@ -45,9 +50,10 @@ impl Tally {
     pub fn reset(&mut self, trial: u16) {
         let used = (self.next.div_ceil(64) as usize).min(self.seen.len());
         self.seen[..used].fill(0);
-        let seen = std::mem::take(&mut self.seen);
+        let (seen, limit) = (std::mem::take(&mut self.seen), self.limit);
         *self = Self {
             seen,
+            limit,
             ..Self::new(trial)
         };
     }
@@ -69,9 +75,11 @@ impl Tally {
         }
     }
 
-    /// Counts a frame received at `now` (CLOCK_MONOTONIC ns); `check`
-    /// rejects frames whose headers are not what this side expects, and
-    /// `verify` checks the payload pattern.
+    /// Counts a frame received at `now` (CLOCK_MONOTONIC ns): one of the
+    /// trial, with a sequence number below the limit and an IPv4 length
+    /// that agrees with its own; `check` rejects frames whose headers are
+    /// not what this side expects, and `verify` checks the payload
+    /// pattern.
     pub fn frame(&mut self, f: &[u8], now: u64, check: impl Fn(&[u8]) -> bool, verify: bool) {
         let Some(Fields { trial, seq, stamp }) = frame::read_fields(f) else {
             self.bad += 1;
@@ -81,7 +89,8 @@ impl Tally {
             self.trial = trial;
         }
         if trial != self.trial
-            || seq >= MAX_SEQ
+            || seq >= self.limit
+            || !frame::lengths_agree(f)
             || !check(f)
             || (verify && !frame::payload_intact(f, seq))
         {
@@ -130,7 +139,10 @@ mod tests {
         altered[70] ^= 0xff;
         t.frame(&altered, 1_500, |_| true, true);
         t.frame(&frame(3, 8), 1_500, |_| false, false); // wrong headers
-        assert_eq!((t.rx, t.unique, t.dup, t.reordered, t.bad), (8, 7, 1, 2, 3));
+        t.frame(&frame(3, 11)[..79], 1_500, |_| true, false); // truncated
+        t.limit = 100;
+        t.frame(&frame(3, 100), 1_500, |_| true, false); // never offered
+        assert_eq!((t.rx, t.unique, t.dup, t.reordered, t.bad), (8, 7, 1, 2, 5));
         assert_eq!(t.latency.count(), 7);
         assert_eq!(t.latency.min(), Some(500));
     }

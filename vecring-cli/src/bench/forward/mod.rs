@@ -23,13 +23,15 @@ mod table;
 
 use super::search::{search_verified, Trial as Step};
 use super::BenchArgs;
-use crate::forward::agent::GenArgs;
+use crate::forward::agent::{GenArgs, MAX_SECS};
+use crate::forward::frame::MIN_SIZE;
 use crate::forward::histogram::Histogram;
 use clap::Args;
 use container::Isolation;
 use rig::{Context, Direction, Port, Rig, Trial};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use vecring_core::abi::MAX_FRAME_LEN;
 use vecring_core::HugepagePolicy;
 
 /// Options of `vecring bench --forward`.
@@ -57,6 +59,10 @@ pub struct ForwardArgs {
     /// ride out longer stalls of the far side without loss (--forward).
     #[arg(long)]
     slots: Option<u32>,
+    /// memif's ring size as log2 (its devarg rsize, 1..=14; default:
+    /// memif's, 10 = 1024 buffers) (--forward).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=14))]
+    memif_rsize: Option<u8>,
     /// Seconds of the trial that re-verifies each search's result
     /// (--forward).
     #[arg(long, default_value_t = 5.0)]
@@ -128,7 +134,7 @@ pub struct Row {
 /// Bad options, or a set-up that could not start at all.
 pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), String> {
     let trial_secs = args.trial_seconds.unwrap_or(MIN_TRIAL);
-    if trial_secs != 0.0 && trial_secs < MIN_TRIAL {
+    if trial_secs.is_nan() || (trial_secs != 0.0 && trial_secs < MIN_TRIAL) {
         return Err(format!(
             "--trial-seconds {trial_secs}: the forwarding searches need trials of at least {MIN_TRIAL} s (0 skips them)"
         ));
@@ -146,20 +152,31 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
             fwd.rate
         ));
     }
-    if fwd.rounds == 0 || args.seconds <= 0.0 {
+    if fwd.rounds == 0 || args.seconds.is_nan() || args.seconds <= 0.0 {
         return Err("--rounds and --seconds must be positive".into());
+    }
+    if [args.seconds, trial_secs, fwd.verify_seconds]
+        .iter()
+        .any(|&s| s > MAX_SECS)
+    {
+        return Err(format!("a trial lasts at most {MAX_SECS} s"));
     }
     if let Some(bad) = sizes
         .iter()
-        .find(|&&s| !(crate::forward::frame::MIN_SIZE..=9216).contains(&s))
+        .find(|&&s| !(MIN_SIZE..=MAX_FRAME_LEN).contains(&s))
     {
         return Err(format!(
-            "frame size {bad}: the forwarding frames are 64..=9216 bytes"
+            "frame size {bad}: the forwarding frames are {MIN_SIZE}..={MAX_FRAME_LEN} bytes"
         ));
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("vecring bench --forward starts containers: run it as root".into());
+    crate::cpus::check("--master-cpu", &args.master_cpu)?;
+    crate::cpus::check("--slave-cpu", &args.slave_cpu)?;
+    let host_cpu = args.master_cpu.first().copied().unwrap_or(0);
+    let far_cpu = args.slave_cpu.first().copied().unwrap_or(1);
+    if host_cpu == far_cpu {
+        return Err(format!(
+            "CPU {host_cpu} for both sides: each side busy-polls a CPU of its own (--master-cpu, --slave-cpu)"
+        ));
     }
     let dpdk = fwd.ports.iter().any(|p| p.dpdk());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -179,13 +196,29 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
             fwd.pmd.display()
         ));
     }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("vecring bench --forward starts containers: run it as root".into());
+    }
     let scratch = PathBuf::from(format!("/var/tmp/vecring-fwd-{}", std::process::id()));
-    let run_dir = args
-        .run_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("/run/vecring-fwd-{}", std::process::id())));
-    let tool = container::scratch_with_tool(&scratch)?;
-    std::fs::create_dir_all(&run_dir).map_err(|e| format!("{}: {e}", run_dir.display()))?;
+    // A run directory of its own, removed at the end; a user's keeps all
+    // but the domain directory the run made in it.
+    let (run_dir, made) = match &args.run_dir {
+        Some(d) => (d.clone(), d.join("bench")),
+        None => {
+            let d = PathBuf::from(format!("/run/vecring-fwd-{}", std::process::id()));
+            (d.clone(), d)
+        }
+    };
+    let cleanup = || {
+        let _ = std::fs::remove_dir_all(&scratch);
+        let _ = std::fs::remove_dir_all(&made);
+    };
+    let tool = container::scratch_with_tool(&scratch).inspect_err(|_| cleanup())?;
+    std::fs::create_dir_all(&run_dir).map_err(|e| {
+        cleanup();
+        format!("{}: {e}", run_dir.display())
+    })?;
     let mut cx = Context {
         run_dir: run_dir.clone(),
         scratch: scratch.clone(),
@@ -195,10 +228,11 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         testpmd: fwd.testpmd.clone(),
         link_isolation: container::resolve(fwd.container, false)?,
         dpdk_isolation: container::resolve(fwd.container, true)?,
-        host_cpu: args.master_cpu.first().copied().unwrap_or(0),
-        far_cpu: args.slave_cpu.first().copied().unwrap_or(1),
+        host_cpu,
+        far_cpu,
         gen: fwd.gen.clone(),
         slots: fwd.slots,
+        memif_rsize: fwd.memif_rsize,
         hugepages: match args.hugepages {
             HugepagePolicy::Prefer => "prefer",
             HugepagePolicy::Require => "require",
@@ -214,8 +248,7 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     };
     table::heading(args, fwd, &cx, &plan);
     let result = measure_all(args, fwd, &mut cx, &plan, sizes);
-    let _ = std::fs::remove_dir_all(&scratch);
-    let _ = std::fs::remove_dir_all(&run_dir);
+    cleanup();
     let rows = result?;
     table::finish(args, fwd, &cx, &plan, &rows);
     Ok(())

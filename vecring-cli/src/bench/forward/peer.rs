@@ -173,26 +173,38 @@ impl Peer {
             std::thread::sleep(Duration::from_millis(20));
         }
         let pid = self.child.id() as i32;
-        for signal in [libc::SIGTERM, libc::SIGKILL] {
+        // SIGTERM first (DPDK programs stop their ports and free their
+        // memory on it), SIGKILL to whatever is left 3 s later.
+        for (signal, wait_ms) in [(libc::SIGTERM, 3000), (libc::SIGKILL, 1000)] {
             for p in tree(pid) {
                 // SAFETY: kill has no memory preconditions; these are our
                 // child and its descendants.
                 unsafe { libc::kill(p, signal) };
             }
-            std::thread::sleep(Duration::from_millis(300));
+            for _ in 0..wait_ms / 20 {
+                if matches!(self.child.try_wait(), Ok(Some(_))) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         let _ = self.child.wait();
     }
 }
 
-/// `pid` and every process under it (from /proc's children lists),
-/// deepest first.
+/// `pid` and every process under it (from the children lists of each of
+/// its threads in /proc), deepest first.
 fn tree(pid: i32) -> Vec<i32> {
     let mut out = Vec::new();
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-        out.extend(tree(c));
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten();
+    for task in tasks {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            out.extend(tree(c));
+        }
     }
     out.push(pid);
     out

@@ -1,5 +1,5 @@
 //! The vCPU placement a row drew: on a VM the two CPUs' physical placement
-//! changes between runs, and with it every figure (2-3x here), so each row
+//! changes between runs, and with it every figure, so each row
 //! is tagged with the one-way core-to-core latency between the host's and
 //! the container's CPU, measured just before and just after it: half the
 //! median round trip of a cache line passed back and forth by two pinned

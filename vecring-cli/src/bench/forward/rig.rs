@@ -17,7 +17,7 @@ use super::container::{Container, Isolation, MAPPED_ROOT};
 use super::peer::Peer;
 use crate::forward::agent::GenArgs;
 use crate::forward::histogram::Histogram;
-use crate::forward::protocol::{GenResult, PortStats, SinkCounts};
+use crate::forward::protocol::{Fields, GenResult, PortStats, SinkCounts};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,6 +91,8 @@ pub struct Context {
     pub gen: GenArgs,
     /// Slots per ring of vecring links (None: the default geometry).
     pub slots: Option<u32>,
+    /// memif's ring size, log2 (None: memif's default).
+    pub memif_rsize: Option<u8>,
     pub hugepages: &'static str,
     /// Rigs started so far (each gets its own names).
     pub started: u32,
@@ -137,6 +139,9 @@ pub struct Rig {
     direction: Direction,
     /// The far side is testpmd (its counts come from `show port stats`).
     testpmd: bool,
+    /// The id the generator gives its next trial (known after its first):
+    /// a sink told it ignores late frames of the trial before.
+    next_trial: Option<u16>,
 }
 
 /// How long a peer has to come up (EAL, hugepages, the container).
@@ -179,8 +184,10 @@ impl Rig {
             let (host_vdev, far_vdev) = match port {
                 Port::Vecring => (
                     format!(
-                        "eth_vecring0,domain=bench,link=f{id},master=true,run_dir={}",
-                        cx.run_dir.display()
+                        "eth_vecring0,domain=bench,link=f{id},master=true,run_dir={},hugepages={}{}",
+                        cx.run_dir.display(),
+                        cx.hugepages,
+                        cx.slots.map_or(String::new(), |n| format!(",slots={n}"))
                     ),
                     format!(
                         "eth_vecring0,domain=bench,link=f{id},run_dir={}",
@@ -192,13 +199,14 @@ impl Rig {
                     // abstract socket lives in the host's network
                     // namespace, which the container does not share.
                     let sock = domain.join(format!("memif-{id}.sock"));
+                    let rsize = cx.memif_rsize.map_or(String::new(), |r| format!(",rsize={r}"));
                     (
                         format!(
-                            "net_memif0,role=server,socket={},socket-abstract=no",
+                            "net_memif0,role=server,socket={},socket-abstract=no{rsize}",
                             sock.display()
                         ),
                         format!(
-                            "net_memif0,role=client,socket={},socket-abstract=no",
+                            "net_memif0,role=client,socket={},socket-abstract=no{rsize}",
                             sock.display()
                         ),
                     )
@@ -210,6 +218,9 @@ impl Rig {
                     format!("--file-prefix=vrfwd{id}{side}"),
                     "--no-pci".into(),
                     "--log-level=lib.eal:warning".into(),
+                    // The hugepage files go as soon as they are mapped:
+                    // nothing is left behind by a peer that is killed.
+                    "--huge-unlink".into(),
                 ];
                 if port == Port::Vecring {
                     a.push("-d".into());
@@ -241,12 +252,11 @@ impl Rig {
                     "--txd=1024",
                     "--rxd=1024",
                 ]);
+                if size > 1514 {
+                    far.arg(format!("--max-pkt-len={size}"));
+                }
                 if size > 2048 {
-                    far.args([
-                        "--mbuf-size=10240",
-                        "--total-num-mbufs=32768",
-                        "--max-pkt-len=9216",
-                    ]);
+                    far.args(["--mbuf-size=10240", "--total-num-mbufs=32768"]);
                 }
             } else {
                 far.args(["--mode", far_mode]).args(cx.gen.to_args());
@@ -297,14 +307,34 @@ impl Rig {
         let deadline = Instant::now() + UP;
         let up = host
             .expect(deadline, |l| l.starts_with("ready"))
-            .and_then(|_| {
+            .and_then(|h| {
                 if testpmd {
                     far.expect(deadline, |l| l.contains("packet forwarding - ports"))
+                        .map(|_| (h, None))
                 } else {
                     far.expect(deadline, |l| l.starts_with("ready"))
+                        .map(|f| (h, Some(f)))
                 }
             });
-        if let Err(e) = up {
+        // The largest frame each agent's port carries (`ready ...
+        // max_frame=N`; memif's end at its buffer size).
+        let fits = up.and_then(|lines| {
+            let (host_ready, far_ready) = lines;
+            for (peer, line) in [(&host, Some(host_ready)), (&far, far_ready)] {
+                let Some(line) = line else { continue };
+                let max = Fields::parse(line.replacen("ready", "ok", 1).as_str())
+                    .and_then(|f| f.num::<usize>("max_frame"))
+                    .map_err(|e| peer.fail(&e))?;
+                if size > max {
+                    return Err(format!(
+                        "{}: its port carries frames of at most {max} bytes",
+                        peer.name
+                    ));
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = fits {
             far.stop(Duration::from_secs(2));
             host.stop(Duration::from_secs(2));
             return Err(e);
@@ -314,6 +344,7 @@ impl Rig {
             far,
             direction,
             testpmd,
+            next_trial: None,
         })
     }
 
@@ -355,6 +386,9 @@ impl Rig {
     /// # Errors
     /// A peer that failed or did not answer.
     pub fn trial(&mut self, size: usize, rate: f64, secs: f64) -> Result<Trial, String> {
+        // The agents take whole frames per second; a positive rate under
+        // one is one (0 would mean unthrottled).
+        let rate = if rate > 0.0 { rate.max(1.0) } else { 0.0 };
         let command = format!("gen size={size} rate={rate:.0} secs={secs}");
         let timeout = Duration::from_secs_f64(secs + 20.0);
         match self.direction {
@@ -384,8 +418,13 @@ impl Rig {
                 } else {
                     (&mut self.far, &mut self.host)
                 };
-                sink.ask("reset", Duration::from_secs(10))?;
+                let reset = match self.next_trial {
+                    Some(t) => format!("reset trial={t}"),
+                    None => "reset".to_string(),
+                };
+                sink.ask(&reset, Duration::from_secs(10))?;
                 let g = GenResult::parse(&gen.ask(&command, timeout)?)?;
+                self.next_trial = Some(g.trial.wrapping_add(1).max(1));
                 let c = settled(sink)?;
                 Ok(Trial {
                     offered: g.offered,

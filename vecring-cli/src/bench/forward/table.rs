@@ -89,6 +89,19 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
         );
     }
     println!(
+        "  rings: vecring {} slots per direction, memif {} buffers",
+        cx.slots.map_or_else(
+            || {
+                let g = vecring_core::Geometry::DEFAULT;
+                format!("default ({} x {} B)", g.slot_count(), g.slot_size())
+            },
+            |n| n.to_string()
+        ),
+        cx.memif_rsize
+            .map_or("default (1024 x 2 KiB)".to_string(), |r| (1u32 << r)
+                .to_string())
+    );
+    println!(
         "  first trial {:.1} s {}; RFC 2544 searches: {}; burst {}, {} flow(s)",
         plan.seconds,
         if plan.rate > 0.0 {
@@ -109,10 +122,10 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
     );
     println!();
     println!(
-        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>12} | {:>12} | {:>8} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
-        "port", "dir", "frame", "c2c", "gen TX pps", "gen RX pps", "ctr RX pps", "ctr TX pps", "thr %", "lost", "reord", "dup", "0-loss pps", "0.002% pps"
+        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
+        "port", "dir", "frame", "c2c", "gen TX pps", "gen RX pps", "RX Mbit/s", "ctr RX pps", "ctr TX pps", "thr %", "lost", "reord", "dup", "0-loss pps", "0.002% pps"
     );
-    println!("{}", "-".repeat(162));
+    println!("{}", "-".repeat(174));
 }
 
 fn cell(v: Option<f64>) -> String {
@@ -144,13 +157,14 @@ pub fn row(args: &BenchArgs, r: &Row) {
         Direction::FromContainer => (Some(pps(delivered(r), t)), None, Some(pps(t.tx, t))),
     };
     println!(
-        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>12} | {:>12} | {:>8.3} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
+        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8.3} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
         r.port.name(),
         r.direction.name(),
         r.size,
         r.c2c_ns,
         group(pps(t.tx, t)),
         cell(gen_rx),
+        gen_rx.map_or("-".to_string(), |v| format!("{:.0}", mbits(v, r.size))),
         cell(ctr_rx),
         cell(ctr_tx),
         throughput(r),
@@ -304,6 +318,7 @@ pub fn finish(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan, ro
     }
     println!();
     println!("gen TX: frames the generator's port took; gen RX: frames back at the generator (from-ctr: at the host);");
+    println!("Mbit/s: the frames' bytes (no preamble or gap), of gen RX.");
     println!("ctr RX/TX: the container side's port counters; thr % = ctr RX / gen TX (from-ctr: host RX / ctr TX).");
     println!("lost: offered frames that never arrived (first trial); reord, dup: over every trial of the row.");
     println!("c2c: one-way core-to-core latency between the two CPUs around the row, in ns (the vCPU placement:");
@@ -366,6 +381,7 @@ fn json(
         "verify_seconds": plan.verify_secs,
         "burst": fwd.gen.burst,
         "vecring_slots": cx.slots,
+        "memif_rsize": cx.memif_rsize,
         "flows": fwd.gen.flows().count(),
         "rows": rows.iter().map(|r| {
             let t = &r.free;

@@ -241,9 +241,54 @@ fn a_sink_counts_one_way_and_a_reset_starts_over() {
     assert_eq!((field(&c, "unique"), field(&c, "bad")), (0, 10_000), "{c}");
 }
 
+/// Runs `vecring bench --forward --rate=20000 --seconds=1 --verify
+/// --json` with deep rings and `args`; returns the JSON document and the
+/// output it was read from (for messages).
+fn forward_json(args: &[&str]) -> (serde_json::Value, String) {
+    let out = Command::new(TOOL)
+        .args([
+            "bench",
+            "--forward",
+            "--rate=20000",
+            "--seconds=1",
+            "--verify",
+            "--json",
+        ])
+        .args(SLOTS)
+        .args(args)
+        .output()
+        .expect("run vecring bench --forward");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = serde_json::from_str(&stdout).expect("one JSON document");
+    (json, stdout)
+}
+
 /// The rows of a `--json` report.
 fn rows(json: &serde_json::Value) -> &Vec<serde_json::Value> {
     json["rows"].as_array().expect("rows")
+}
+
+/// A JSON row's count `key`.
+fn count(r: &serde_json::Value, key: &str) -> u64 {
+    r[key].as_u64().unwrap_or_else(|| panic!("{key} in {r}"))
+}
+
+/// Checks that a row's first trial offered 20 000 frames and every one
+/// reached its final receiver once, in order and intact, and was timed
+/// there.
+fn assert_every_frame(r: &serde_json::Value) {
+    assert!(r["error"].is_null(), "{r}");
+    assert_eq!(count(r, "offered"), 20_000, "{r}");
+    for zero in ["lost", "reordered", "duplicated", "bad"] {
+        assert_eq!(count(r, zero), 0, "{zero}: {r}");
+    }
+    assert_eq!(r["first_trial_latency"]["samples"], 20_000, "{r}");
 }
 
 #[test]
@@ -251,30 +296,12 @@ fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_
     assert!(is_root(), "needs root (scripts/test.sh runs as root)");
     let _alone = ONE_PAIR.lock().unwrap_or_else(|p| p.into_inner());
     let _w = Watchdog::new("forward bench in LXC", Duration::from_secs(300));
-    let out = Command::new(TOOL)
-        .args([
-            "bench",
-            "--forward",
-            "--container=unprivileged",
-            "--directions=both,to-container,from-container",
-            "--sizes=64,1514,9000",
-            "--rate=20000",
-            "--seconds=1",
-            SLOTS[0],
-            "--trial-seconds=0",
-            "--verify",
-            "--json",
-        ])
-        .output()
-        .expect("run vecring bench --forward");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let (json, stdout) = forward_json(&[
+        "--container=unprivileged",
+        "--directions=both,to-container,from-container",
+        "--sizes=64,1514,9000",
+        "--trial-seconds=0",
+    ]);
     assert_eq!(json["schema"], "vecring-bench-forward");
     assert!(
         json["link_container"]
@@ -287,14 +314,8 @@ fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_
     let rows = rows(&json);
     assert_eq!(rows.len(), 9, "3 directions x 3 sizes: {stdout}");
     for r in rows {
-        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
-        assert!(r["error"].is_null(), "{r}");
-        assert_eq!(n("offered"), 20_000, "{r}");
-        for zero in ["lost", "reordered", "duplicated", "bad"] {
-            assert_eq!(n(zero), 0, "{zero}: {r}");
-        }
-        // Every frame reached its final receiver and was timed there.
-        assert_eq!(r["first_trial_latency"]["samples"], 20_000, "{r}");
+        assert_every_frame(r);
+        let n = |k: &str| count(r, k);
         match r["direction"].as_str().unwrap() {
             "both" => {
                 assert_eq!(n("gen_rx"), 20_000, "{r}");
@@ -320,41 +341,32 @@ fn forward_bench_over_dpdk_ports_returns_every_frame_intact_and_in_order() {
     let _w = Watchdog::new("forward bench over DPDK", Duration::from_secs(600));
     let pmd = std::env::var("VECRING_PMD_SO")
         .unwrap_or_else(|_| "/usr/local/lib/vecring/librte_net_vecring.so".into());
-    let out = Command::new(TOOL)
-        .args([
-            "bench",
-            "--forward",
-            "--ports=vecring,memif",
-            "--directions=both,to-container",
-            "--sizes=64,1514",
-            "--rate=20000",
-            "--seconds=1",
-            SLOTS[0],
-            "--verify",
-            "--json",
-        ])
-        .arg(format!("--pmd={pmd}"))
-        .output()
-        .expect("run vecring bench --forward");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let pmd = format!("--pmd={pmd}");
+    // With the searches: at this rate and depth every trial passes, so
+    // each search ends at its ceiling, re-verified, and the latency levels
+    // follow.
+    let (json, stdout) = forward_json(&[
+        "--ports=vecring,memif",
+        "--directions=both,to-container",
+        "--sizes=64,1514",
+        "--trial-seconds=2",
+        "--verify-seconds=2",
+        &pmd,
+    ]);
     let rows = rows(&json);
     assert_eq!(rows.len(), 8, "2 ports x 2 directions x 2 sizes: {stdout}");
     for r in rows {
-        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
-        assert!(r["error"].is_null(), "{r}");
-        assert_eq!(n("offered"), 20_000, "{r}");
-        for zero in ["lost", "reordered", "duplicated", "bad"] {
-            assert_eq!(n(zero), 0, "{zero}: {r}");
-        }
-        assert_eq!(n("container_rx"), 20_000, "{r}");
-        assert_eq!(r["first_trial_latency"]["samples"], 20_000, "{r}");
+        assert_every_frame(r);
+        assert_eq!(count(r, "container_rx"), 20_000, "{r}");
+        assert_eq!(r["zero_loss_pps"], 20_000.0, "{r}");
+        assert_eq!(r["low_loss_pps"], 20_000.0, "{r}");
+        let levels: Vec<u64> = r["latency"]
+            .as_array()
+            .expect("latency levels")
+            .iter()
+            .map(|l| l["level_percent"].as_u64().unwrap())
+            .collect();
+        assert_eq!(levels, [50, 90, 100], "{r}");
     }
     let ports: Vec<&str> = rows.iter().map(|r| r["port"].as_str().unwrap()).collect();
     assert!(

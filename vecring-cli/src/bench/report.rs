@@ -57,7 +57,7 @@ pub struct Setup {
 }
 
 /// `n` rounded, with thousands separated by commas.
-fn group(n: f64) -> String {
+pub(super) fn group(n: f64) -> String {
     let s = format!("{:.0}", n);
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

@@ -311,7 +311,8 @@ fn measure_all(
 }
 
 impl Row {
-    fn failed(port: Port, direction: Direction, size: usize, round: u32, e: String) -> Self {
+    /// A row with no figures yet.
+    fn new(port: Port, direction: Direction, size: usize, round: u32) -> Self {
         Self {
             port,
             direction,
@@ -324,8 +325,16 @@ impl Row {
             zero_loss: None,
             low_loss: None,
             latency: Vec::new(),
-            error: Some(e),
+            error: None,
             c2c_ns: 0,
+        }
+    }
+
+    /// A row that could not be measured, and why.
+    fn failed(port: Port, direction: Direction, size: usize, round: u32, e: String) -> Self {
+        Self {
+            error: Some(e),
+            ..Self::new(port, direction, size, round)
         }
     }
 }
@@ -362,8 +371,7 @@ fn measure_on(
     size: usize,
     round: u32,
 ) -> Result<Row, String> {
-    let mut row = Row::failed(port, direction, size, round, String::new());
-    row.error = None;
+    let mut row = Row::new(port, direction, size, round);
     let seen = |row: &mut Row, t: &Trial| {
         row.reordered += t.reordered;
         row.dup += t.dup;
@@ -376,7 +384,13 @@ fn measure_on(
     if free.tx == 0 {
         return Err(format!("the generator sent no {size}-byte frame"));
     }
-    let ceiling = free.tx as f64 / free.secs.max(1e-9);
+    // The searches' ceiling: the rate asked for, or the one the
+    // unthrottled trial reached.
+    let ceiling = if plan.rate > 0.0 {
+        plan.rate
+    } else {
+        free.tx as f64 / free.secs.max(1e-9)
+    };
     row.free = free;
     if plan.trial_secs > 0.0 {
         // The verification trial that passed at the zero-loss rate: the

@@ -6,24 +6,12 @@
 
 use super::rig::{Context, Direction, Port, Trial};
 use super::{ForwardArgs, Plan, Row, LEVELS};
+use crate::bench::report::group;
 use crate::bench::BenchArgs;
 use crate::forward::histogram::Histogram;
 
 fn is_table(args: &BenchArgs) -> bool {
     !args.json && !args.csv
-}
-
-/// `n` with thousands separated by commas.
-fn group(n: f64) -> String {
-    let s = format!("{n:.0}");
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 && c != '-' {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn pps(frames: u64, t: &Trial) -> f64 {

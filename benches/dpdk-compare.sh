@@ -12,8 +12,12 @@
 # not the drivers. (Near is not faster: packet rates are often higher in
 # the far placement.)
 #
-# Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z] [-o FILE]
+# Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z] [-n] [-o FILE]
 #   -z  also measure eth_vecring with zero_copy=true on the receiver
+#   -n  also measure the ceiling in every pair: testpmd txonly alone on
+#       CPU 0 over net_null (a driver that frees what it is given), whose
+#       Tx-pps is the most any driver's txonly -> rxonly pair can carry;
+#       eth_vecring's RX is then also given as a share of it
 #   -o  also write every run's RX and TX pps, with its core-to-core
 #       latency, to FILE as CSV (the columns of benches/src/results.rs:
 #       bench dpdk, candidates eth_vecring, eth_vecring-zc, net_memif)
@@ -27,16 +31,18 @@ SIZES="64 128 256 512 1024 1514 9000"
 PAIRS=5
 SECONDS_PER_RUN=8
 ZERO_COPY=0
+NULL=0
 CSV=
 VECRING_DEVARGS=${VECRING_DEVARGS:-}
-while getopts "s:p:t:zo:" o; do
+while getopts "s:p:t:zno:" o; do
 	case $o in
 	s) SIZES=$OPTARG ;;
 	p) PAIRS=$OPTARG ;;
 	t) SECONDS_PER_RUN=$OPTARG ;;
 	z) ZERO_COPY=1 ;;
+	n) NULL=1 ;;
 	o) CSV=$OPTARG ;;
-	*) sed -n '2,24p' "$0"; exit 2 ;;
+	*) sed -n '2,28p' "$0"; exit 2 ;;
 	esac
 done
 
@@ -94,9 +100,31 @@ run_pair() {
 	memif)
 		rx_vdev="net_memif0,role=server,socket=$WORK/memif-$size.sock"
 		tx_vdev="net_memif0,role=client,socket=$WORK/memif-$size.sock" ;;
+	null) tx_vdev="net_null0" ;;
 	esac
 	local plugin=""
-	[ "$kind" != memif ] && plugin="-d $SO"
+	case $kind in vecring*) plugin="-d $SO" ;; esac
+	if [ "$kind" = null ]; then
+		# The generator alone: its Tx-pps is the figure.
+		# shellcheck disable=SC2086,SC2046
+		timeout $((SECONDS_PER_RUN + 40)) dpdk-testpmd --lcores='(0,1)@0' --file-prefix="$PREFIX"tx $COMMON \
+			--vdev="$tx_vdev" -- --forward-mode=txonly $(app_opts "$size") --txpkts="$size" >"$WORK/tx.log" 2>&1 &
+		local tx=$!
+		echo "$tx" >>"$WORK/pids"
+		local waited=0
+		while ! grep -q "packet forwarding - ports" "$WORK/tx.log" 2>/dev/null && [ $waited -lt 300 ]; do
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		sleep "$SECONDS_PER_RUN"
+		kill -TERM "$tx" 2>/dev/null || true
+		wait "$tx" 2>/dev/null || true
+		lat_after=$("$LATENCY")
+		local null_pps
+		null_pps=$(median_periods Tx-pps "$WORK/tx.log")
+		echo "$null_pps $null_pps $((lat_before > lat_after ? lat_before : lat_after))"
+		return
+	fi
 	# shellcheck disable=SC2086,SC2046
 	timeout $((SECONDS_PER_RUN + 45)) dpdk-testpmd --lcores='(0,1)@1' --file-prefix="$PREFIX"rx $COMMON $plugin \
 		--vdev="$rx_vdev" -- --forward-mode=rxonly $(app_opts "$size") >"$WORK/rx.log" 2>&1 &
@@ -145,11 +173,12 @@ same_placement() {
 
 KINDS="vecring memif"
 [ "$ZERO_COPY" = 1 ] && KINDS="vecring vecring-zc memif"
+[ "$NULL" = 1 ] && KINDS="$KINDS null"
 echo "eth_vecring vs net_memif: dpdk-testpmd txonly (CPU 0) -> rxonly (CPU 1), $PAIRS alternating pairs of ${SECONDS_PER_RUN} s per size"
 echo "vCPU placement per run: core-to-core latency, near under $NEAR_NS ns (it changes every figure 2-3x; compare ratios only)"
-printf "%6s | %-10s | %12s | %12s | %10s | %7s | %12s | %6s | %11s | %11s\n" frame pmd "TX pps" "RX pps" "Mbit/s" "thr %" "memif RX" "ratio" "near pairs" "far pairs"
+printf "%6s | %-10s | %12s | %12s | %15s | %10s | %7s | %12s | %6s | %13s | %11s | %11s | %6s\n" frame pmd "TX pps" "RX pps" "RX M pps min-max" "Mbit/s" "thr %" "memif RX" "ratio" "ratio min-max" "near pairs" "far pairs" "/ null"
 for size in $SIZES; do
-	declare -A rx_all=() tx_all=() ratios=() near_ratios=() far_ratios=()
+	declare -A rx_all=() tx_all=() ratios=() near_ratios=() far_ratios=() null_ratios=()
 	for pair in $(seq 1 "$PAIRS"); do
 		order=$KINDS
 		# Alternate which candidate goes first.
@@ -163,7 +192,7 @@ for size in $SIZES; do
 			this[$kind]=$r
 			lat[$kind]=$l
 			if [ -n "$CSV" ]; then
-				case $kind in memif) cand=net_memif ;; *) cand=eth_$kind ;; esac
+				case $kind in memif) cand=net_memif ;; null) cand=net_null ;; *) cand=eth_$kind ;; esac
 				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),rx_pps,$r,$l" >>"$CSV"
 				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),tx_pps,$t,$l" >>"$CSV"
 			fi
@@ -172,7 +201,10 @@ for size in $SIZES; do
 		for kind in $order; do line="$line $kind ${this[$kind]} (${lat[$kind]} ns)"; done
 		echo "$line" >&2
 		for kind in $KINDS; do
-			[ "$kind" = memif ] && continue
+			case $kind in memif | null) continue ;; esac
+			if [ "$NULL" = 1 ]; then
+				null_ratios[$kind]="${null_ratios[$kind]:-} $(awk -v a="${this[$kind]}" -v b="${this[null]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')"
+			fi
 			r=$(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')
 			ratios[$kind]="${ratios[$kind]:-} $r"
 			p=$(placement "${lat[$kind]}")
@@ -190,20 +222,26 @@ for size in $SIZES; do
 	for kind in $KINDS; do
 		rx=$(echo "${rx_all[$kind]}" | median)
 		tx=$(echo "${tx_all[$kind]}" | median)
-		ratio="-" near="-" far="-"
-		if [ "$kind" != memif ]; then
+		ratio="-" near="-" far="-" spread="-" of_null="-"
+		case $kind in memif | null) ;; *)
 			ratio=$(echo "${ratios[$kind]}" | median)
+			spread=$(echo "${ratios[$kind]}" | min_max)
 			near=$(same_placement "${near_ratios[$kind]:-}")
 			far=$(same_placement "${far_ratios[$kind]:-}")
-		fi
-		# memif's frames are at most 1518 bytes here (max_rx_pktlen).
-		[ "$kind" != memif ] && [ "$memif_rx" = 0 ] && ratio="n/a" near="n/a" far="n/a"
+			[ "$NULL" = 1 ] && of_null=$(echo "${null_ratios[$kind]}" | median)
+			# memif's frames are at most 1518 bytes here (max_rx_pktlen).
+			[ "$memif_rx" = 0 ] && ratio="n/a" spread="n/a" near="n/a" far="n/a" ;;
+		esac
+		# The per-run spread of this candidate's rate, in M pps.
+		rx_spread=$(echo "${rx_all[$kind]}" | awk '{for (i = 1; i <= NF; i++) $i /= 1e6; print}' | min_max)
 		awk -v s="$size" -v k="$kind" -v rx="$rx" -v tx="$tx" -v m="$memif_rx" -v r="$ratio" \
-			-v f="$near" -v w="$far" 'BEGIN {
+			-v f="$near" -v w="$far" -v sp="$spread" -v rs="$rx_spread" -v nl="$of_null" 'BEGIN {
 			thr = (tx > 0) ? 100 * rx / tx : 0
-			printf "%6d | %-10s | %12d | %12d | %10.1f | %6.1f%% | %12d | %6s | %11s | %11s\n", s, k, tx, rx, rx * s * 8 / 1e6, thr, m, r, f, w }'
+			printf "%6d | %-10s | %12d | %12d | %15s | %10.1f | %6.1f%% | %12d | %6s | %13s | %11s | %11s | %6s\n", s, k, tx, rx, rs, rx * s * 8 / 1e6, thr, m, r, sp, f, w, nl }'
 	done
-	unset rx_all tx_all ratios near_ratios far_ratios
+	unset rx_all tx_all ratios near_ratios far_ratios null_ratios
 done
 echo "ratio = median of per-pair (candidate RX pps / memif RX pps); near/far pairs: the same over the pairs"
 echo "whose two runs drew that placement, \"median (pairs)\"; Mbit/s counts frame bytes."
+[ "$NULL" = 1 ] && echo "/ null = median of per-pair (candidate RX pps / net_null txonly TX pps): the share of testpmd's own ceiling"
+[ "$NULL" = 1 ] && echo "(net_null's row: its txonly TX pps, alone on CPU 0; it has no receiver)"

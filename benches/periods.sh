@@ -11,3 +11,7 @@ median_periods() {
 
 # median: the median of the numbers on stdin (0 for none).
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'; }
+
+# min_max: "MIN-MAX" of the numbers on stdin, to 3 significant digits ("-"
+# for none).
+min_max() { tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {if (NR == 0) print "-"; else printf "%.3g-%.3g\n", lo, hi}'; }

@@ -84,6 +84,79 @@ pub(super) unsafe fn copy_32_to_64(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
+/// Writes a frame as whole 64-byte lines from `dst` with non-temporal
+/// stores, the last line padded with zeros (other architectures:
+/// [`copy_bytes`]).
+///
+/// An ordinary store first takes the line for writing: from the consumer's
+/// cache, which read it a lap ago and, when it keeps up with the producer,
+/// reads (and prefetches) the lines just ahead of the ones it was given.
+/// Each such store then waits for one transfer between the cores, and a
+/// sender of small frames ran at a third of its rate (the benchmark
+/// report, "The small-frame slow mode of the driver"). A whole line written
+/// with non-temporal stores is written without being read: the other
+/// copies are invalidated and the sender does not wait. The receiver reads
+/// the line from memory: the rate is then bounded by the memory's (a
+/// two-thread ring here: about 110 M frames/s of 64 bytes, against 420-515
+/// M in the cache), and a frame waited for arrives later. Hence an opt-in
+/// of the writer ([`WriteChunk::set_streaming`](super::WriteChunk::set_streaming)).
+/// Non-temporal stores are not ordered by a Release store: whoever
+/// publishes them calls [`store_fence`] first.
+///
+/// # Safety
+/// `src..src+len` readable; `dst` 64-byte aligned, the `len` bytes from it
+/// rounded up to whole lines writable (the frame's slots: bytes past `len`
+/// in its last line are left zero) and not overlapping `src`.
+#[inline(always)]
+pub(super) unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: `dst` and the lines after it are 64-byte aligned lines of the
+    // caller's (so each 16-byte store is aligned, as MOVNTDQ needs); every
+    // line read is either 64 of the frame's bytes or a local line holding
+    // its last ones; SSE2 is part of the x86_64 baseline.
+    unsafe {
+        use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        #[repr(align(64))]
+        struct Line([u8; 64]);
+        let stream = |to: *mut u8, from: *const u8| {
+            let (from, to) = (from.cast::<__m128i>(), to.cast::<__m128i>());
+            for i in 0..4 {
+                _mm_stream_si128(to.add(i), _mm_loadu_si128(from.add(i)));
+            }
+        };
+        let full = len / 64;
+        for l in 0..full {
+            stream(dst.add(64 * l), src.add(64 * l));
+        }
+        let rest = len % 64;
+        if rest > 0 {
+            let mut line = Line([0; 64]);
+            copy_bytes(line.0.as_mut_ptr(), src.add(64 * full), rest);
+            stream(dst.add(64 * full), line.0.as_ptr());
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    // SAFETY: the caller's contract covers `len` bytes of both.
+    unsafe {
+        copy_bytes(dst, src, len);
+    }
+}
+
+/// Orders every [`stream_lines`] store before the stores that follow
+/// (`SFENCE`; nothing on other architectures, where `stream_lines` stores
+/// ordinarily). Called before the Release store of `head` that publishes
+/// streamed frames (`Producer::publish`), which on its own orders only
+/// ordinary stores.
+#[inline(always)]
+pub(super) fn store_fence() {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: SFENCE only orders stores; SSE is part of the x86_64
+    // baseline.
+    unsafe {
+        core::arch::x86_64::_mm_sfence();
+    }
+}
+
 /// Hints the CPU to fetch the cache line at `p` (no effect on other
 /// architectures). Prefetching never faults, whatever the address.
 #[inline(always)]
@@ -120,3 +193,27 @@ pub(super) fn prefetch_for_write(p: *const u8) {
 /// take lines the consumer may still be reading. It only primes one free
 /// slot after publishing a single frame: `Producer::prime_next_slot`.)
 pub(super) const PREFETCH_SLOTS: u64 = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_lines_hold_the_frame_then_zeros() {
+        #[repr(align(64))]
+        struct Lines([u8; 256]);
+        let src: Vec<u8> = (1..=255).collect();
+        for len in 1..=255 {
+            let mut lines = Lines([0xee; 256]);
+            // SAFETY: `len` readable bytes; local aligned lines, with room
+            // for `len` rounded up to whole lines.
+            unsafe { stream_lines(lines.0.as_mut_ptr(), src.as_ptr(), len) };
+            store_fence();
+            assert_eq!(&lines.0[..len], &src[..len], "len {len}");
+            let end = len.div_ceil(64) * 64;
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            assert!(lines.0[len..end].iter().all(|&b| b == 0), "len {len}");
+            assert!(lines.0[end..].iter().all(|&b| b == 0xee), "len {len}");
+        }
+    }
+}

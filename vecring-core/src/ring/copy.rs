@@ -2,7 +2,7 @@
 //! over frames of one descriptor, and the producer's over frames of one
 //! length, each choosing its kind of copy once per run, not per frame.
 
-use super::bytes::{copy_32_to_64, copy_as, copy_bytes, COPY_ANY, COPY_MEMCPY};
+use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, COPY_MEMCPY};
 use super::descriptor::{four_hold, put_desc, LenPlan, Run, SeenDesc, Shape};
 use super::frame::Frame;
 use crate::abi::SlotDesc;
@@ -231,6 +231,28 @@ impl Shape {
         // not overlap them (the caller's contract); `used < run.to_end`.
         unsafe {
             copy_bytes(
+                run.base.add((used as usize) << self.slot_shift),
+                frame.as_ptr(),
+                frame.len(),
+            );
+            self.store_desc(Self::desc_in_run(run, used), frame.len());
+        }
+    }
+
+    /// [`write_before_end`](Self::write_before_end) with [`stream_lines`]'
+    /// non-temporal stores: the caller fences
+    /// ([`store_fence`](super::bytes::store_fence)) before publishing it.
+    ///
+    /// # Safety
+    /// As for `write_before_end`.
+    #[inline(always)]
+    pub(super) unsafe fn stream_in_run(&self, run: &Run, used: u64, frame: &[u8]) {
+        // SAFETY: the frame's slots, the caller's, before the end of the
+        // data area: 64-byte aligned like every slot (the data area is, and
+        // slots are powers of two of at least 64 bytes), so they hold the
+        // frame rounded up to whole lines; `frame` does not overlap them.
+        unsafe {
+            stream_lines(
                 run.base.add((used as usize) << self.slot_shift),
                 frame.as_ptr(),
                 frame.len(),

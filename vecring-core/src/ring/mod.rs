@@ -68,4 +68,4 @@ pub use read_chunk::ReadChunk;
 pub use stats::EndpointStats;
 pub use storage::{Bell, RingStorage};
 pub use wait_line::Sleep;
-pub use write_chunk::{FrameWriter, WriteChunk};
+pub use write_chunk::{FrameWriter, WriteChunk, STREAM_MAX_LEN};

@@ -46,6 +46,45 @@ pub(crate) fn send_batch_streams_small_frames_and_stops_where_it_must<S: RingSto
     assert!(sent > 2000, "{sent} frames");
 }
 
+/// Chunks written with non-temporal stores (`set_streaming`), alternating
+/// with `send_batch`: frames of 1 to `STREAM_MAX_LEN` bytes, mixed with
+/// longer ones written ordinarily, meet the wrap at every offset (a frame
+/// that wraps is written ordinarily too), and each arrives intact and in
+/// order.
+pub(crate) fn streamed_bursts_arrive_intact_across_the_wrap<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(32, 64, 1024).unwrap());
+    let lens = [1usize, 17, 32, 47, 63, 64, 64, 64, 65, 100, 128, 129, 200];
+    let mut expect = std::collections::VecDeque::new();
+    let (mut sent, mut got) = (0u32, 0u32);
+    for round in 0..600usize {
+        let burst: Vec<Vec<u8>> = (0..1 + round % 17)
+            .map(|i| {
+                frame(
+                    lens[(round + i * 3) % lens.len()],
+                    (sent as usize + i) as u8,
+                )
+            })
+            .collect();
+        let n = if round % 2 == 0 {
+            let mut chunk = tx.write_chunk(usize::MAX).unwrap();
+            chunk.set_streaming(true);
+            let n = burst.iter().take_while(|f| chunk.push(f).is_ok()).count();
+            assert_eq!(chunk.commit(), n);
+            n
+        } else {
+            tx.send_batch(burst.iter().map(|f| &f[..])).unwrap()
+        };
+        expect.extend(burst.into_iter().take(n));
+        sent += n as u32;
+        got += recv_expected(&mut rx, &mut expect, (round * 5) % 19);
+    }
+    got += recv_expected(&mut rx, &mut expect, usize::MAX);
+    assert_eq!((got, expect.len()), (sent, 0));
+    assert!(sent > 3000, "{sent} frames");
+}
+
 /// `push_run` against a model: runs of every length class and of up to
 /// 13 frames meet the wrap at every offset (a frame straddling it is
 /// written in two segments), stop at the reservation, and every frame

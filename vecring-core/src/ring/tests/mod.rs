@@ -42,6 +42,7 @@ macro_rules! ring_suite {
             basic::uncommitted_chunk_publishes_nothing,
             basic::endpoints_and_chunks_can_move_to_another_thread,
             batch::send_batch_streams_small_frames_and_stops_where_it_must,
+            batch::streamed_bursts_arrive_intact_across_the_wrap,
             batch::push_run_writes_every_frame_across_the_wrap_and_stops_at_the_reservation,
             batch::push_run_refuses_bad_lengths_without_calling_fill,
             batch::frames_validated_but_not_handed_out_stay_queued,

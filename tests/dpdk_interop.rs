@@ -411,6 +411,14 @@ fn testpmd_slave_txonly_frames_arrive_intact_in_rust_master() {
     txonly_into_rust("tx-s64", Role::Master, &[64]);
 }
 
+/// Frames of two lines, the second partly filled, through the transmit
+/// path's non-temporal stores (testpmd sends bursts of 32).
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn testpmd_master_100_byte_frames_arrive_intact_in_rust_slave() {
+    txonly_into_rust("tx-m100", Role::Slave, &[100]);
+}
+
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn testpmd_master_9000_byte_chains_arrive_intact_in_rust_slave() {

@@ -18,8 +18,8 @@
 # The shell cases check counters, not payloads: testpmd's txonly and
 # rxonly do not look at bytes. The bytes of the same kinds of traffic are
 # checked frame by frame by tests/dpdk_interop.rs (run here as
-# rust_interop): testpmd txonly frames (small_frames, mac_filter, lxc
-# cases), 9000-byte chains both ways (jumbo_*), and io forwarding with
+# rust_interop): testpmd txonly frames of 64 and 100 bytes (small_frames,
+# mac_filter, lxc cases), 9000-byte chains both ways (jumbo_*), and io forwarding with
 # scatter receive and multi-segment transmit, in copy, zero-copy and
 # hold-back modes (lxc_io).
 #

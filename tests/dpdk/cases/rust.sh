@@ -56,7 +56,7 @@ rust_tests() {
 # roles and both directions, every byte checked by the Rust side
 # (tests/dpdk_interop.rs).
 test_rust_interop() {
-	rust_tests "rust interop" dpdk_interop 9
+	rust_tests "rust interop" dpdk_interop 10
 }
 
 # A hostile Rust peer flips destination MACs in the ring under testpmd's

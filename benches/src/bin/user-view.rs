@@ -12,11 +12,12 @@
 //! - **Latency at 64 bytes.** The master `send`s one frame and `recv`s the
 //!   slave's echo of it; the floor is two processes flipping a counter in
 //!   one shared cache line on the same CPUs. One way is half the median
-//!   round trip, in alternating rounds.
+//!   round trip (timed 100 round trips at a time), in alternating rounds.
 //!
 //! Each round is tagged with the core-to-core latency of the vCPU
-//! placement it drew (the VM's vCPUs move; see BENCHMARKING.md): compare
-//! ratios within one placement.
+//! placement it drew (the VM's vCPUs move; see BENCHMARKING.md), and the
+//! summary gives the ratios per placement: the two vCPUs on one physical
+//! core, near, far. Compare ratios within one placement.
 //!
 //! ```text
 //! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N]
@@ -310,20 +311,28 @@ fn map_line(fd: &OwnedFd) -> &'static AtomicU64 {
     }
 }
 
-/// Half the median of `TRIPS` round trips of `trip`, after as many untimed.
+/// Round trips timed together: a clock read costs about as much as a
+/// round trip between near vCPUs, and reads it in steps of 10-20 ns here.
+const TRIPS_PER_SAMPLE: usize = 100;
+
+/// Half the median round trip of `trip`, over samples of
+/// [`TRIPS_PER_SAMPLE`] round trips each (`TRIPS` in all), after
+/// `WARM_TRIPS` untimed ones.
 fn half_median(mut trip: impl FnMut()) -> f64 {
     for _ in 0..WARM_TRIPS {
         trip();
     }
-    let mut ns: Vec<u64> = (0..TRIPS)
+    let mut ns: Vec<f64> = (0..TRIPS / TRIPS_PER_SAMPLE)
         .map(|_| {
             let t = Instant::now();
-            trip();
-            t.elapsed().as_nanos() as u64
+            for _ in 0..TRIPS_PER_SAMPLE {
+                trip();
+            }
+            t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
         })
         .collect();
-    ns.sort_unstable();
-    ns[ns.len() / 2] as f64 / 2.0
+    ns.sort_by(f64::total_cmp);
+    ns[ns.len() / 2] / 2.0
 }
 
 /// One way through one shared line between two processes.
@@ -401,14 +410,17 @@ fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
     summary("link / floor", &ratios);
 }
 
-/// The median, min and max of `ratios`, over all rounds and per placement
-/// (near: core-to-core under 100 ns).
+/// The median, min and max of `ratios`, over all rounds and per placement:
+/// the two vCPUs on one physical core (core-to-core under 45 ns: they share
+/// its caches), near (under 100 ns) or far.
 fn summary(what: &str, ratios: &[(u128, f64)]) {
-    for (name, keep) in [
-        ("all", &(|_: u128| true) as &dyn Fn(u128) -> bool),
-        ("near", &|c| c < 100),
-        ("far", &|c| c >= 100),
-    ] {
+    let classes: [(&str, fn(u128) -> bool); 4] = [
+        ("all", |_| true),
+        ("same-core", |c| c < 45),
+        ("near", |c| (45..100).contains(&c)),
+        ("far", |c| c >= 100),
+    ];
+    for (name, keep) in classes {
         let mut r: Vec<f64> = ratios
             .iter()
             .filter(|(c, _)| keep(*c))

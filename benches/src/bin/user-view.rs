@@ -414,7 +414,8 @@ fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
 /// the two vCPUs on one physical core (core-to-core under 45 ns: they share
 /// its caches), near (under 100 ns) or far.
 fn summary(what: &str, ratios: &[(u128, f64)]) {
-    let classes: [(&str, fn(u128) -> bool); 4] = [
+    type Class = (&'static str, fn(u128) -> bool);
+    let classes: [Class; 4] = [
         ("all", |_| true),
         ("same-core", |c| c < 45),
         ("near", |c| (45..100).contains(&c)),

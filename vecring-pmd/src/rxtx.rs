@@ -414,7 +414,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
 /// store waits for the line to come back from the receiver's cache when
 /// the receiver keeps up (and prefetches the lines ahead of the ones it was
 /// given): in a third of testpmd txonly -> rxonly runs at 64 bytes the
-/// sender fell to 11-15 M pps, against 32-47 M in every run with streaming
+/// sender fell to 11-15 M pps, against 32-50 M in every run with streaming
 /// (the benchmark report, "The small-frame slow mode of the driver"). An
 /// application at a rate where this matters sends full bursts (testpmd:
 /// 32); one that sends a frame or two has a receiver waiting for them,

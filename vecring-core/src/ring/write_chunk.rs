@@ -57,8 +57,8 @@ pub struct WriteChunk<'p, S: RingStorage> {
     used: u64,
     frames: usize,
     bytes: u64,
-    /// Whether one-line frames are written with non-temporal stores
-    /// ([`set_streaming`](WriteChunk::set_streaming)).
+    /// Whether frames of up to [`STREAM_MAX_LEN`] bytes are written with
+    /// non-temporal stores ([`set_streaming`](WriteChunk::set_streaming)).
     stream: bool,
     /// Whether a frame was, so that `commit` fences first.
     streamed: bool,
@@ -82,7 +82,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// For bursts of small frames from a sender slower than the memory: the
     /// sender then does not wait for one transfer between the cores per
     /// line when its receiver keeps up (eth_vecring's transmit path at 64
-    /// bytes: 32-47 M pps in every run, against 11-15 M in a third of the
+    /// bytes: 32-50 M pps in every run, against 11-15 M in a third of the
     /// runs without). The receiver reads the frames from memory instead of
     /// the sender's cache: it waits longer for a frame it is waiting for,
     /// and the rate is bounded by the memory's (a two-thread ring here:

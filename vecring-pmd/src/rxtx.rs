@@ -5,7 +5,7 @@
 //! TX copies each mbuf (chains too) into the ring with one chunk reservation
 //! and one commit per burst, then frees the sent mbufs in bulk (straight
 //! into their pool when the application enabled fast free). A burst of
-//! [`STREAM_MIN_BURST`] frames or more writes its frames of up to 128 bytes
+//! `STREAM_MIN_BURST` frames or more writes its frames of up to 128 bytes
 //! with non-temporal stores (`WriteChunk::set_streaming`). RX allocates
 //! mbufs in bulk, copies frames in (scattering into a chain when scatter is
 //! enabled), and releases the ring slots once per burst.

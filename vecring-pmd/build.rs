@@ -135,6 +135,7 @@ fn main() {
         "rte_intr_vec_list_free",
         "rte_intr_vec_list_index_set",
         "rte_intr_free_epoll_fd",
+        "rte_get_tsc_hz",
         "vecring_.*",
     ] {
         bg = bg.allowlist_function(f);

@@ -59,5 +59,6 @@ pub mod scatter;
 pub mod secondary;
 pub mod snapshot;
 pub mod stats;
+pub mod stream;
 pub mod xstats;
 pub mod zerocopy;

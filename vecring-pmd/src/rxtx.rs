@@ -4,9 +4,10 @@
 //!
 //! TX copies each mbuf (chains too) into the ring with one chunk reservation
 //! and one commit per burst, then frees the sent mbufs in bulk (straight
-//! into their pool when the application enabled fast free). A burst of
-//! `STREAM_MIN_BURST` frames or more writes its frames of up to 128 bytes
-//! with non-temporal stores (`WriteChunk::set_streaming`). RX allocates
+//! into their pool when the application enabled fast free). A burst of a
+//! sender fast enough writes its frames of up to 128 bytes with
+//! non-temporal stores (`WriteChunk::set_streaming`; when: [`StreamGate`]).
+//! RX allocates
 //! mbufs in bulk, copies frames in (scattering into a chain when scatter is
 //! enabled), and releases the ring slots once per burst.
 //!
@@ -35,6 +36,7 @@
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::scatter::{scatter_into, Scatter};
 use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
+use crate::stream::StreamGate;
 use crate::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use std::ffi::c_void;
 use std::slice;
@@ -91,6 +93,8 @@ pub struct TxQueue {
     fast_free: bool,
     /// The descriptor count and offloads the queue was set up with.
     pub(crate) setup: QueueSetup,
+    /// Whether a burst is streamed.
+    stream: StreamGate,
 }
 
 /// Data bytes one mbuf of `pool` holds after its headroom (0 if none).
@@ -185,6 +189,7 @@ impl TxQueue {
             shared,
             fast_free,
             setup: QueueSetup::default(),
+            stream: StreamGate::new(),
         }
     }
 
@@ -325,7 +330,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
     let mut chunk = match sender.write_chunk_for(lens) {
         Ok(mut c) => {
-            c.set_streaming(n >= STREAM_MIN_BURST);
+            c.set_streaming(q.stream.admit(n));
             c
         }
         Err(_) => {
@@ -407,19 +412,6 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     }
     taken as u16
 }
-
-/// The fewest frames of a transmit burst whose frames of up to
-/// [`STREAM_MAX_LEN`](vecring_core::ring::STREAM_MAX_LEN) bytes are
-/// written with non-temporal stores. With ordinary stores, each line's
-/// store waits for the line to come back from the receiver's cache when
-/// the receiver keeps up (and prefetches the lines ahead of the ones it was
-/// given): in a third of testpmd txonly -> rxonly runs at 64 bytes the
-/// sender fell to 11-15 M pps, against 32-50 M in every run with streaming
-/// (the benchmark report, "The small-frame slow mode of the driver"). An
-/// application at a rate where this matters sends full bursts (testpmd:
-/// 32); one that sends a frame or two has a receiver waiting for them,
-/// which a streamed frame reaches later, from memory.
-const STREAM_MIN_BURST: usize = 8;
 
 /// Receive burst: copies up to `nb_pkts` frames from the ring into mbufs.
 ///

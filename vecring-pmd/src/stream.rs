@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn only_bursts_at_the_rate_are_streamed() {
-        // A gate whose frame may take as long as a whole minute of ticks:
+        // A gate whose frame may take a 1024th of the counter's range:
         // every burst after the first counts as fast enough.
         let mut g = StreamGate {
             ticks_per_frame: u64::MAX / 1024,

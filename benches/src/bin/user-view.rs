@@ -250,24 +250,19 @@ fn rtrb_round() -> f64 {
 fn throughput(link: &Link, peer: &mut Peer, rounds: usize) {
     println!("throughput, {FRAME}-byte frames, batches of {BATCH}: link (two processes) / rtrb [u8; {FRAME}] (two threads), rounds of {ROUND:?}");
     println!("round | c2c ns | link Mfps | rtrb Mfps | link / rtrb");
-    let mut ratios = Vec::new();
-    for round in 0..rounds {
-        let c2c = core_to_core_latency().as_nanos();
-        let (l, r) = if round % 2 == 0 {
-            let l = link_round(link, peer);
-            (l, rtrb_round())
-        } else {
-            let r = rtrb_round();
-            (link_round(link, peer), r)
-        };
-        println!(
-            "{round:5} | {c2c:6} | {:9.2} | {:9.2} | {:.3}",
-            l / 1e6,
-            r / 1e6,
-            l / r
-        );
-        ratios.push((c2c, l / r));
-    }
+    let ratios = alternate(
+        rounds,
+        || link_round(link, peer),
+        rtrb_round,
+        |round, c2c, l, r| {
+            println!(
+                "{round:5} | {c2c:6} | {:9.2} | {:9.2} | {:.3}",
+                l / 1e6,
+                r / 1e6,
+                l / r
+            )
+        },
+    );
     summary("link / rtrb", &ratios);
 }
 
@@ -393,21 +388,42 @@ fn link_latency_round(link: &Link, peer: &mut Peer) -> f64 {
 fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
     println!("latency, 64-byte send/recv ping-pong (two processes) / one shared counter line (two processes); one way = half the median round trip");
     println!("round | c2c ns | link ns | floor ns | link / floor");
-    let mut ratios = Vec::new();
-    for round in 0..rounds {
-        let c2c = core_to_core_latency().as_nanos();
-        let (l, f) = if round % 2 == 0 {
+    let ratios = alternate(
+        rounds,
+        || {
             let l = link_latency_round(link, peer);
-            (l, floor_round())
-        } else {
-            let f = floor_round();
-            (link_latency_round(link, peer), f)
-        };
-        assert_eq!(peer.reply(), "done");
-        println!("{round:5} | {c2c:6} | {l:7.1} | {f:8.1} | {:.3}", l / f);
-        ratios.push((c2c, l / f));
-    }
+            assert_eq!(peer.reply(), "done");
+            l
+        },
+        floor_round,
+        |round, c2c, l, f| println!("{round:5} | {c2c:6} | {l:7.1} | {f:8.1} | {:.3}", l / f),
+    );
     summary("link / floor", &ratios);
+}
+
+/// `rounds` rounds of `a` and `b`, which goes first swapping every round,
+/// each printed by `show(round, c2c, a, b)`; returns each round's
+/// core-to-core latency (its vCPU placement) and `a / b`.
+fn alternate(
+    rounds: usize,
+    mut a: impl FnMut() -> f64,
+    mut b: impl FnMut() -> f64,
+    show: impl Fn(usize, u128, f64, f64),
+) -> Vec<(u128, f64)> {
+    (0..rounds)
+        .map(|round| {
+            let c2c = core_to_core_latency().as_nanos();
+            let (x, y) = if round % 2 == 0 {
+                let x = a();
+                (x, b())
+            } else {
+                let y = b();
+                (a(), y)
+            };
+            show(round, c2c, x, y);
+            (c2c, x / y)
+        })
+        .collect()
 }
 
 /// The median, min and max of `ratios`, over all rounds and per placement:

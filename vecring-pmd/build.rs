@@ -12,7 +12,9 @@
 //!    (driver and log-type registration) are kept in the cdylib.
 //! 4. Generates Rust bindings for the few DPDK types and functions the driver
 //!    uses with `bindgen`.
-//! 5. Links the cdylib against the DPDK shared libraries it calls. They have
+//! 5. Turns the DPDK version into the `cfg`s of `src/compat.rs`, the one
+//!    module where the lines differ (see [`LINE_CFGS`]).
+//! 6. Links the cdylib against the DPDK shared libraries it calls. They have
 //!    the same sonames as those `dpdk-testpmd` already has loaded, so the
 //!    dynamic loader reuses them: there is one EAL in the process.
 
@@ -24,6 +26,14 @@ use std::process::Command;
 const MIN_DPDK: &str = "22.11";
 /// Default location of the driver-SDK headers installed by `scripts/setup.sh`.
 const DEFAULT_SDK: &str = "/opt/vecring/dpdk-sdk";
+/// The `cfg`s of `src/compat.rs` and the DPDK release (year, month) from
+/// which each holds.
+const LINE_CFGS: &[(&str, (u32, u32))] = &[
+    // rte_mbuf's RTE_MARKER fields became unions of anonymous structs.
+    ("dpdk_mbuf_unions", (24, 7)),
+    // Per-queue counters left rte_eth_stats for stats_get's third argument.
+    ("dpdk_queue_stats", (25, 11)),
+];
 /// DPDK libraries whose symbols the driver calls (others are pulled in by these).
 const DPDK_LIBS: &[&str] = &[
     "rte_ethdev",
@@ -50,6 +60,14 @@ fn main() {
                  Install it with `sudo scripts/setup.sh` (Debian 12: packages dpdk-dev, libdpdk-dev)."
             )
         });
+    let line = release(&dpdk.version);
+    for (cfg, since) in LINE_CFGS {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        if line >= *since {
+            println!("cargo:rustc-cfg={cfg}");
+        }
+    }
+    println!("cargo:rustc-env=VECRING_DPDK_VERSION={}", dpdk.version);
     let cflags = dpdk_cflags();
     let sdk = find_sdk_headers(&dpdk.include_paths);
 
@@ -108,6 +126,8 @@ fn main() {
         "rte_mp_msg",
         "rte_mp_reply",
         "rte_intr_handle_type",
+        // 25.11 and newer (src/compat.rs).
+        "eth_queue_stats",
     ] {
         bg = bg.allowlist_type(t);
     }
@@ -154,9 +174,25 @@ fn main() {
     // --- linking ------------------------------------------------------------
     for p in &dpdk.link_paths {
         println!("cargo:rustc-link-search=native={}", p.display());
+        // A DPDK outside the loader's default directories (a release built
+        // into its own prefix): the driver finds its libraries there itself
+        // when EAL loads it with `-d` (the application's RUNPATH does not
+        // apply to a dlopen()ed object's own dependencies).
+        if !p.starts_with("/usr/lib") && !p.starts_with("/lib") {
+            println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{}", p.display());
+        }
     }
     for lib in DPDK_LIBS {
         println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+}
+
+/// (year, month) of a DPDK version such as `24.11.6`.
+fn release(version: &str) -> (u32, u32) {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>());
+    match (parts.next(), parts.next()) {
+        (Some(Ok(y)), Some(Ok(m))) => (y, m),
+        _ => panic!("vecring-pmd: pkg-config gives DPDK version {version:?}, not YY.MM[.N]"),
     }
 }
 

@@ -135,11 +135,16 @@ show_xstats() {
 }
 
 # mbufs_in_use NAME: mbufs of testpmd's pool (mb_pool_0) neither in the pool
-# nor in a per-lcore cache, from a fresh `dump_mempool`.
+# nor in a per-lcore cache, from a fresh `dump_mempool` (`dump mempool
+# mb_pool_0` from 25.11, where the old spelling is gone).
 mbufs_in_use() {
 	local before
 	before=$(grep -c "^mempool <mb_pool_0>" "$WORK/$1.log")
-	cmd "$1" dump_mempool
+	if [ "$TESTPMD_LINE" \< 25.11 ]; then
+		cmd "$1" dump_mempool
+	else
+		cmd "$1" "dump mempool mb_pool_0"
+	fi
 	wait_for "$1" "^mempool <mb_pool_0>" "$((before + 1))" 10 || return
 	# Read the last dump's section of mb_pool_0 (wait_for saw its header;
 	# give the rest of it a moment to arrive).

@@ -39,7 +39,11 @@
 #        With no argument every group runs; a GROUP runs its cases, a CASE
 #        (e.g. jumbo_9000, rust_interop) runs alone, in the order given.
 #        An unknown name is a failure before anything runs.
-# Env:   VECRING_PMD_SO   use this .so instead of building one (the Rust
+# Env:   VECRING_DPDK     a DPDK install prefix (scripts/dpdk.sh prints one):
+#                         its dpdk-testpmd, dpdk-proc-info and dpdk-dumpcap
+#                         are used, and the driver scripts/build-pmd.sh
+#                         installed in its driver directory
+#        VECRING_PMD_SO   use this .so instead of building one (the Rust
 #                         interop test is built with cargo either way)
 #        TESTPMD          testpmd binary (default dpdk-testpmd)
 #        VECRING_TEST_NO_HUGE=1   run testpmd with --no-huge -m 512 --no-shconf
@@ -51,6 +55,20 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [ -n "${VECRING_DPDK:-}" ]; then
+	# Another DPDK line: its tools first in PATH (the Rust tests run them by
+	# name too), its installed driver unless one is given.
+	export PATH="$VECRING_DPDK/bin:$PATH"
+	if [ -z "${VECRING_PMD_SO:-}" ]; then
+		VECRING_PMD_SO=$(find "$VECRING_DPDK"/lib*/ -path '*/dpdk/pmds-*/librte_net_vecring.so' 2>/dev/null | head -n1)
+		[ -n "$VECRING_PMD_SO" ] || {
+			echo "FAIL: no librte_net_vecring.so in $VECRING_DPDK's driver directory (run scripts/build-pmd.sh $VECRING_DPDK)"
+			echo "0 passed, 1 failed"
+			exit 1
+		}
+	fi
+	export VECRING_PMD_SO
+fi
 TESTPMD=${TESTPMD:-dpdk-testpmd}
 WATCHDOG=${VECRING_TEST_WATCHDOG:-90}   # seconds one testpmd may live
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vecring-dpdk.XXXXXX")
@@ -186,8 +204,16 @@ if [ "${VECRING_TEST_NO_HUGE:-0}" = 1 ] || [ "${free_huge:-0}" -lt 512 ]; then
 	export VECRING_TEST_NO_HUGE=1   # for tests/dpdk_interop.rs
 fi
 TESTPMD_EXE=$(readlink -f "$(command -v "$TESTPMD")")
+# The DPDK line of testpmd (YY.MM), for the commands that changed spelling.
+TESTPMD_LINE=$("$TESTPMD" -v --no-pci --in-memory --no-huge -m 64 -l 0 --file-prefix "vrtest_version_$$" -- --help 2>&1 |
+	sed -n "s/.*RTE Version: 'DPDK \([0-9]*\.[0-9]*\).*/\1/p" | head -n1)
+[ -n "$TESTPMD_LINE" ] || {
+	echo "FAIL: cannot tell the DPDK version of $TESTPMD (EAL -v)"
+	echo "0 passed, 1 failed"
+	exit 1
+}
 CTR_RUN=$WORK/ctr-run                   # the run dir as containers see it
-log "plugin $SO, testpmd $TESTPMD_EXE, work dir $WORK"
+log "plugin $SO, testpmd $TESTPMD_EXE (DPDK $TESTPMD_LINE), work dir $WORK"
 
 # --- run ---------------------------------------------------------------------
 

@@ -9,6 +9,8 @@
  *    DPDK's headers.
  * Everything else (devargs, ethdev ops, the data path) is in Rust.
  */
+#include <string.h>
+
 #include "wrapper.h"
 
 RTE_LOG_REGISTER(vecring_logtype, pmd.net.vecring, NOTICE);
@@ -99,6 +101,34 @@ vecring_pktmbuf_attach_extbuf(struct rte_mbuf *m, void *buf, uint16_t len,
 	/* Shared memory is not registered for DMA: no IOVA. */
 	rte_pktmbuf_attach_extbuf(m, buf, RTE_BAD_IOVA, len, shinfo);
 }
+
+uint64_t
+vecring_link_word(uint32_t speed, int up)
+{
+	struct rte_eth_link link;
+	uint64_t word;
+
+	memset(&link, 0, sizeof(link));
+	link.link_speed = speed;
+	link.link_duplex = RTE_ETH_LINK_FULL_DUPLEX;
+	/* The speed is whatever the two ends manage: the only setting
+	 * dev_configure accepts (link_speeds 0, autonegotiation). */
+	link.link_autoneg = RTE_ETH_LINK_AUTONEG;
+	link.link_status = up ? RTE_ETH_LINK_UP : RTE_ETH_LINK_DOWN;
+	memcpy(&word, &link, sizeof(word));
+	return word;
+}
+
+int
+vecring_link_word_up(uint64_t word)
+{
+	struct rte_eth_link link;
+
+	memcpy(&link, &word, sizeof(link));
+	return link.link_status == RTE_ETH_LINK_UP;
+}
+
+_Static_assert(sizeof(struct rte_eth_link) == sizeof(uint64_t), "lsc.rs");
 
 /* Constants mirrored in src/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
 _Static_assert(RTE_ETH_RX_OFFLOAD_SCATTER == (UINT64_C(1) << 13), "ffi.rs");

@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `glue.c` | `RTE_PMD_REGISTER_*`, the log type, wrappers of DPDK `static inline` helpers |
 //! | [`ffi`] | bindgen bindings and mirrored constants |
+//! | [`compat`] | what differs between DPDK lines (22.11 to 25.11): mbuf fields, `stats_get`, the link word |
 //! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
 //! | [`probe`] | the vdev entry points: probe and remove |
 //! | [`port`] | per-port state: the link, its ends, counters of closed links |
@@ -40,6 +41,7 @@
 
 pub mod addrs;
 pub mod close;
+pub mod compat;
 pub mod dev;
 pub mod devargs;
 pub mod ffi;

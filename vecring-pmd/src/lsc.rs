@@ -21,6 +21,7 @@
 //!   returns at once: the thread ends when the callback returns, without
 //!   touching the port again.
 
+use crate::compat;
 use crate::ffi::{self, rte_eth_dev};
 use crate::vlog;
 use std::collections::VecDeque;
@@ -225,28 +226,15 @@ impl Drop for Lsc {
 /// # Safety
 /// `dev` must be a valid, allocated port.
 pub unsafe fn set_link_status(dev: *mut rte_eth_dev, up: bool) -> bool {
-    let mut link = ffi::rte_eth_link {
-        // Shared memory has no line rate: "unknown" when up, none when down.
-        link_speed: if up { ffi::SPEED_NUM_UNKNOWN } else { 0 },
-        ..Default::default()
-    };
-    link.set_link_duplex(1); // RTE_ETH_LINK_FULL_DUPLEX
-                             // RTE_ETH_LINK_AUTONEG: the speed is whatever the two ends manage, the
-                             // only setting `dev_configure` accepts (`link_speeds` 0, autoneg).
-    link.set_link_autoneg(1);
-    link.set_link_status(u16::from(up));
+    let new = compat::link_word(up);
     const _: () = assert!(std::mem::size_of::<ffi::rte_eth_link>() == 8);
     const _: () = assert!(std::mem::align_of::<ffi::rte_eth_link>() == 8);
-    // SAFETY: `rte_eth_link` is 8 bytes, 8-aligned (asserted above) and
-    // plain data, so it can be read as a `u64`.
-    let new: u64 = unsafe { std::mem::transmute(link) };
     // SAFETY: `dev->data` is valid for an allocated port; `dev_link` is
-    // 8-aligned and every access to it is atomic (ethdev uses __atomic too).
+    // 8 bytes, 8-aligned (asserted above) and every access to it is atomic
+    // (ethdev uses __atomic too).
     let old = unsafe {
         let p = std::ptr::addr_of_mut!((*(*dev).data).dev_link).cast::<u64>();
         AtomicU64::from_ptr(p).swap(new, Ordering::SeqCst)
     };
-    // SAFETY: the reverse of the transmute above.
-    let old: ffi::rte_eth_link = unsafe { std::mem::transmute(old) };
-    old.link_status() != u16::from(up)
+    compat::link_word_up(old) != up
 }

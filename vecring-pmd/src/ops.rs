@@ -10,7 +10,7 @@ use crate::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
 use crate::ffi::{self, rte_eth_dev};
 use crate::guard::guarded;
 use crate::queues;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{EthStats, Snapshot};
 use crate::stats;
 use crate::vlog;
 use crate::xstats;
@@ -386,44 +386,27 @@ unsafe extern "C" fn mtu_set(dev: *mut rte_eth_dev, mtu: u16) -> i32 {
     })
 }
 
-/// `eth_dev_ops::stats_get`.
+crate::compat::stats_get_op!(stats_get, eth_stats);
+
+/// The port's counters since the last `stats_reset`, as `stats_get`
+/// reports them (also the answer to a secondary process, [`crate::mp`]).
+///
 /// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn stats_get(dev: *mut rte_eth_dev, out: *mut ffi::rte_eth_stats) -> i32 {
-    // SAFETY: ethdev passes a valid port of ours.
+/// `dev` must be a valid port of this driver, with no other control
+/// operation of it running (DPDK's rule for applications).
+pub(crate) unsafe fn eth_stats(dev: *mut rte_eth_dev) -> Result<EthStats, i32> {
+    // SAFETY: the caller passes a valid port of ours.
     let dev = unsafe { Dev::new(dev) };
-    // SAFETY: ethdev passes a valid, zeroed stats struct (it fills
-    // `rx_nombuf` itself) that nothing else references during the call.
-    let o = unsafe { &mut *out };
-    dev.with_port("stats_get", |p| {
+    let mut out = Err(-libc::ENODEV);
+    let rc = dev.with_port("stats_get", |p| {
         let s = p.snapshot().since(&p.stats_base);
-        let (rx, tx) = (s.rx(), s.tx());
-        o.ipackets = rx.packets;
-        o.ibytes = rx.bytes;
-        o.ierrors = rx.errors();
-        o.opackets = tx.packets;
-        o.obytes = tx.bytes;
-        o.oerrors = tx.errors();
-        // Nothing is lost before the driver sees it: frames wait in the
-        // ring, and the peer counts its own ring-full refusals.
-        o.imissed = 0;
-        // The configured queues (a port has at most as many as
-        // `q_ipackets` has entries).
-        let nb_rx = usize::from(dev.nb_rx_queues()).min(ffi::QUEUE_STAT_CNTRS);
-        for (q, c) in s.rxq.iter().enumerate().take(nb_rx) {
-            o.q_ipackets[q] = c.packets;
-            o.q_ibytes[q] = c.bytes;
-            o.q_errors[q] = c.errors();
-        }
-        let nb_tx = usize::from(dev.nb_tx_queues()).min(ffi::QUEUE_STAT_CNTRS);
-        for (q, c) in s.txq.iter().enumerate().take(nb_tx) {
-            o.q_opackets[q] = c.packets;
-            o.q_obytes[q] = c.bytes;
-        }
+        out = Ok(EthStats::of(&s, dev.nb_rx_queues(), dev.nb_tx_queues()));
         0
-    })
+    });
+    if rc != 0 {
+        return Err(rc);
+    }
+    out
 }
 
 /// `eth_dev_ops::stats_reset`.

@@ -33,6 +33,7 @@
 //! consumer's wait line in shared memory says so; read only then). An RX
 //! queue the link lacks receives nothing.
 
+use crate::compat::mbuf;
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::scatter::{scatter_into, Scatter};
 use crate::stats::{self, Filter, Shared, TxCounters, MAX_QUEUES};
@@ -270,10 +271,11 @@ unsafe fn seg_bytes<'a>(m: *const rte_mbuf) -> &'a [u8] {
     // SAFETY: the caller guarantees the segment's data lies inside its
     // buffer; the application does not modify an mbuf it passed to TX.
     unsafe {
-        let m = &*m;
         slice::from_raw_parts(
-            m.buf_addr.cast::<u8>().add(usize::from(m.data_off)),
-            usize::from(m.data_len),
+            (*m).buf_addr
+                .cast::<u8>()
+                .add(usize::from(mbuf::data_off(m))),
+            usize::from(mbuf::data_len(m)),
         )
     }
 }
@@ -287,8 +289,12 @@ unsafe fn seg_bytes<'a>(m: *const rte_mbuf) -> &'a [u8] {
 pub(crate) unsafe fn seg_room<'a>(m: *mut rte_mbuf, len: usize) -> &'a mut [u8] {
     // SAFETY: the caller owns the mbuf and guarantees the room.
     unsafe {
-        let m = &*m;
-        slice::from_raw_parts_mut(m.buf_addr.cast::<u8>().add(usize::from(m.data_off)), len)
+        slice::from_raw_parts_mut(
+            (*m).buf_addr
+                .cast::<u8>()
+                .add(usize::from(mbuf::data_off(m))),
+            len,
+        )
     }
 }
 
@@ -327,7 +333,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // asked for, so asking for exactly what fits keeps that shared cache
     // line out of most bursts.
     // SAFETY: every pointer of the array is a valid mbuf.
-    let lens = mbufs.iter().map(|&m| unsafe { (*m).pkt_len } as usize);
+    let lens = mbufs.iter().map(|&m| unsafe { mbuf::pkt_len(m) } as usize);
     let mut chunk = match sender.write_chunk_for(lens) {
         Ok(mut c) => {
             c.set_streaming(q.stream.admit(n));
@@ -352,7 +358,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     let mut plain = true;
     for &m in mbufs {
         // SAFETY: a valid mbuf from the application.
-        let (mut len, segs) = unsafe { ((*m).pkt_len as usize, (*m).nb_segs) };
+        let (mut len, segs) = unsafe { (mbuf::pkt_len(m) as usize, mbuf::nb_segs(m)) };
         let res = if segs == 1 {
             if FAST_FREE {
                 // SAFETY: a valid mbuf; `ol_flags` shares its first line.
@@ -516,8 +522,8 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             }
             // SAFETY: `m` is ours.
             unsafe {
-                (*m).data_len = len as u16;
-                (*m).pkt_len = len as u32;
+                mbuf::set_data_len(m, len as u16);
+                mbuf::set_pkt_len(m, len as u32);
             }
         } else if SCATTER {
             // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.

@@ -1,6 +1,7 @@
 //! Receiving a frame longer than one mbuf into a chain of mbufs
 //! (`RTE_ETH_RX_OFFLOAD_SCATTER`), for the RX burst of [`crate::rxtx`].
 
+use crate::compat::mbuf;
 use crate::ffi::{self, rte_mbuf, rte_mempool};
 use crate::rxtx::{free_bulk, seg_room};
 use crate::stats::Filter;
@@ -64,7 +65,7 @@ pub(crate) unsafe fn scatter_into<'a>(
             src = &src[n..];
             if seg_fill == buf_space && seg_idx + 1 < nsegs {
                 // SAFETY: `m` is ours.
-                unsafe { (*m).data_len = buf_space as u16 };
+                unsafe { mbuf::set_data_len(m, buf_space as u16) };
                 seg_idx += 1;
                 seg_fill = 0;
             }
@@ -93,12 +94,12 @@ pub(crate) unsafe fn scatter_into<'a>(
     // SAFETY: every mbuf of the chain is ours; linking them makes `head` own
     // the chain, which the application frees as one packet.
     unsafe {
-        (*seg(seg_idx)).data_len = seg_fill as u16;
+        mbuf::set_data_len(seg(seg_idx), seg_fill as u16);
         for i in 1..nsegs {
             (*seg(i - 1)).next = seg(i);
         }
-        (*head).nb_segs = nsegs as u16;
-        (*head).pkt_len = len as u32;
+        mbuf::set_nb_segs(head, nsegs as u16);
+        mbuf::set_pkt_len(head, len as u32);
     }
     Scatter::Filled
 }

@@ -25,6 +25,7 @@
 use crate::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
 use crate::guard::guarded;
 use crate::mp::{self, Op, Pages, Request};
+use crate::snapshot::EthStats;
 use crate::vlog;
 use crate::xstats;
 use std::ffi::{c_void, CStr, CString};
@@ -215,19 +216,19 @@ unsafe extern "C" fn link_update(_dev: *mut rte_eth_dev, _wait_to_complete: i32)
     0
 }
 
-/// `eth_dev_ops::stats_get`.
+crate::compat::stats_get_op!(stats_get, primary_stats);
+
+/// The port's counters, asked of the primary process.
+///
 /// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn stats_get(dev: *mut rte_eth_dev, out: *mut ffi::rte_eth_stats) -> i32 {
-    guarded("stats_get", -libc::EIO, || {
-        // SAFETY: ethdev passes a valid port and stats struct.
-        let (v, o) = unsafe { (ask(dev, Op::Stats), &mut *out) };
-        match v.and_then(|v| mp::values_to_stats(&v, o)) {
-            Ok(()) => 0,
-            Err(e) => e,
-        }
+/// `dev` must be a valid port of this driver.
+unsafe fn primary_stats(dev: *mut rte_eth_dev) -> Result<EthStats, i32> {
+    guarded("stats_get", Err(-libc::EIO), || {
+        // SAFETY: the caller passes a valid port.
+        let v = unsafe { ask(dev, Op::Stats) }?;
+        let mut s = EthStats::default();
+        mp::values_to_stats(&v, &mut s)?;
+        Ok(s)
     })
 }
 

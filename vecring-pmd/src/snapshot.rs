@@ -3,6 +3,7 @@
 //! the link's, with the port's totals as their sums and resets as
 //! baselines.
 
+use crate::ffi::QUEUE_STAT_CNTRS;
 use crate::stats::{RxCounters, Shared, TxCounters, MAX_QUEUES};
 
 /// One RX queue's counters ([`RxCounters`]) as read at one moment, or
@@ -171,6 +172,78 @@ impl Snapshot {
             pinned_regions: self.pinned_regions,
             tx_lost_on_link_down: d(self.tx_lost_on_link_down, base.tx_lost_on_link_down),
         }
+    }
+}
+
+/// What `stats_get` reports, whatever the DPDK line: the fields of
+/// `rte_eth_stats` a driver fills and the per-queue counters (which
+/// [`crate::compat::write_stats`] puts where the line's ethdev reads them).
+/// Secondary processes receive it as values ([`crate::mp`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EthStats {
+    /// Frames received.
+    pub ipackets: u64,
+    /// Frames sent.
+    pub opackets: u64,
+    /// Bytes received.
+    pub ibytes: u64,
+    /// Bytes sent.
+    pub obytes: u64,
+    /// Frames lost before the driver saw them.
+    pub imissed: u64,
+    /// Receive errors.
+    pub ierrors: u64,
+    /// Transmit errors.
+    pub oerrors: u64,
+    /// Frames received per queue.
+    pub q_ipackets: [u64; QUEUE_STAT_CNTRS],
+    /// Frames sent per queue.
+    pub q_opackets: [u64; QUEUE_STAT_CNTRS],
+    /// Bytes received per queue.
+    pub q_ibytes: [u64; QUEUE_STAT_CNTRS],
+    /// Bytes sent per queue.
+    pub q_obytes: [u64; QUEUE_STAT_CNTRS],
+    /// Receive errors per queue.
+    pub q_errors: [u64; QUEUE_STAT_CNTRS],
+}
+
+impl EthStats {
+    /// The counters of `s` for a port with `nb_rx` and `nb_tx` configured
+    /// queues (the `q_*` entries of the others stay 0).
+    pub fn of(s: &Snapshot, nb_rx: u16, nb_tx: u16) -> Self {
+        let (rx, tx) = (s.rx(), s.tx());
+        let mut e = EthStats {
+            ipackets: rx.packets,
+            ibytes: rx.bytes,
+            ierrors: rx.errors(),
+            opackets: tx.packets,
+            obytes: tx.bytes,
+            oerrors: tx.errors(),
+            // Nothing is lost before the driver sees it: frames wait in
+            // the ring, and the peer counts its own ring-full refusals.
+            imissed: 0,
+            ..EthStats::default()
+        };
+        for (q, c) in s
+            .rxq
+            .iter()
+            .enumerate()
+            .take(usize::from(nb_rx).min(QUEUE_STAT_CNTRS))
+        {
+            e.q_ipackets[q] = c.packets;
+            e.q_ibytes[q] = c.bytes;
+            e.q_errors[q] = c.errors();
+        }
+        for (q, c) in s
+            .txq
+            .iter()
+            .enumerate()
+            .take(usize::from(nb_tx).min(QUEUE_STAT_CNTRS))
+        {
+            e.q_opackets[q] = c.packets;
+            e.q_obytes[q] = c.bytes;
+        }
+        e
     }
 }
 

@@ -71,4 +71,13 @@ uint16_t vecring_pktmbuf_buf_space(struct rte_mempool *pool);
 void vecring_pktmbuf_attach_extbuf(struct rte_mbuf *m, void *buf, uint16_t len,
 				   struct rte_mbuf_ext_shared_info *shinfo);
 
+/**
+ * The 64-bit word of a `struct rte_eth_link` with `link_speed` `speed`,
+ * full duplex, autonegotiated, and up if `up` is non-zero (C reaches the
+ * fields through the anonymous union newer lines put around them).
+ */
+uint64_t vecring_link_word(uint32_t speed, int up);
+/** Whether the 64-bit word of a `struct rte_eth_link` says the link is up. */
+int vecring_link_word_up(uint64_t word);
+
 #endif

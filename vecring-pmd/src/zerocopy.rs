@@ -24,6 +24,7 @@
 //! peer); the memory has no IOVA, so these mbufs cannot be handed to a
 //! NIC's DMA without a copy.
 
+use crate::compat::mbuf;
 use crate::ffi::{self, rte_mbuf, rte_mbuf_ext_shared_info};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
@@ -118,8 +119,8 @@ impl ZcSlots {
             (*shinfo).free_cb = Some(free_slot);
             (*shinfo).fcb_opaque = opaque.cast_mut().cast::<c_void>();
             ffi::vecring_pktmbuf_attach_extbuf(m, buf.cast::<c_void>(), len as u16, shinfo);
-            (*m).data_len = len as u16;
-            (*m).pkt_len = len as u32;
+            mbuf::set_data_len(m, len as u16);
+            mbuf::set_pkt_len(m, len as u32);
         }
     }
 }

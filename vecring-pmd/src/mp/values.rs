@@ -1,8 +1,9 @@
 //! The values a reply carries for [`Op::Stats`](super::Op::Stats) and
-//! [`Op::Info`](super::Op::Info): `rte_eth_stats` and the driver's fields
+//! [`Op::Info`](super::Op::Info): the port's [`EthStats`] and the driver's fields
 //! of `rte_eth_dev_info`, as flat lists of `u64`, and back.
 
 use crate::ffi;
+use crate::snapshot::EthStats;
 
 /// Queues whose counters a [`super::Op::Stats`] answer carries: every
 /// entry of `q_ipackets` and friends (as many as a port may have queues).
@@ -11,12 +12,12 @@ pub const STATS_QUEUES: usize = ffi::QUEUE_STAT_CNTRS;
 /// (more than one message holds: answers are paged, see [`super::msg`]).
 pub const STATS_VALUES: usize = 7 + 5 * STATS_QUEUES;
 
-/// The counters of `rte_eth_stats` a reply carries, in order: `ipackets,
+/// The counters of [`EthStats`] a reply carries, in order: `ipackets,
 /// opackets, ibytes, obytes, imissed, ierrors, oerrors`, then `q_ipackets,
 /// q_opackets, q_ibytes, q_obytes, q_errors` of the first [`STATS_QUEUES`]
 /// queues. (`rx_nombuf` is in the port's shared data: ethdev fills it in
 /// every process.)
-pub fn stats_to_values(s: &ffi::rte_eth_stats) -> Vec<u64> {
+pub fn stats_to_values(s: &EthStats) -> Vec<u64> {
     let mut v = vec![
         s.ipackets, s.opackets, s.ibytes, s.obytes, s.imissed, s.ierrors, s.oerrors,
     ];
@@ -36,7 +37,7 @@ pub fn stats_to_values(s: &ffi::rte_eth_stats) -> Vec<u64> {
 ///
 /// # Errors
 /// `-EPROTO` if `v` has another length.
-pub fn values_to_stats(v: &[u64], s: &mut ffi::rte_eth_stats) -> Result<(), i32> {
+pub fn values_to_stats(v: &[u64], s: &mut EthStats) -> Result<(), i32> {
     if v.len() != STATS_VALUES {
         return Err(-libc::EPROTO);
     }
@@ -128,7 +129,7 @@ mod tests {
 
     #[test]
     fn stats_and_info_round_trip() {
-        let mut s = ffi::rte_eth_stats {
+        let mut s = EthStats {
             ipackets: 1,
             opackets: 2,
             ibytes: 3,
@@ -149,7 +150,7 @@ mod tests {
         let v = stats_to_values(&s);
         assert_eq!(v.len(), STATS_VALUES);
         assert_eq!(STATS_QUEUES, 16, "every queue a port may have");
-        let mut back = ffi::rte_eth_stats::default();
+        let mut back = EthStats::default();
         values_to_stats(&v, &mut back).unwrap();
         assert_eq!(format!("{back:?}"), format!("{s:?}"));
         assert_eq!(

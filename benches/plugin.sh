@@ -1,9 +1,9 @@
-# Sourced by the DPDK benchmark scripts: installs the built PMD where EAL's
-# -d accepts it (EAL refuses plugins under a world-writable directory) and
-# sets SO to its path. VECRING_PMD_SO overrides the file installed.
-SO_SRC=${VECRING_PMD_SO:-$ROOT/target/release/librte_net_vecring.so}
-[ -f "$SO_SRC" ] || { echo "missing $SO_SRC: cargo build --release -p vecring-pmd" >&2; exit 1; }
-PLUGIN_DIR=/usr/local/lib/vecring
-install -d -m 0755 "$PLUGIN_DIR"
-install -m 0644 "$SO_SRC" "$PLUGIN_DIR/librte_net_vecring.so"
-SO=$PLUGIN_DIR/librte_net_vecring.so
+# Sourced by the DPDK benchmark scripts: sets SO to the driver EAL loads.
+# Without VECRING_PMD_SO, scripts/build-pmd.sh builds and installs it into
+# DPDK's driver directory (EAL refuses plugins under a world-writable
+# directory such as /tmp, where a checkout may be).
+if [ -n "${VECRING_PMD_SO:-}" ]; then
+	SO=$VECRING_PMD_SO
+else
+	SO=$(bash "$ROOT/scripts/build-pmd.sh" /usr) || { echo "scripts/build-pmd.sh /usr failed" >&2; exit 1; }
+fi

@@ -16,8 +16,7 @@ cargo build --release -q -p vecring-cli
 if [[ " $* " == *" --forward "* ]]; then
 	# The DPDK side of the forwarding benchmark: the driver where EAL's -d
 	# accepts it, and the DPDK traffic agent beside the tool.
-	cargo build --release -q -p vecring-pmd
-	install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
+	bash scripts/build-pmd.sh /usr >/dev/null
 	bash benches/fwdgen/build.sh >/dev/null
 fi
 exec ./target/release/vecring bench "$@"

@@ -13,7 +13,8 @@
 #
 # SOURCE is a release tarball (dpdk-24.11.6.tar.xz, from
 # https://fast.dpdk.org/rel/) or an unpacked source directory. Without it the
-# newest dpdk-<line>*.tar.xz in $VECRING_DPDK_SOURCES is taken.
+# newest dpdk-<line>*.tar.xz in $VECRING_DPDK_SOURCES is taken, or, with
+# none there, the line built earlier.
 #
 # Progress goes to stderr; stdout is only the prefix, so that
 #   prefix=$(scripts/dpdk.sh 24.11) && scripts/build-pmd.sh "$prefix"
@@ -41,8 +42,15 @@ fi
 root=${VECRING_DPDK_ROOT:-/opt/vecring}
 prefix="$root/dpdk-$line"
 
+stamp="$prefix/.vecring-build"
 if [ -z "$source" ]; then
   dir=${VECRING_DPDK_SOURCES:-}
+  if [ -f "$stamp" ] && [ -f "$prefix/lib/pkgconfig/libdpdk.pc" ] &&
+    ! find "${dir:-/nonexistent}" -maxdepth 1 -name "dpdk-$version*.tar.xz" 2>/dev/null | grep -q .; then
+    # No source named and none at hand: the line built earlier serves.
+    echo "$prefix"
+    exit 0
+  fi
   [ -n "$dir" ] || die "no source for DPDK $line: give a release tarball or directory, or set VECRING_DPDK_SOURCES to a directory of dpdk-<version>.tar.xz (https://fast.dpdk.org/rel/)"
   source=$(find "$dir" -maxdepth 1 -name "dpdk-$version*.tar.xz" -printf '%f\n' 2>/dev/null | sort -V | tail -n1)
   [ -n "$source" ] || die "no dpdk-$version*.tar.xz in $dir"
@@ -51,15 +59,29 @@ fi
 [ -e "$source" ] || die "$source does not exist"
 source=$(readlink -f "$source")
 
+# Only what eth_vecring and its tests use: the vdev bus, the ring mempool,
+# the peers (net_null, net_memif, net_ring, virtio-user, vhost), testpmd,
+# proc-info and dumpcap. Shared libraries, so that testpmd loads drivers with
+# -d; an rpath, so that the prefix's programs find their own libraries.
+options=(
+  --prefix="$prefix" --libdir=lib --buildtype=release
+  -Ddefault_library=shared
+  -Denable_driver_sdk=true
+  -Dtests=false -Denable_docs=false -Dexamples=
+  -Denable_apps=test-pmd,proc-info,dumpcap
+  -Denable_drivers=bus/pci,bus/vdev,mempool/ring,net/null,net/memif,net/ring,net/virtio,net/vhost
+  -Denable_libs=vhost,cryptodev,dmadev,pdump,pcapng,bpf,gro,gso,metrics,bitratestats,latencystats,security,eventdev,timer,pci
+  -Dc_link_args="-Wl,-rpath,$prefix/lib"
+)
+
 # What identifies a build: the source (its checksum, or the directory's path
-# and newest file) and this script's options below.
+# and newest file) and the options above.
 if [ -f "$source" ]; then
   ident=$(sha256sum "$source" | cut -d' ' -f1)
 else
   ident="$source $(find "$source" -type f -newer "$source/meson.build" -printf '%T@\n' 2>/dev/null | sort -n | tail -n1)"
 fi
-ident="$ident $(sha256sum "$0" | cut -d' ' -f1)"
-stamp="$prefix/.vecring-build"
+ident="$ident ${options[*]}"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$ident" ] && [ -f "$prefix/lib/pkgconfig/libdpdk.pc" ]; then
   echo "$prefix"
   exit 0
@@ -89,23 +111,12 @@ fi
 have=$(cat "$src/VERSION" 2>/dev/null) || die "$source is not a DPDK source (no VERSION file)"
 [ "${have%.*}" = "$line" ] || [ "$have" = "$line" ] || die "$source is DPDK $have, not $line"
 
-# Only what eth_vecring and its tests use: the vdev bus, the ring mempool,
-# the peers (net_null, net_memif, net_ring, virtio-user, vhost), testpmd,
-# proc-info and dumpcap. Shared libraries, so that testpmd loads drivers with
-# -d; an rpath, so that the prefix's programs find their own libraries.
 log "building DPDK $have into $prefix (a minute or two)"
 # meson runs python3 from PATH: take the distribution's, which has pyelftools.
 export PATH="/usr/bin:$PATH"
 rm -rf "$prefix"
-meson setup "$work/build" "$src" \
-  --prefix="$prefix" --libdir=lib --buildtype=release \
-  -Ddefault_library=shared \
-  -Denable_driver_sdk=true \
-  -Dtests=false -Denable_docs=false -Dexamples= \
-  -Denable_apps=test-pmd,proc-info,dumpcap \
-  -Denable_drivers=bus/pci,bus/vdev,mempool/ring,net/null,net/memif,net/ring,net/virtio,net/vhost \
-  -Denable_libs=vhost,cryptodev,dmadev,pdump,pcapng,bpf,gro,gso,metrics,bitratestats,latencystats,security,eventdev,timer,pci \
-  -Dc_link_args="-Wl,-rpath,$prefix/lib" >"$work/meson.log" 2>&1 \
+meson setup "$work/build" "$src" "${options[@]}" \
+  >"$work/meson.log" 2>&1 \
   || { tail -n 30 "$work/meson.log" >&2; die "meson setup failed (log: $work/meson.log)"; }
 ninja -C "$work/build" >"$work/ninja.log" 2>&1 \
   || { tail -n 30 "$work/ninja.log" >&2; die "build failed (log: $work/ninja.log)"; }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything vecring needs on a fresh Debian 12 machine (run as root).
 # Idempotent: a second run only checks.
-#   - build tools, DPDK 22.11 (runtime, testpmd, dev headers), LXC
+#   - build tools, DPDK 22.11 (runtime, testpmd, dev headers), LXC, Open
+#     vSwitch with DPDK (its ovs-vswitchd-dpdk; no system instance is
+#     configured or started here), and what building another DPDK line
+#     from its release source needs (scripts/dpdk.sh)
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
 #     taken from Debian's dpdk source package of the installed version
 #   - 2 MiB hugepages and a hugetlbfs mount at /dev/hugepages
@@ -13,7 +16,8 @@ SDK_DIR="${VECRING_DPDK_SDK:-/opt/vecring/dpdk-sdk}"
 HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 
 need_pkgs=()
-for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl; do
+for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl \
+  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

@@ -15,11 +15,23 @@ step "build (the integration tests run the built vecring tool and PMD)"
 cargo build --release --workspace
 
 # EAL refuses plugins under a world-writable directory (a checkout under
-# /tmp would be): every test loads the PMD from an installed copy.
-install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
-export VECRING_PMD_SO=/usr/local/lib/vecring/librte_net_vecring.so
+# /tmp would be): every test loads the driver installed in DPDK's driver
+# directory (also /usr/local/lib/vecring/librte_net_vecring.so).
+export VECRING_PMD_SO
+VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 # The DPDK agent of the forwarding benchmark (beside the vecring tool).
 bash benches/fwdgen/build.sh
+
+# The other DPDK lines the driver supports, built once from their release
+# sources into /opt/vecring/dpdk-<line> (VECRING_DPDK_SOURCES: a directory of
+# dpdk-<version>.tar.xz from https://fast.dpdk.org/rel/), each with the
+# driver built for it. VECRING_TEST_LINES="" leaves them out, loudly.
+LINES=${VECRING_TEST_LINES-23.11 24.11 25.11}
+step "DPDK lines ${LINES:-(none: VECRING_TEST_LINES is empty)}: DPDK built once per line, the driver for each"
+for line in $LINES; do
+  prefix=$(bash scripts/dpdk.sh "$line")
+  bash scripts/build-pmd.sh "$prefix"
+done
 
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
 cargo test --release --workspace --no-fail-fast
@@ -29,6 +41,16 @@ timeout --kill-after=10s 60s cargo run --release -p vecring-core --example tokio
 
 step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
 bash tests/dpdk/run.sh
+
+if [ -n "$LINES" ]; then
+  step "DPDK lines $LINES: the core set on each line's own testpmd, the C API against each, and links between lines (22.11 included) in both roles"
+  bash tests/dpdk/lines.sh $LINES
+else
+  step "DPDK lines: LEFT OUT (VECRING_TEST_LINES is empty); only DPDK 22.11 was tested"
+fi
+
+step "Open vSwitch with DPDK: two LXC containers on eth_vecring ports of a private OVS (traffic both ways with exact counts, kill -9 of a peer, ovs-vswitchd restart, MTU 9000, two queues, del-port/add-port)"
+bash tests/ovs/run.sh
 
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

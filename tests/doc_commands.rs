@@ -58,15 +58,22 @@ const SKIPPED: &[(&str, &str)] = &[
         "installs distribution packages (apt), DPDK's driver-SDK headers and hugepages; scripts/test.sh runs it before the tests",
     ),
     (
+        "scripts/build-pmd.sh /usr",
+        "scripts/test.sh runs it before the tests (the same build and install); in a sandbox it would rewrite the host's DPDK driver directory, which is no overlay",
+    ),
+    (
         "cargo build --release -p ",
         "scripts/test.sh builds the workspace (cargo build --release --workspace) before the tests, the same artifacts; a build of one package resolves its dependencies' features differently and relinks it for up to a minute",
     ),
 ];
 
-/// What a sandbox has before a document's first command: the tool and the
-/// driver installed as `README.md` says.
+/// What a sandbox has before a document's first command: the tool installed
+/// as `README.md` says. The driver is already where `scripts/build-pmd.sh
+/// /usr` installed it (`scripts/test.sh` runs it before the tests): in
+/// DPDK's driver directory, and as `/usr/local/lib/vecring/` (the overlay
+/// shows the host's).
 const PREAMBLE: &str = "install -m 0755 target/release/vecring /usr/local/bin/
-install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/librte_net_vecring.so
+test -e /usr/local/lib/vecring/librte_net_vecring.so
 ";
 
 const LXC: &str = "docs/lxc.md";
@@ -130,12 +137,25 @@ const PLANS: &[Plan] = &[
     },
     steps(
         "README.md",
-        "dpdk-testpmd -d target/release/librte_net_vecring.so",
+        "dpdk-testpmd --no-pci \\\n    --vdev=eth_vecring0,domain=testcontainer,link=tap456,master=true",
         &[Term("testpmd", Some("testpmd> "))],
         &[
             Type("testpmd", "show port info 0"),
             Type("testpmd", "quit"),
             Exit("testpmd"),
+        ],
+    ),
+    // Another DPDK line: the one scripts/test.sh built (the sandbox's /opt
+    // shows the host's), the driver built and installed for it for real.
+    run("README.md", "scripts/build-pmd.sh \"$(scripts/dpdk.sh 24.11)\""),
+    steps(
+        "README.md",
+        "/opt/vecring/dpdk-24.11/bin/dpdk-testpmd",
+        &[Term("testpmd 24.11", Some("testpmd> "))],
+        &[
+            Type("testpmd 24.11", "show port info 0"),
+            Type("testpmd 24.11", "quit"),
+            Exit("testpmd 24.11"),
         ],
     ),
     run(
@@ -206,6 +226,8 @@ const PLANS: &[Plan] = &[
         ],
     ),
     run("vecring-pmd/README.md", "dpdk-proc-info -d"),
+    // The line scripts/test.sh built (the sandbox's /opt shows the host's).
+    run("vecring-pmd/README.md", "scripts/build-pmd.sh \"$(scripts/dpdk.sh 25.11)\""),
     steps(
         "vecring-pmd/README.md",
         "dpdk-dumpcap --file-prefix vr_master",
@@ -235,6 +257,28 @@ static POLICY: LazyLock<Policy> = LazyLock::new(|| Policy {
     plans: PLANS,
     preamble: PREAMBLE,
 });
+
+#[test]
+fn a_plugin_inside_the_checkout_is_refused() {
+    use vecring_tests::doc_runner::plugin_in_checkout;
+    for bad in [
+        "dpdk-testpmd -d target/release/librte_net_vecring.so --no-pci -- -i",
+        "dpdk-testpmd -d ./librte_net_vecring.so",
+        "dpdk-proc-info -d /tmp/vecring/target/release/librte_net_vecring.so -- --stats",
+        "dpdk-testpmd -dtarget/release/librte_net_vecring.so",
+        "dpdk-testpmd -d \"target/release/librte_net_vecring.so\"",
+    ] {
+        assert!(plugin_in_checkout(bad).is_some(), "not refused: {bad}");
+    }
+    for good in [
+        "dpdk-testpmd -d /usr/local/lib/vecring/librte_net_vecring.so --no-pci",
+        "dpdk-testpmd --no-pci --vdev=eth_vecring0,domain=d,link=l -- -i",
+        "\"$prefix/bin/dpdk-testpmd\" -d \"$prefix/lib/dpdk/pmds-25.0/librte_net_vecring.so\"",
+        "install -d -m 0755 /usr/local/lib/vecring",
+    ] {
+        assert_eq!(plugin_in_checkout(good), None, "refused: {good}");
+    }
+}
 
 #[test]
 fn every_command_block_is_run_or_excluded() {

@@ -325,6 +325,16 @@ impl Policy {
                     .flat_map(|b| markdown::commands(&b).unwrap_or_default())
             })
             .collect();
+        for c in &all {
+            if let Some(arg) = plugin_in_checkout(&c.text) {
+                problems.push(format!(
+                    "'{}' loads a plugin from inside the checkout ({arg}): EAL refuses a -d \
+                     plugin below a world-writable directory, so this fails in a clone under \
+                     /tmp; show the install (scripts/build-pmd.sh) and load the installed driver",
+                    c.text.lines().next().unwrap_or_default()
+                ));
+            }
+        }
         for (start, _) in self.skipped {
             if !all.iter().any(|c| c.text.trim_start().starts_with(start)) {
                 problems.push(format!("the skip rule '{start}' skips no command"));
@@ -336,6 +346,25 @@ impl Policy {
             Err(problems)
         }
     }
+}
+
+/// The `-d` argument of a command (EAL's plugin option) that lies inside
+/// the checkout: a relative path, or one under `target/`. Such a plugin
+/// works only in a checkout no world-writable directory contains, so a
+/// document must load the installed driver instead.
+pub fn plugin_in_checkout(command: &str) -> Option<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "-d")
+        .map(|w| w[1].trim_matches(|c| c == '"' || c == '\''))
+        .chain(words.iter().filter_map(|w| w.strip_prefix("-d")))
+        .filter(|a| a.contains(".so"))
+        .find(|a| {
+            !(a.starts_with('/') || a.starts_with('$') || a.starts_with('~'))
+                || a.contains("target/")
+        })
+        .map(str::to_string)
 }
 
 /// Whether `plan` is `block`'s.

@@ -28,9 +28,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{PushError, RecvError, Role, SendError};
-use vecring_tests::testpmd::{mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
-use vecring_tests::{check_frame, fill_frame, frame_len, Watchdog};
+use vecring_core::{RecvError, Role};
+use vecring_tests::testpmd::{echo, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
+use vecring_tests::Watchdog;
 
 /// The destination testpmd's txonly frames are given (`--eth-peer`).
 const PEER_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x02];
@@ -249,21 +249,6 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     let _ = std::fs::remove_dir_all(&env.work);
 }
 
-/// Every eighth frame is a 9000-byte jumbo frame; the others are the mixed
-/// workload's (16..=9216 bytes, mostly up to 1514).
-fn echo_len(seq: u64) -> usize {
-    if seq % 8 == 0 {
-        9000
-    } else {
-        frame_len(seq)
-    }
-}
-
-/// Frames in flight at most: their slots (at most 144 per frame with the
-/// default 64-byte slots) fit one ring,
-/// so testpmd's TX never finds the return ring full and never drops.
-const WINDOW: u64 = 128;
-
 /// The Rust end sends `frames` self-checking frames; testpmd (the other
 /// role) in `io` mode, with 1 KiB mbufs (scatter RX, multi-segment TX),
 /// sends each back unchanged; the Rust end checks every returned frame's
@@ -316,58 +301,7 @@ fn echo_through_testpmd(
         pmd.tail()
     );
     pmd.cmd("start");
-    let mut tx = link.sender().unwrap();
-    let mut rx = link.receiver().unwrap();
-    let mut sbuf = vec![0u8; 9216];
-    let mut rbuf = vec![0u8; 9216];
-    let (mut sent, mut received, mut bytes) = (0u64, 0u64, 0u64);
-    let mut progress = Instant::now();
-    while received < frames {
-        while sent < frames && sent - received < WINDOW {
-            let len = echo_len(sent);
-            fill_frame(&mut sbuf[..len], sent);
-            match tx.send(&sbuf[..len]) {
-                Ok(()) => {
-                    sent += 1;
-                    bytes += len as u64;
-                }
-                Err(SendError::Push(PushError::Full)) => break,
-                Err(e) => panic!("send frame {sent}: {e}\n{}", pmd.tail()),
-            }
-        }
-        match rx.recv(&mut rbuf) {
-            Ok(n) => {
-                let seq = check_frame(&rbuf[..n])
-                    .unwrap_or_else(|e| panic!("returned frame {received}: {e}\n{}", pmd.tail()));
-                assert_eq!(
-                    (seq, n),
-                    (received, echo_len(received)),
-                    "returned frame {received}: got frame {seq} of {n} bytes\n{}",
-                    pmd.tail()
-                );
-                received += 1;
-                progress = Instant::now();
-            }
-            Err(RecvError::Empty) => {
-                assert!(
-                    progress.elapsed() < STALL,
-                    "no frame back for {STALL:?}: sent {sent}, received {received}\n{}",
-                    pmd.tail()
-                );
-                std::hint::spin_loop();
-            }
-            Err(e) => panic!("receive after {received} frames: {e}\n{}", pmd.tail()),
-        }
-    }
-    tx.flush_counters();
-    rx.flush_counters();
-    // Nothing more comes back.
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        rx.recv(&mut rbuf),
-        Err(RecvError::Empty),
-        "an extra frame came back"
-    );
+    let bytes = echo(&link, frames, &|| pmd.tail());
     let (rx_dropped, tx_dropped) = pmd.stop();
     let x = pmd.xstats();
     println!(

@@ -12,14 +12,14 @@
 //! `VECRING_TEST_NO_HUGE=1` (testpmd runs with `--no-huge -m 512
 //! --no-shconf`; so it does when fewer than 512 hugepages are free).
 
-use crate::built_binary;
+use crate::{built_binary, check_frame, fill_frame, frame_len};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use vecring_core::{Link, LinkError, Role};
+use vecring_core::{Link, LinkError, PushError, RecvError, Role, SendError};
 
 /// testpmd's port MAC (devarg `mac`), the source of its txonly frames.
 pub const PMD_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x01];
@@ -43,6 +43,7 @@ pub fn file_prefix(name: &str) -> String {
 }
 
 /// Where things are, from the environment.
+#[derive(Debug, Clone)]
 pub struct Env {
     /// The PMD, canonical path.
     pub so: PathBuf,
@@ -102,6 +103,32 @@ impl Env {
         }
     }
 
+    /// This environment with another DPDK line's testpmd and driver: the
+    /// install at `prefix` (`scripts/dpdk.sh` prints one; `/usr` for the
+    /// distribution's), its driver where `scripts/build-pmd.sh` put it.
+    pub fn with_dpdk(&self, prefix: &std::path::Path) -> Env {
+        let testpmd = prefix.join("bin/dpdk-testpmd");
+        assert!(testpmd.is_file(), "no {}", testpmd.display());
+        let so = ["lib", "lib/x86_64-linux-gnu"]
+            .iter()
+            .filter_map(|l| std::fs::read_dir(prefix.join(l).join("dpdk")).ok())
+            .flatten()
+            .filter_map(|e| Some(e.ok()?.path().join("librte_net_vecring.so")))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no librte_net_vecring.so in {}'s driver directory (scripts/build-pmd.sh {})",
+                    prefix.display(),
+                    prefix.display()
+                )
+            });
+        Env {
+            so: std::fs::canonicalize(so).unwrap(),
+            testpmd: testpmd.display().to_string(),
+            ..self.clone()
+        }
+    }
+
     /// The devargs of a port on link `interop/<link>` in this test's run dir.
     pub fn vdev(&self, link: &str, master: bool) -> String {
         format!(
@@ -121,8 +148,8 @@ impl Env {
     }
 }
 
-/// Builds `tests/c/<name>.c` against DPDK (`pkg-config libdpdk`) into the
-/// test's work directory.
+/// Builds `tests/c/<name>.c` against DPDK (`pkg-config libdpdk`: the line
+/// the driver under test was built for) into the test's work directory.
 pub fn build_dpdk_program(env: &Env, name: &str) -> PathBuf {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("c")
@@ -136,7 +163,19 @@ pub fn build_dpdk_program(env: &Env, name: &str) -> PathBuf {
         "pkg-config libdpdk: {}",
         String::from_utf8_lossy(&flags.stderr)
     );
-    let flags = String::from_utf8(flags.stdout).unwrap();
+    let mut flags = String::from_utf8(flags.stdout).unwrap();
+    // A DPDK outside the loader's directories (another line, built into a
+    // prefix of its own: `PKG_CONFIG_PATH` points at it): the program finds
+    // its libraries there.
+    let libdir = Command::new("pkg-config")
+        .args(["--variable=libdir", "libdpdk"])
+        .output()
+        .expect("pkg-config");
+    let libdir = String::from_utf8(libdir.stdout).unwrap();
+    let libdir = libdir.trim();
+    if !libdir.is_empty() && !libdir.starts_with("/usr/lib") {
+        flags.push_str(&format!(" -Wl,-rpath,{libdir}"));
+    }
     let exe = env.work.join(name);
     let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
         .args(["-O2", "-g", "-Wall", "-Werror"])
@@ -172,6 +211,18 @@ impl Testpmd {
     /// Starts testpmd (interactive) on `cpu` with port `eth_vecring0,<vdev>`
     /// and the application arguments `app_args`.
     pub fn start(env: &Env, name: &str, cpu: usize, vdev: &str, app_args: &[&str]) -> Testpmd {
+        Testpmd::start_ports(env, name, cpu, &[vdev], app_args)
+    }
+
+    /// As [`Testpmd::start`], with one port per entry of `vdevs`:
+    /// `eth_vecring<i>,<vdevs[i]>`.
+    pub fn start_ports(
+        env: &Env,
+        name: &str,
+        cpu: usize,
+        vdevs: &[&str],
+        app_args: &[&str],
+    ) -> Testpmd {
         let log = env.work.join(format!("{name}.log"));
         let out = File::create(&log).unwrap();
         let child = Command::new("timeout")
@@ -183,7 +234,12 @@ impl Testpmd {
             .arg(format!("--file-prefix={}", file_prefix(name)))
             .arg(format!("--lcores=(0,1)@{cpu}"))
             .args(&env.mem_args)
-            .arg(format!("--vdev=eth_vecring0,{vdev}"))
+            .args(
+                vdevs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| format!("--vdev=eth_vecring{i},{v}")),
+            )
             .args(["--", "-i", "--total-num-mbufs=8192"])
             .args(app_args)
             .stdin(Stdio::piped())
@@ -345,6 +401,83 @@ impl Drop for Testpmd {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The length of frame `seq` of [`echo`]: every eighth a 9000-byte jumbo
+/// frame, the others the mixed workload's (16..=9216 bytes, mostly up to
+/// 1514).
+pub fn echo_len(seq: u64) -> usize {
+    if seq % 8 == 0 {
+        9000
+    } else {
+        frame_len(seq)
+    }
+}
+
+/// Frames [`echo`] keeps in flight at most: their slots (at most 144 per
+/// frame with the default 64-byte slots) fit one ring, so a forwarding
+/// testpmd never finds the return ring full and never drops.
+pub const ECHO_WINDOW: u64 = 128;
+
+/// Sends `frames` self-checking frames ([`echo_len`] bytes each) on `link`
+/// to whatever sends them back, and checks that every one returns complete,
+/// intact and in order, and nothing more; returns the bytes sent. `tail`
+/// describes the far side for failure messages.
+pub fn echo(link: &Link, frames: u64, tail: &dyn Fn() -> String) -> u64 {
+    let mut tx = link.sender().unwrap();
+    let mut rx = link.receiver().unwrap();
+    let mut sbuf = vec![0u8; 9216];
+    let mut rbuf = vec![0u8; 9216];
+    let (mut sent, mut received, mut bytes) = (0u64, 0u64, 0u64);
+    let mut progress = Instant::now();
+    while received < frames {
+        while sent < frames && sent - received < ECHO_WINDOW {
+            let len = echo_len(sent);
+            fill_frame(&mut sbuf[..len], sent);
+            match tx.send(&sbuf[..len]) {
+                Ok(()) => {
+                    sent += 1;
+                    bytes += len as u64;
+                }
+                Err(SendError::Push(PushError::Full)) => break,
+                Err(e) => panic!("send frame {sent}: {e}\n{}", tail()),
+            }
+        }
+        match rx.recv(&mut rbuf) {
+            Ok(n) => {
+                let seq = check_frame(&rbuf[..n])
+                    .unwrap_or_else(|e| panic!("returned frame {received}: {e}\n{}", tail()));
+                assert_eq!(
+                    (seq, n),
+                    (received, echo_len(received)),
+                    "returned frame {received}: got frame {seq} of {n} bytes\n{}",
+                    tail()
+                );
+                received += 1;
+                progress = Instant::now();
+            }
+            Err(RecvError::Empty) => {
+                assert!(
+                    progress.elapsed() < STALL,
+                    "no frame back for {STALL:?}: sent {sent}, received {received}\n{}",
+                    tail()
+                );
+                std::hint::spin_loop();
+            }
+            Err(e) => panic!("receive after {received} frames: {e}\n{}", tail()),
+        }
+    }
+    tx.flush_counters();
+    rx.flush_counters();
+    // Nothing more comes back.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        rx.recv(&mut rbuf),
+        Err(RecvError::Empty),
+        "an extra frame came back\n{}",
+        tail()
+    );
+    bytes
 }
 
 /// Extended statistic `key` of [`Testpmd::xstats`]; panics if missing.

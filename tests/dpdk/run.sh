@@ -59,6 +59,8 @@ if [ -n "${VECRING_DPDK:-}" ]; then
 	# Another DPDK line: its tools first in PATH (the Rust tests run them by
 	# name too), its installed driver unless one is given.
 	export PATH="$VECRING_DPDK/bin:$PATH"
+	# The C test programs are built against it too.
+	export PKG_CONFIG_PATH="$VECRING_DPDK/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 	if [ -z "${VECRING_PMD_SO:-}" ]; then
 		VECRING_PMD_SO=$(find "$VECRING_DPDK"/lib*/ -path '*/dpdk/pmds-*/librte_net_vecring.so' 2>/dev/null | head -n1)
 		[ -n "$VECRING_PMD_SO" ] || {

@@ -1,0 +1,428 @@
+#!/usr/bin/env bash
+# Open vSwitch with DPDK carrying two LXC containers over eth_vecring ports.
+#
+# A private OVS (Debian's openvswitch-switch-dpdk: its own database,
+# ovsdb-server and ovs-vswitchd-dpdk in this run's directory, stopped at the
+# end) has a bridge `datapath_type=netdev` with two eth_vecring ports, the
+# masters of links ovs/c1 and ovs/c2. Two real containers (lxc-execute,
+# each reaching its link only through its bind-mounted domain directory)
+# run the `vecring` tool as the slaves. Flows forward vr0 <-> vr1. Checked:
+#   traffic      c1 -> OVS -> c2 and back, counts exact: what a container
+#                sent is what OVS received on its port, what OVS sent on the
+#                other port (plus what it dropped there) is what it
+#                received, and what the other container received is what
+#                OVS sent
+#   peer_kill    the container's peer killed with kill -9 and restarted:
+#                OVS logs the link down and up, traffic resumes, nothing on
+#                the host restarts
+#   ovs_restart  ovs-vswitchd restarted while the containers stay up: the
+#                links come back by themselves and carry traffic
+#   jumbo        mtu_request=9000 on both ports (OVS sets it through the
+#                driver), 9000-byte frames through OVS
+#   queues       del-port, then add-port again with two queues
+#                (queues=2, options:n_rxq=2): per-queue statistics
+#                (rx_q0_packets, rx_q1_packets) sum to the port's total
+#
+# Usage: tests/ovs/run.sh [CASE...]     (as root, after scripts/test.sh's
+#        build: the vecring tool, the driver in DPDK's driver directory)
+# Env:   VECRING_TEST_KEEP=1   keep the work directory (logs)
+# Every process runs under a watchdog; the machine is left as it was (no
+# OVS process, bridge, hugepage or EAL directory of this run remains). The
+# last line is "N passed, N failed".
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+VECRING=$ROOT/target/release/vecring
+VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vecring-ovs.XXXXXX")
+OVS=$WORK/ovs                 # database, sockets, logs, pid files
+RUN_DIR=$WORK/run             # vecring rendezvous of OVS's ports
+CTR_RUN=$WORK/ctr-run         # the same, as the containers see it
+PREFIX=vrovs_$$               # OVS's EAL file prefix
+WATCHDOG=120
+PASSED=0
+FAILED=0
+PIDS=()
+
+log() { echo "ovs-test: $*"; }
+pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
+
+export OVS_RUNDIR=$OVS OVS_DBDIR=$OVS OVS_LOGDIR=$OVS OVS_SYSCONFDIR=$OVS
+vsctl() { ovs-vsctl --timeout=30 "$@"; }
+appctl() { ovs-appctl --timeout=30 -t "$OVS/ovs-vswitchd.ctl" "$@"; }
+
+# --- OVS ---------------------------------------------------------------------
+
+# ovs_start: ovsdb-server (creating the database the first time) and
+# ovs-vswitchd with DPDK: EAL on CPU 0, one PMD thread on CPU 1.
+ovs_start() {
+	if [ ! -f "$OVS/conf.db" ]; then
+		mkdir -p "$OVS"
+		ovsdb-tool create "$OVS/conf.db" /usr/share/openvswitch/vswitch.ovsschema || return 1
+	fi
+	if [ ! -S "$OVS/db.sock" ]; then
+		ovsdb-server "$OVS/conf.db" --remote="punix:$OVS/db.sock" \
+			--pidfile="$OVS/ovsdb-server.pid" --unixctl="$OVS/ovsdb-server.ctl" \
+			-vconsole:off --log-file="$OVS/ovsdb-server.log" --detach --no-chdir || return 1
+		vsctl --no-wait init
+		vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
+			other_config:dpdk-socket-mem=512 other_config:dpdk-socket-limit=512 \
+			other_config:per-port-memory=true \
+			other_config:dpdk-lcore-mask=0x1 other_config:pmd-cpu-mask=0x2 \
+			other_config:dpdk-extra="--no-pci --file-prefix=$PREFIX"
+	fi
+	"$VSWITCHD" "unix:$OVS/db.sock" --pidfile="$OVS/ovs-vswitchd.pid" \
+		--unixctl="$OVS/ovs-vswitchd.ctl" -vconsole:off --log-file="$OVS/ovs-vswitchd.log" \
+		--detach --no-chdir || return 1
+	vsctl wait-until Open_vSwitch . dpdk_initialized=true
+}
+
+# stop_pidfile NAME CTL_ARGS...: ask NAME (by its control socket) to exit,
+# then make sure it did.
+stop_pidfile() {
+	local name=$1 pid i
+	shift
+	[ -f "$OVS/$name.pid" ] || return 0
+	pid=$(cat "$OVS/$name.pid")
+	ovs-appctl --timeout=10 -t "$OVS/$name.ctl" "$@" >/dev/null 2>&1
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+	rm -f "$OVS/$name.pid"
+}
+
+ovs_stop_vswitchd() { stop_pidfile ovs-vswitchd exit --cleanup; }
+
+ovs_stop() {
+	ovs_stop_vswitchd
+	stop_pidfile ovsdb-server exit
+	rm -rf "/var/run/dpdk/$PREFIX"
+}
+
+# ovs_log_count TEXT: lines of ovs-vswitchd's log that contain TEXT.
+ovs_log_count() { grep -cF -- "$1" "$OVS/ovs-vswitchd.log" 2>/dev/null; }
+
+# wait_log TEXT COUNT [SECONDS]: until ovs-vswitchd's log has COUNT such lines.
+wait_log() {
+	local i
+	for ((i = 0; i < ${3:-30} * 10; i++)); do
+		[ "$(ovs_log_count "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# add_port NAME INDEX LINK [DEVARGS...] [-- OVS settings]: an eth_vecring
+# master of ovs/LINK as bridge port NAME (ofport INDEX+1).
+add_port() {
+	local name=$1 idx=$2 link=$3 extra=${4:-}
+	shift 4 2>/dev/null || shift $#
+	vsctl add-port br0 "$name" -- set Interface "$name" type=dpdk \
+		"options:dpdk-devargs=eth_vecring$idx,domain=ovs,link=$link,master=true,run_dir=$RUN_DIR$extra" \
+		"ofport_request=$((idx + 1))" "$@"
+}
+
+# port_stat PORT KEY: a counter of OVS's port, as the database has it (OVS
+# writes statistics there every 5 s; wait until two reads agree).
+port_stat() {
+	ovs-vsctl --timeout=30 get Interface "$1" "statistics:$2" 2>/dev/null | tr -d '"'
+}
+
+# settled_stats: until OVS has written statistics newer than the traffic.
+settled_stats() {
+	local a b i
+	for ((i = 0; i < 30; i++)); do
+		a=$(ovs-vsctl get Interface vr0 statistics 2>/dev/null)$(ovs-vsctl get Interface vr1 statistics 2>/dev/null)
+		sleep 5.5
+		b=$(ovs-vsctl get Interface vr0 statistics 2>/dev/null)$(ovs-vsctl get Interface vr1 statistics 2>/dev/null)
+		[ "$a" = "$b" ] && return 0
+	done
+	return 1
+}
+
+# --- containers --------------------------------------------------------------
+
+# ctr_conf NAME: an LXC config sharing the host's root file system that
+# bind-mounts the host's $RUN_DIR/ovs at $CTR_RUN/ovs, an empty directory on
+# the host: the only way the container reaches its link.
+ctr_conf() {
+	local conf=$WORK/lxc-$1.conf
+	mkdir -p "$RUN_DIR/ovs" "$CTR_RUN"
+	cat >"$conf" <<-EOF
+		lxc.uts.name = vrovs-$1
+		lxc.rootfs.path =
+		lxc.net.0.type = empty
+		lxc.console.path = none
+		lxc.mount.auto = proc:rw sys:rw
+		lxc.mount.entry = $RUN_DIR/ovs ${CTR_RUN#/}/ovs none bind,create=dir 0 0
+	EOF
+	echo "$conf"
+}
+
+# ctr NAME CPU LOG COMMAND...: `vecring COMMAND` as the slave of ovs/<link>
+# inside container NAME, in the background, output in $WORK/LOG.log; its
+# `timeout` watchdog's PID in CTR_PID.
+ctr() {
+	local name=$1 cpu=$2 out=$3
+	shift 3
+	timeout --kill-after=5 "$WATCHDOG" lxc-execute -n "vrovs-$name-$$" -f "$(ctr_conf "$name")" -- \
+		"$VECRING" "$@" --role slave --domain ovs --run-dir "$CTR_RUN" --cpu "$cpu" \
+		>"$WORK/$out.log" 2>&1 &
+	CTR_PID=$!
+	PIDS+=("$CTR_PID")
+}
+
+# rx_start NAME LINK [ARGS...]: a receiving container (`vecring rxonly`)
+# answering "rx <frames> <bytes>" for each line written to its FIFO.
+rx_start() {
+	local name=$1 link=$2 fd
+	shift 2
+	rm -f "$WORK/$name.in"
+	mkfifo "$WORK/$name.in"
+	timeout --kill-after=5 "$WATCHDOG" lxc-execute -n "vrovs-$name-$$" -f "$(ctr_conf "$name")" -- \
+		"$VECRING" rxonly --role slave --domain ovs --link "$link" --run-dir "$CTR_RUN" --cpu 0 "$@" \
+		<"$WORK/$name.in" >"$WORK/$name.log" 2>"$WORK/$name.err" &
+	PIDS+=($!)
+	printf -v "RXPID_$name" '%s' "$!"
+	exec {fd}>"$WORK/$name.in"
+	printf -v "RXFD_$name" '%s' "$fd"
+}
+
+# rx_count NAME: the frames the receiving container counted so far.
+rx_count() {
+	local fdvar=RXFD_$1 before i
+	before=$(grep -c '^rx ' "$WORK/$1.log")
+	echo >&"${!fdvar}"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c '^rx ' "$WORK/$1.log")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	grep '^rx ' "$WORK/$1.log" | tail -n1 | cut -d' ' -f2
+}
+
+# rx_stop NAME: closes the receiving container's input; it exits.
+rx_stop() {
+	local fdvar=RXFD_$1 pidvar=RXPID_$1
+	eval "exec ${!fdvar}>&-"
+	wait "${!pidvar}" 2>/dev/null
+}
+
+# tx NAME LINK SECONDS SIZE [ARGS...]: a sending container (`vecring txonly`)
+# for SECONDS; prints the frames the peer (OVS) took.
+tx() {
+	local name=$1 link=$2 secs=$3 size=$4
+	shift 4
+	ctr "$name" 1 "$name" txonly --link "$link" --seconds "$secs" --size "$size" "$@"
+	wait "$CTR_PID"
+	sed -n 's/^txonly: sent .* taken by the peer \([0-9]*\);.*/\1/p' "$WORK/$name.log"
+}
+
+# --- cases -------------------------------------------------------------------
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	if [ -n "$2" ] && [ "$2" = "$3" ]; then
+		pass "$1: $2"
+	else
+		fail "$1: got '$2', want '$3'"
+	fi
+}
+
+# one_way FROM_NAME FROM_LINK FROM_PORT TO_NAME TO_LINK TO_PORT SIZE WHAT:
+# FROM sends for 2 s through OVS to TO (already receiving); the counts of
+# both containers and of OVS's two ports agree exactly.
+one_way() {
+	local fname=$1 flink=$2 fport=$3 tname=$4 tport=$6 size=$7 what=$8
+	local rx0 tx0 drop0 rxc0 taken rxc
+	rx0=$(port_stat "$fport" rx_packets)
+	tx0=$(port_stat "$tport" tx_packets)
+	drop0=$(port_stat "$tport" tx_dropped)
+	rxc0=$(rx_count "$tname")
+	taken=$(tx "$fname" "$flink" 2 "$size")
+	if ! [ "${taken:-0}" -gt 0 ] 2>/dev/null; then
+		fail "$what: the sending container sent nothing"
+		sed 's/^/    /' "$WORK/$fname.log" | tail -n 5
+		return 1
+	fi
+	settled_stats || fail "$what: OVS statistics did not settle"
+	rxc=$(rx_count "$tname")
+	local rx tx drop
+	rx=$(($(port_stat "$fport" rx_packets) - rx0))
+	tx=$(($(port_stat "$tport" tx_packets) - tx0))
+	drop=$(($(port_stat "$tport" tx_dropped) - ${drop0:-0}))
+	expect_eq "$what: OVS received on $fport every frame the container sent" "$rx" "$taken"
+	expect_eq "$what: OVS sent on $tport (or dropped there, $drop) every frame it received" "$((tx + drop))" "$rx"
+	expect_eq "$what: the other container received every frame OVS sent on $tport" "$((rxc - rxc0))" "$tx"
+	[ "$tx" -gt 0 ] || fail "$what: OVS sent nothing on $tport"
+}
+
+setup_bridge() {
+	vsctl add-br br0 -- set bridge br0 datapath_type=netdev || return 1
+	add_port vr0 0 c1 || return 1
+	add_port vr1 1 c2 || return 1
+	add_flows
+}
+
+# add_flows: vr0 <-> vr1 (OpenFlow tables live in ovs-vswitchd, not in its
+# database: a restarted ovs-vswitchd needs them again, as a controller
+# would give them).
+add_flows() {
+	ovs-ofctl del-flows br0 &&
+		ovs-ofctl add-flow br0 in_port=1,actions=output:2 &&
+		ovs-ofctl add-flow br0 in_port=2,actions=output:1
+}
+
+# A link has one slave, so a container either sends or receives at a
+# time: c1 and c2 take turns.
+
+test_traffic() {
+	rx_start c2 c2
+	wait_log "eth_vecring1: link up" 1 &&
+		pass "traffic: c2's link up (OVS logs the driver's link up)" ||
+		{ fail "traffic: c2's link did not come up"; return; }
+	one_way c1tx c1 vr0 c2 c2 vr1 64 "traffic c1 -> c2, 64 B"
+	rx_stop c2
+	rx_start c1 c1
+	one_way c2tx c2 vr1 c1 c1 vr0 1514 "traffic c2 -> c1, 1514 B"
+	# c1 stays, receiving, for the next cases.
+}
+
+test_peer_kill() {
+	local downs ups
+	downs=$(ovs_log_count "eth_vecring0: link down")
+	ups=$(ovs_log_count "eth_vecring0: link up")
+	kill -9 "$(pgrep -f "rxonly --role slave --domain ovs --link c1 " | head -n1)"
+	rx_stop c1
+	wait_log "eth_vecring0: link down" "$((downs + 1))" &&
+		pass "peer_kill: OVS logged eth_vecring0's link down after kill -9 of the container's peer" ||
+		fail "peer_kill: no link down in OVS's log"
+	rx_start c1 c1
+	wait_log "eth_vecring0: link up" "$((ups + 1))" &&
+		pass "peer_kill: OVS logged the link up again when the peer came back" ||
+		{ fail "peer_kill: no link up after the restart"; return; }
+	one_way c2tx c2 vr1 c1 c1 vr0 64 "peer_kill: traffic after the restart"
+}
+
+test_ovs_restart() {
+	local pid0 ups
+	pid0=$(cat "$OVS/ovs-vswitchd.pid")
+	ups=$(ovs_log_count "eth_vecring0: link up")
+	ovs_stop_vswitchd
+	sleep 1
+	if kill -0 "$RXPID_c1" 2>/dev/null; then
+		pass "ovs_restart: the container's peer stays up while ovs-vswitchd is away"
+	else
+		fail "ovs_restart: the container's peer exited when ovs-vswitchd went away"
+		tail -n 3 "$WORK/c1.err" | sed 's/^/    /'
+		return
+	fi
+	ovs_start || { fail "ovs_restart: ovs-vswitchd did not start again"; return; }
+	[ "$(cat "$OVS/ovs-vswitchd.pid")" != "$pid0" ] && pass "ovs_restart: a new ovs-vswitchd, the ports from its database"
+	wait_log "eth_vecring0: link up" "$((ups + 1))" &&
+		pass "ovs_restart: the container's link came back by itself" ||
+		{ fail "ovs_restart: the link did not come back"; return; }
+	add_flows
+	one_way c2tx c2 vr1 c1 c1 vr0 64 "ovs_restart: traffic after the restart"
+}
+
+test_jumbo() {
+	vsctl set Interface vr0 mtu_request=9000 -- set Interface vr1 mtu_request=9000
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(vsctl get Interface vr0 mtu)" = 9000 ] && [ "$(vsctl get Interface vr1 mtu)" = 9000 ] && break
+		sleep 0.2
+	done
+	expect_eq "jumbo: OVS set vr0's MTU through the driver" "$(vsctl get Interface vr0 mtu)" 9000
+	expect_eq "jumbo: OVS set vr1's MTU through the driver" "$(vsctl get Interface vr1 mtu)" 9000
+	one_way c2tx c2 vr1 c1 c1 vr0 9000 "jumbo: 9000-byte frames c2 -> c1"
+	rx_stop c1
+	rx_start c2 c2
+	one_way c1tx c1 vr0 c2 c2 vr1 9000 "jumbo: 9000-byte frames c1 -> c2"
+	# c2 stays, receiving.
+}
+
+test_queues() {
+	vsctl del-port br0 vr0 && pass "queues: del-port vr0" || fail "queues: del-port vr0"
+	add_port vr0 0 c1q ",queues=2" options:n_rxq=2 ||
+		{ fail "queues: add-port vr0 with two queues"; return; }
+	add_flows
+	local i rxq=
+	for ((i = 0; i < 50; i++)); do
+		rxq=$(appctl dpctl/show | sed -n 's/.* vr0 (dpdk: .*configured_rx_queues=\([0-9]*\).*/\1/p')
+		[ "$rxq" = 2 ] && break
+		sleep 0.2
+	done
+	expect_eq "queues: OVS configured two receive queues on the re-added vr0" "$rxq" 2
+	local rx0 taken
+	rx0=$(port_stat vr0 rx_packets)
+	taken=$(tx c1tx c1q 2 64 --queues 2)
+	settled_stats
+	local rx q0 q1
+	rx=$(($(port_stat vr0 rx_packets) - ${rx0:-0}))
+	q0=$(port_stat vr0 rx_q0_packets)
+	q1=$(port_stat vr0 rx_q1_packets)
+	expect_eq "queues: OVS received every frame the two-queue container sent" "$rx" "$taken"
+	[ "${q0:-0}" -gt 0 ] && [ "${q1:-0}" -gt 0 ] &&
+		pass "queues: both receive queues carried frames ($q0, $q1)" ||
+		fail "queues: rx_q0_packets '$q0', rx_q1_packets '$q1'"
+	expect_eq "queues: rx_q0_packets + rx_q1_packets is the port's rx_packets" "$((q0 + q1))" "$(port_stat vr0 rx_packets)"
+	rx_stop c2
+}
+
+# --- run ---------------------------------------------------------------------
+
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null
+	done
+	pkill -9 -f "vecring .* --domain ovs --run-dir $CTR_RUN" 2>/dev/null
+	ovs_stop
+	wait 2>/dev/null
+	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
+		log "logs kept in $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+ALL=(traffic peer_kill ovs_restart jumbo queues)
+TESTS=("$@")
+[ ${#TESTS[@]} -gt 0 ] || TESTS=("${ALL[@]}")
+for t in "${TESTS[@]}"; do
+	[[ " ${ALL[*]} " == *" $t "* ]] || { echo "FAIL: unknown case '$t' (cases: ${ALL[*]})"; echo "0 passed, 1 failed"; exit 1; }
+done
+[ -x "$VSWITCHD" ] || { echo "FAIL: $VSWITCHD missing (apt-get install openvswitch-switch-dpdk)"; echo "0 passed, 1 failed"; exit 1; }
+[ -x "$VECRING" ] || { echo "FAIL: $VECRING missing (cargo build --release -p vecring-cli)"; echo "0 passed, 1 failed"; exit 1; }
+free0=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+log "work dir $WORK, $($VSWITCHD --version | head -n1)"
+if ovs_start && setup_bridge; then
+	pass "OVS with DPDK started privately, bridge br0 (netdev) with eth_vecring ports vr0, vr1"
+	for t in "${TESTS[@]}"; do
+		log "--- $t"
+		"test_$t"
+	done
+else
+	fail "OVS did not start (log: $OVS/ovs-vswitchd.log)"
+	tail -n 20 "$OVS/ovs-vswitchd.log" 2>/dev/null | sed 's/^/    /'
+fi
+# The machine as it was: no OVS process of this run, no EAL directory, the
+# hugepages back.
+for p in "${PIDS[@]}"; do
+	kill -9 "$p" 2>/dev/null
+done
+ovs_stop
+if pgrep -f "$OVS/" >/dev/null; then
+	fail "a process of this run's OVS is still there"
+else
+	pass "no OVS process of this run remains"
+fi
+[ -e "/var/run/dpdk/$PREFIX" ] && fail "EAL's /var/run/dpdk/$PREFIX remains" || pass "no EAL directory of this run remains"
+free1=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+expect_eq "every hugepage OVS took is free again" "$free1" "$free0"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

@@ -77,6 +77,7 @@ test -e /usr/local/lib/vecring/librte_net_vecring.so
 ";
 
 const LXC: &str = "docs/lxc.md";
+const OVS: &str = "docs/ovs.md";
 
 const PLANS: &[Plan] = &[
     // docs/lxc.md: an unprivileged container with a root file system of
@@ -212,6 +213,24 @@ const PLANS: &[Plan] = &[
         ],
         ..run("docs/operations.md", "$ vecring doctor")
     },
+    // docs/ovs.md: OVS's database and run directory in the sandbox's /run.
+    run(OVS, "ovsdb-tool create /var/run/openvswitch/conf.db"),
+    run(OVS, "ovs-vsctl add-br br0"),
+    steps_in(
+        OVS,
+        "4.",
+        "vecring rxonly --role slave --domain c2",
+        &[Term("c2", Some("link up"))],
+        &[],
+    ),
+    Plan {
+        after: &[EndInput("c2")],
+        ..run_in(OVS, "4.", "vecring txonly --role slave --domain c1")
+    },
+    run(OVS, "ovs-vsctl get Interface c1 statistics:rx_packets"),
+    run(OVS, "mtu_request=9000"),
+    run(OVS, "ovs-vsctl del-port br0 c1"),
+    run(OVS, "exit --cleanup"),
     // vecring-pmd/README.md
     steps(
         "vecring-pmd/README.md",
@@ -376,6 +395,44 @@ fn require_lxc() {
 #[test]
 fn readme() {
     POLICY.run_doc("README.md", Duration::from_secs(120), readme_check);
+}
+
+/// What c1 sent OVS received on port c1, what OVS sent on port c2 c2
+/// received, and OVS sent or dropped on c2 every frame it received: the
+/// three numbers the statistics block prints, against the two
+/// containers' own counts.
+fn ovs_check(r: &Record) -> Result<(), String> {
+    let tx = r.outputs("vecring txonly").concat();
+    let rx = r.outputs("vecring rxonly").concat();
+    let stats = r.outputs("statistics:rx_packets").concat();
+    let taken = number_after(&tx, "taken by the peer ");
+    let received = rx
+        .find("rxonly: summary")
+        .and_then(|at| number_after(&rx[at..], "frames "));
+    let numbers: Vec<u64> = stats
+        .lines()
+        .filter_map(|l| l.trim().trim_matches('"').parse().ok())
+        .collect();
+    match (taken, received, numbers.as_slice()) {
+        (Some(t), Some(got), [ovs_rx, ovs_tx, dropped, ..])
+            if t > 0 && *ovs_rx == t && *ovs_tx == got && ovs_tx + dropped == *ovs_rx =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "c1 sent {taken:?}, c2 received {received:?}, OVS counted {numbers:?} (rx on c1, tx and drops on c2):\n{tx}\n{rx}\n{stats}"
+        )),
+    }
+}
+
+#[test]
+fn ovs_guide() {
+    assert!(
+        Path::new("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk").exists(),
+        "ovs-vswitchd-dpdk missing: run scripts/setup.sh"
+    );
+    require_lxc();
+    POLICY.run_doc(OVS, Duration::from_secs(180), ovs_check);
 }
 
 #[test]

@@ -16,7 +16,8 @@
 #
 # Then links between lines (tests/dpdk_lines.rs: every frame intact across
 # the link both ways): each new line as the master of a 22.11 slave and as
-# the slave of a 22.11 master, and each pair of new lines in both roles.
+# the slave of a 22.11 master, and the two newest lines (24.11 and 25.11)
+# in both roles; VECRING_LINES_ALL_PAIRS=1 adds every other pair.
 #
 # The last line is "N passed, N failed"; the exit status is non-zero if
 # anything failed.
@@ -91,10 +92,15 @@ for a in "${built[@]}"; do
 	cross "$a" 22.11
 	cross 22.11 "$a"
 done
-for ((i = 0; i < ${#built[@]}; i++)); do
-	for ((j = i + 1; j < ${#built[@]}; j++)); do
-		cross "${built[i]}" "${built[j]}"
-		cross "${built[j]}" "${built[i]}"
+# The two newest lines with each other (the pairs of a host a line ahead
+# of its containers; VECRING_LINES_ALL_PAIRS=1 runs every pair).
+n=${#built[@]}
+for ((i = 0; i < n; i++)); do
+	for ((j = i + 1; j < n; j++)); do
+		if [ "${VECRING_LINES_ALL_PAIRS:-0}" = 1 ] || { [ "$j" -eq $((n - 1)) ] && [ "$i" -eq $((n - 2)) ]; }; then
+			cross "${built[i]}" "${built[j]}"
+			cross "${built[j]}" "${built[i]}"
+		fi
 	done
 done
 

@@ -33,7 +33,6 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VECRING=$ROOT/target/release/vecring
-VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vecring-ovs.XXXXXX")
 OVS=$WORK/ovs                 # database, sockets, logs, pid files
 RUN_DIR=$WORK/run             # vecring rendezvous of OVS's ports
@@ -48,59 +47,8 @@ log() { echo "ovs-test: $*"; }
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
-export OVS_RUNDIR=$OVS OVS_DBDIR=$OVS OVS_LOGDIR=$OVS OVS_SYSCONFDIR=$OVS
-vsctl() { ovs-vsctl --timeout=30 "$@"; }
-appctl() { ovs-appctl --timeout=30 -t "$OVS/ovs-vswitchd.ctl" "$@"; }
-
-# --- OVS ---------------------------------------------------------------------
-
-# ovs_start: ovsdb-server (creating the database the first time) and
-# ovs-vswitchd with DPDK: EAL on CPU 0, one PMD thread on CPU 1.
-ovs_start() {
-	if [ ! -f "$OVS/conf.db" ]; then
-		mkdir -p "$OVS"
-		ovsdb-tool create "$OVS/conf.db" /usr/share/openvswitch/vswitch.ovsschema || return 1
-	fi
-	if [ ! -S "$OVS/db.sock" ]; then
-		ovsdb-server "$OVS/conf.db" --remote="punix:$OVS/db.sock" \
-			--pidfile="$OVS/ovsdb-server.pid" --unixctl="$OVS/ovsdb-server.ctl" \
-			-vconsole:off --log-file="$OVS/ovsdb-server.log" --detach --no-chdir || return 1
-		vsctl --no-wait init
-		vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-			other_config:dpdk-socket-mem=512 other_config:dpdk-socket-limit=512 \
-			other_config:per-port-memory=true \
-			other_config:dpdk-lcore-mask=0x1 other_config:pmd-cpu-mask=0x2 \
-			other_config:dpdk-extra="--no-pci --file-prefix=$PREFIX"
-	fi
-	"$VSWITCHD" "unix:$OVS/db.sock" --pidfile="$OVS/ovs-vswitchd.pid" \
-		--unixctl="$OVS/ovs-vswitchd.ctl" -vconsole:off --log-file="$OVS/ovs-vswitchd.log" \
-		--detach --no-chdir || return 1
-	vsctl wait-until Open_vSwitch . dpdk_initialized=true
-}
-
-# stop_pidfile NAME CTL_ARGS...: ask NAME (by its control socket) to exit,
-# then make sure it did.
-stop_pidfile() {
-	local name=$1 pid i
-	shift
-	[ -f "$OVS/$name.pid" ] || return 0
-	pid=$(cat "$OVS/$name.pid")
-	ovs-appctl --timeout=10 -t "$OVS/$name.ctl" "$@" >/dev/null 2>&1
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-	rm -f "$OVS/$name.pid"
-}
-
-ovs_stop_vswitchd() { stop_pidfile ovs-vswitchd exit --cleanup; }
-
-ovs_stop() {
-	ovs_stop_vswitchd
-	stop_pidfile ovsdb-server exit
-	rm -rf "/var/run/dpdk/$PREFIX"
-}
+# shellcheck source=tests/ovs/lib.sh
+. "$ROOT/tests/ovs/lib.sh"
 
 # ovs_log_count TEXT: lines of ovs-vswitchd's log that contain TEXT.
 ovs_log_count() { grep -cF -- "$1" "$OVS/ovs-vswitchd.log" 2>/dev/null; }

@@ -334,8 +334,35 @@ fn dpdk(r: &mut Report) {
             Level::Note,
             "driver",
             "librte_net_vecring.so is not installed where EAL loads drivers by itself".into(),
-            Some("install -D -m 0644 target/release/librte_net_vecring.so /usr/local/lib/vecring/ and pass -d /usr/local/lib/vecring/librte_net_vecring.so, or copy it into DPDK's pmds directory".into()),
+            Some("scripts/build-pmd.sh /usr (from a vecring checkout): it builds the driver and installs it into DPDK's driver directory, and as /usr/local/lib/vecring/librte_net_vecring.so for -d".into()),
         );
+    }
+    // A copy in DPDK's driver directory is loaded at every EAL start; a
+    // different file given with -d would be a second copy of the driver in
+    // the same process.
+    let same_file = |a: &PathBuf, b: &PathBuf| {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    };
+    for (local, _) in found.iter().filter(|(_, auto)| !auto) {
+        for (pmd, _) in found.iter().filter(|(_, auto)| *auto) {
+            if !same_file(local, pmd) {
+                r.add(
+                    Level::Warn,
+                    "driver",
+                    format!(
+                        "{} and {} are two different files: an application given -d {} loads the driver twice",
+                        local.display(),
+                        pmd.display(),
+                        local.display()
+                    ),
+                    Some("scripts/build-pmd.sh /usr (it makes the first a link to the second)".into()),
+                );
+            }
+        }
     }
     for (so, auto) in found {
         match world_writable_ancestor(&so) {

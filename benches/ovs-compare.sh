@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The three ways a container gets a port on Open vSwitch with DPDK, in one
+# harness: eth_vecring, dpdkvhostuserclient with virtio-user (net_virtio_user)
+# in the container, and net_memif. Container A (a testpmd txonly) sends
+# through OVS (flow A -> B) to container B (a testpmd rxonly); the port
+# kinds alternate within each round.
+#
+# On a 2-CPU machine three polling processes share two CPUs (OVS's PMD
+# thread on CPU 1; A, B and OVS's main thread on CPU 0: placement tag
+# "pmd1/ctr0"), so rates say little. What does not depend on that is
+# reported first: OVS's processing cycles per packet (`pmd-stats-show`'s
+# "avg processing cycles per packet", cleared at the start of each
+# measured interval) and each container's cycles per packet (testpmd
+# --record-core-cycles: "CPU cycles/packet" of its forwarding lcore).
+#
+# Usage: benches/ovs-compare.sh [ROUNDS] [SECONDS] [SIZES]
+#        (as root, after scripts/build-pmd.sh /usr; default 3 rounds of
+#        5 s, sizes "64 1514")
+# Prints one line per run and a table of medians with ranges.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${1:-3}
+SECS=${2:-5}
+SIZES=${3:-64 1514}
+KINDS=(vecring vhost memif)
+WORK=$(mktemp -d /run/vecring-ovsbench.XXXXXX)
+OVS=$WORK/ovs
+PREFIX=vrovsb$$
+# shellcheck source=tests/ovs/lib.sh
+. "$ROOT/tests/ovs/lib.sh"
+
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	ovs_stop
+	rm -rf /var/run/dpdk/"$PREFIX"a* /var/run/dpdk/"$PREFIX"b*
+	[ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# testpmd_opts SIZE: mbufs that hold a SIZE-byte frame in one segment.
+testpmd_opts() {
+	local o="--stats-period=1 --record-core-cycles --txd=1024 --rxd=1024"
+	[ "$1" -gt 2048 ] && o="$o --mbuf-size=10240 --total-num-mbufs=32768"
+	echo "$o"
+}
+
+# ports KIND N: OVS ports a$N and b$N of KIND (ofport 1 and 2); sets
+# A_VDEV and B_VDEV, the containers' vdevs, and A_EAL/B_EAL, their extra
+# EAL options.
+ports() {
+	local kind=$1 n=$2 a b
+	case $kind in
+	vecring)
+		a="eth_vecring0,domain=bench,link=a$n,master=true,run_dir=$WORK/run"
+		b="eth_vecring1,domain=bench,link=b$n,master=true,run_dir=$WORK/run"
+		vsctl add-port br0 pa -- set Interface pa type=dpdk options:dpdk-devargs="$a" ofport_request=1
+		vsctl add-port br0 pb -- set Interface pb type=dpdk options:dpdk-devargs="$b" ofport_request=2
+		A_VDEV="eth_vecring0,domain=bench,link=a$n,run_dir=$WORK/run"
+		B_VDEV="eth_vecring0,domain=bench,link=b$n,run_dir=$WORK/run"
+		A_EAL="--in-memory"
+		B_EAL="--in-memory"
+		;;
+	vhost)
+		vsctl add-port br0 pa -- set Interface pa type=dpdkvhostuserclient \
+			options:vhost-server-path="$WORK/va$n.sock" ofport_request=1
+		vsctl add-port br0 pb -- set Interface pb type=dpdkvhostuserclient \
+			options:vhost-server-path="$WORK/vb$n.sock" ofport_request=2
+		A_VDEV="net_virtio_user0,path=$WORK/va$n.sock,server=1,queues=1"
+		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=1"
+		# virtio-user shares its memory with vhost as few regions.
+		A_EAL="--in-memory --single-file-segments"
+		B_EAL="--in-memory --single-file-segments"
+		;;
+	memif)
+		vsctl add-port br0 pa -- set Interface pa type=dpdk \
+			options:dpdk-devargs="net_memif$((2 * n)),role=server,socket=$WORK/ma$n.sock" ofport_request=1
+		vsctl add-port br0 pb -- set Interface pb type=dpdk \
+			options:dpdk-devargs="net_memif$((2 * n + 1)),role=server,socket=$WORK/mb$n.sock" ofport_request=2
+		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock"
+		B_VDEV="net_memif0,role=client,socket=$WORK/mb$n.sock"
+		# memif needs EAL's multi-process support: no --in-memory.
+		A_EAL=""
+		B_EAL=""
+		;;
+	esac
+	ovs-ofctl del-flows br0
+	ovs-ofctl add-flow br0 in_port=1,actions=output:2
+	ovs-ofctl add-flow br0 in_port=2,actions=drop
+}
+
+# field TEXT LABEL: the number after LABEL in TEXT.
+field() { sed -n "s/.*$2 *\([0-9.]*\).*/\1/p" <<<"$1" | head -n1; }
+
+# run KIND SIZE N: one measured run; prints
+# "KIND SIZE ovs_cycles ovs_mpps gen_cycles rx_cycles rx_mpps".
+run() {
+	local kind=$1 size=$2 n=$3
+	ports "$kind" "$n"
+	# shellcheck disable=SC2086,SC2046
+	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
+		--vdev="$B_VDEV" -- --forward-mode=rxonly $(testpmd_opts "$size") >"$WORK/b.log" 2>&1 &
+	local b=$!
+	PIDS+=("$b")
+	# shellcheck disable=SC2086,SC2046
+	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
+		--vdev="$A_VDEV" -- --forward-mode=txonly --txpkts="$size" $(testpmd_opts "$size") >"$WORK/a.log" 2>&1 &
+	local a=$!
+	PIDS+=("$a")
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q "packet forwarding - ports" "$WORK/a.log" 2>/dev/null &&
+			grep -q "packet forwarding - ports" "$WORK/b.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	sleep 2
+	appctl dpif-netdev/pmd-stats-clear >/dev/null
+	local rx0
+	rx0=$(appctl dpctl/show -s | awk '/port 2: pb/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}')
+	sleep "$SECS"
+	local stats rx1
+	stats=$(appctl dpif-netdev/pmd-stats-show)
+	rx1=$(appctl dpctl/show -s | awk '/port 2: pb/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}')
+	kill -INT "$a" "$b" 2>/dev/null || true
+	wait "$a" "$b" 2>/dev/null || true
+	local ovs_cyc ovs_pkts
+	ovs_cyc=$(field "$stats" "avg processing cycles per packet:")
+	ovs_pkts=$(field "$stats" "packets received:")
+	local gen_cyc rx_cyc
+	gen_cyc=$(grep -o "CPU cycles/packet=[0-9.]*" "$WORK/a.log" | tail -n1 | cut -d= -f2)
+	rx_cyc=$(grep -o "CPU cycles/packet=[0-9.]*" "$WORK/b.log" | tail -n1 | cut -d= -f2)
+	grep -q "packet len=$size " "$WORK/a.log" || { echo "ovs-compare: $kind: testpmd did not send $size-byte frames" >&2; ovs_cyc=ERR; }
+	vsctl del-port br0 pa -- del-port br0 pb
+	awk -v k="$kind" -v s="$size" -v oc="${ovs_cyc:-ERR}" -v op="${ovs_pkts:-0}" -v gc="${gen_cyc:-ERR}" \
+		-v rc="${rx_cyc:-ERR}" -v r0="${rx0:-0}" -v r1="${rx1:-0}" -v secs="$SECS" \
+		'BEGIN { printf "%s %s %s %.2f %s %s %.2f\n", k, s, oc, op / secs / 1e6, gc, rc, (r1 - r0) / secs / 1e6 }'
+}
+
+ovs_start
+vsctl add-br br0 -- set bridge br0 datapath_type=netdev
+echo "ovs-compare: $($VSWITCHD --version | head -n1), ${ROUNDS} rounds of ${SECS} s, sizes $SIZES, placement pmd1/ctr0" >&2
+echo "# kind size ovs_cycles/pkt ovs_rx_Mpps gen_cycles/pkt rx_cycles/pkt delivered_Mpps"
+n=0
+for ((r = 1; r <= ROUNDS; r++)); do
+	for size in $SIZES; do
+		for kind in "${KINDS[@]}"; do
+			n=$((n + 1))
+			line=$(run "$kind" "$size" "$n")
+			echo "$line" | tee -a "$WORK/results"
+		done
+	done
+done
+
+# Medians and ranges per kind and size.
+echo
+echo "| size | port | OVS cycles/pkt | OVS rx Mpps | generator cycles/pkt | receiver cycles/pkt | delivered Mpps |"
+echo "|---|---|---|---|---|---|---|"
+for size in $SIZES; do
+	for kind in "${KINDS[@]}"; do
+		awk -v k="$kind" -v s="$size" '
+			$1 == k && $2 == s { for (c = 3; c <= 7; c++) v[c, n] = $c; n++ }
+			function med(c,   i, j, t, a) {
+				for (i = 0; i < n; i++) a[i] = v[c, i] + 0
+				for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return sprintf("%.1f (%.1f-%.1f)", (n % 2) ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2, a[0], a[n - 1])
+			}
+			END { if (n) printf "| %s | %s | %s | %s | %s | %s | %s |\n", s, k, med(3), med(4), med(5), med(6), med(7) }
+		' "$WORK/results"
+	done
+done

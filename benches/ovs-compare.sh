@@ -23,7 +23,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${1:-3}
 SECS=${2:-5}
 SIZES=${3:-64 1514}
-KINDS=(vecring vhost memif)
+# shellcheck disable=SC2206
+KINDS=(${OVS_COMPARE_KINDS:-vecring vhost memif})
 WORK=$(mktemp -d /run/vecring-ovsbench.XXXXXX)
 OVS=$WORK/ovs
 PREFIX=vrovsb$$
@@ -50,8 +51,12 @@ testpmd_opts() {
 }
 
 # ports KIND N: OVS ports a$N and b$N of KIND (ofport 1 and 2); sets
-# A_VDEV and B_VDEV, the containers' vdevs, and A_EAL/B_EAL, their extra
-# EAL options.
+# A_VDEV and B_VDEV, the containers' vdevs, A_EAL/B_EAL, their extra EAL
+# options, and B_APP, the receiver's queues. OVS gives a port as many TX
+# queues as it has threads (2: main and PMD) when the driver offers them,
+# and its PMD thread sends on queue 1: a memif or virtio-user receiver
+# needs that queue, or OVS drops every frame for it. eth_vecring offers
+# one TX queue per link queue, so OVS shares queue 0 (its XPS).
 ports() {
 	local kind=$1 n=$2 a b
 	case $kind in
@@ -64,6 +69,7 @@ ports() {
 		B_VDEV="eth_vecring0,domain=bench,link=b$n,run_dir=$WORK/run"
 		A_EAL="--in-memory"
 		B_EAL="--in-memory"
+		B_APP=""
 		;;
 	vhost)
 		vsctl add-port br0 pa -- set Interface pa type=dpdkvhostuserclient \
@@ -71,10 +77,11 @@ ports() {
 		vsctl add-port br0 pb -- set Interface pb type=dpdkvhostuserclient \
 			options:vhost-server-path="$WORK/vb$n.sock" ofport_request=2
 		A_VDEV="net_virtio_user0,path=$WORK/va$n.sock,server=1,queues=1"
-		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=1"
+		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=2"
 		# virtio-user shares its memory with vhost as few regions.
 		A_EAL="--in-memory --single-file-segments"
 		B_EAL="--in-memory --single-file-segments"
+		B_APP="--rxq=2 --txq=2"
 		;;
 	memif)
 		vsctl add-port br0 pa -- set Interface pa type=dpdk \
@@ -86,6 +93,7 @@ ports() {
 		# memif needs EAL's multi-process support: no --in-memory.
 		A_EAL=""
 		B_EAL=""
+		B_APP="--rxq=2 --txq=2"
 		;;
 	esac
 	ovs-ofctl del-flows br0
@@ -103,7 +111,7 @@ run() {
 	ports "$kind" "$n"
 	# shellcheck disable=SC2086,SC2046
 	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
-		--vdev="$B_VDEV" -- --forward-mode=rxonly $(testpmd_opts "$size") >"$WORK/b.log" 2>&1 &
+		--vdev="$B_VDEV" -- --forward-mode=rxonly $B_APP $(testpmd_opts "$size") >"$WORK/b.log" 2>&1 &
 	local b=$!
 	PIDS+=("$b")
 	# shellcheck disable=SC2086,SC2046
@@ -120,11 +128,12 @@ run() {
 	sleep 2
 	appctl dpif-netdev/pmd-stats-clear >/dev/null
 	local rx0
-	rx0=$(appctl dpctl/show -s | awk '/port 2: pb/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}')
+	rx0=$(appctl dpctl/show -s | awk '/: pb \(/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}')
 	sleep "$SECS"
 	local stats rx1
 	stats=$(appctl dpif-netdev/pmd-stats-show)
-	rx1=$(appctl dpctl/show -s | awk '/port 2: pb/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}')
+	appctl dpctl/show -s >"$WORK/dpctl-$n.txt"
+	rx1=$(awk '/: pb \(/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}' "$WORK/dpctl-$n.txt")
 	kill -INT "$a" "$b" 2>/dev/null || true
 	wait "$a" "$b" 2>/dev/null || true
 	local ovs_cyc ovs_pkts
@@ -162,7 +171,7 @@ echo "|---|---|---|---|---|---|---|"
 for size in $SIZES; do
 	for kind in "${KINDS[@]}"; do
 		awk -v k="$kind" -v s="$size" '
-			$1 == k && $2 == s { for (c = 3; c <= 7; c++) v[c, n] = $c; n++ }
+			$1 == k && $2 == s { r = n + 0; for (c = 3; c <= 7; c++) v[c, r] = $c; n = r + 1 }
 			function med(c,   i, j, t, a) {
 				for (i = 0; i < n; i++) a[i] = v[c, i] + 0
 				for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }

@@ -25,6 +25,8 @@ SECS=${2:-5}
 SIZES=${3:-64 1514}
 # shellcheck disable=SC2206
 KINDS=(${OVS_COMPARE_KINDS:-vecring vhost memif})
+MEMIF_RSIZE=${MEMIF_RSIZE:-14}
+VIRTIO_QSIZE=${VIRTIO_QSIZE:-4096}
 WORK=$(mktemp -d /run/vecring-ovsbench.XXXXXX)
 OVS=$WORK/ovs
 PREFIX=vrovsb$$
@@ -52,11 +54,19 @@ testpmd_opts() {
 
 # ports KIND N: OVS ports a$N and b$N of KIND (ofport 1 and 2); sets
 # A_VDEV and B_VDEV, the containers' vdevs, A_EAL/B_EAL, their extra EAL
-# options, and B_APP, the receiver's queues. OVS gives a port as many TX
-# queues as it has threads (2: main and PMD) when the driver offers them,
-# and its PMD thread sends on queue 1: a memif or virtio-user receiver
-# needs that queue, or OVS drops every frame for it. eth_vecring offers
-# one TX queue per link queue, so OVS shares queue 0 (its XPS).
+# options, and B_APP, the receiver's. OVS gives a port as many TX queues
+# as it has threads (2: main and PMD) when the driver offers them, and its
+# PMD thread sends on queue 1 (static_tx_qid): a memif server learns its
+# rings from the client, so B has two queues (testpmd polls min(rxq, txq)
+# of them) and OVS two receive queues on pb, or the server rejects B's
+# second ring and drops every frame. virtio-user needs no such help (OVS
+# maps its TX queues onto the guest's). eth_vecring offers one TX queue
+# per link queue, so OVS shares queue 0 (its XPS).
+#
+# Ring depth decides how much of A's burst survives while B is
+# descheduled (A and B share CPU 0): every kind gets its deepest ring
+# (memif 2^14 slots, virtio 4096 descriptors, eth_vecring its default
+# 32768 64-byte slots), and the report gives the delivered fraction.
 ports() {
 	local kind=$1 n=$2 a b
 	case $kind in
@@ -76,20 +86,20 @@ ports() {
 			options:vhost-server-path="$WORK/va$n.sock" ofport_request=1
 		vsctl add-port br0 pb -- set Interface pb type=dpdkvhostuserclient \
 			options:vhost-server-path="$WORK/vb$n.sock" ofport_request=2
-		A_VDEV="net_virtio_user0,path=$WORK/va$n.sock,server=1,queues=1"
-		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=2"
+		A_VDEV="net_virtio_user0,path=$WORK/va$n.sock,server=1,queues=1,queue_size=$VIRTIO_QSIZE"
+		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=1,queue_size=$VIRTIO_QSIZE"
 		# virtio-user shares its memory with vhost as few regions.
 		A_EAL="--in-memory --single-file-segments"
 		B_EAL="--in-memory --single-file-segments"
-		B_APP="--rxq=2 --txq=2"
+		B_APP="--total-num-mbufs=65536"
 		;;
 	memif)
 		vsctl add-port br0 pa -- set Interface pa type=dpdk \
 			options:dpdk-devargs="net_memif$((2 * n)),role=server,socket=$WORK/ma$n.sock" ofport_request=1
-		vsctl add-port br0 pb -- set Interface pb type=dpdk \
+		vsctl add-port br0 pb -- set Interface pb type=dpdk options:n_rxq=2 \
 			options:dpdk-devargs="net_memif$((2 * n + 1)),role=server,socket=$WORK/mb$n.sock" ofport_request=2
-		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock"
-		B_VDEV="net_memif0,role=client,socket=$WORK/mb$n.sock"
+		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock,rsize=$MEMIF_RSIZE"
+		B_VDEV="net_memif0,role=client,socket=$WORK/mb$n.sock,rsize=$MEMIF_RSIZE"
 		# memif needs EAL's multi-process support: no --in-memory.
 		A_EAL=""
 		B_EAL=""

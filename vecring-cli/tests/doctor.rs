@@ -62,7 +62,8 @@ fn a_host_without_hugepages_fails_and_says_how_to_fix_it() {
         "-m",
         "sh",
         "-c",
-        &format!("mount -t tmpfs none /sys/kernel/mm/hugepages && exec {TOOL} doctor"),
+        "mount -t tmpfs none /sys/kernel/mm/hugepages && exec \"$0\" doctor",
+        TOOL,
     ]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");

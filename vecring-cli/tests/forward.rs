@@ -191,10 +191,11 @@ fn agents_answer_the_protocol_and_a_forwarded_trial_comes_back_whole() {
         "{s}"
     );
     assert!(field(&s, "ipackets") >= forwarded, "{s}");
-    // quit ends both.
+    // quit ends both: the generator first, so that its link is still up
+    // when it answers (the forwarder's leaving takes the link down).
     writeln!(gen.stdin, "quit").unwrap();
-    writeln!(fwd.stdin, "quit").unwrap();
     assert_eq!(gen.line(), "ok");
+    writeln!(fwd.stdin, "quit").unwrap();
     assert_eq!(fwd.line(), "ok");
     assert_eq!(gen.line(), "", "gen exits on quit");
     assert_eq!(fwd.line(), "", "fwd exits on quit");

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 export CARGO_TERM_COLOR=never
-step() { echo; echo "== $* =="; }
+# Each step says when it starts (seconds since the suite began).
+step() { echo; echo "== [$SECONDS s] $* =="; }
 
 step "build (the integration tests run the built vecring tool and PMD)"
 cargo build --release --workspace
@@ -69,4 +70,4 @@ cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnin
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
 echo
-echo "vecring: all tests passed"
+echo "vecring: all tests passed in $SECONDS s"

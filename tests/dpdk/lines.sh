@@ -51,7 +51,9 @@ for line in "${LINES[@]}"; do
 	pass "DPDK $line: driver built and installed as $so"
 	PREFIX[$line]=$prefix
 	out=$(mktemp)
-	VECRING_DPDK=$prefix bash "$ROOT/tests/dpdk/run.sh" "${CORE[@]}" 2>&1 | tee "$out" | grep -E '^(PASS|FAIL|    )'
+	# This line's driver, whatever VECRING_PMD_SO the caller exported (a
+	# 22.11 driver in a 25.11 testpmd would be a second EAL).
+	VECRING_DPDK=$prefix VECRING_PMD_SO=$so bash "$ROOT/tests/dpdk/run.sh" "${CORE[@]}" 2>&1 | tee "$out" | grep -E '^(PASS|FAIL|    )'
 	summary=$(tail -n1 "$out")
 	rm -f "$out"
 	if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

@@ -206,6 +206,15 @@ if [ "${VECRING_TEST_NO_HUGE:-0}" = 1 ] || [ "${free_huge:-0}" -lt 512 ]; then
 	export VECRING_TEST_NO_HUGE=1   # for tests/dpdk_interop.rs
 fi
 TESTPMD_EXE=$(readlink -f "$(command -v "$TESTPMD")")
+# The driver must be built for testpmd's DPDK: another line's would bring a
+# second EAL into the process ("Cannot init trace").
+so_abi=$(readelf -d "$SO" 2>/dev/null | sed -n 's/.*\[librte_eal\.so\.\([0-9]*\)\].*/\1/p')
+pmd_abi=$(ldd "$TESTPMD_EXE" 2>/dev/null | sed -n 's/.*librte_eal\.so\.\([0-9]*\) .*/\1/p' | head -n1)
+if [ -n "$pmd_abi" ] && [ "$so_abi" != "$pmd_abi" ]; then
+	echo "FAIL: $SO is built for DPDK ABI ${so_abi:-?}, $TESTPMD_EXE runs ABI $pmd_abi (build the driver for it: scripts/build-pmd.sh PREFIX)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
 # The DPDK line of testpmd (YY.MM), for the commands that changed spelling.
 TESTPMD_LINE=$("$TESTPMD" -v --no-pci --in-memory --no-huge -m 64 -l 0 --file-prefix "vrtest_version_$$" -- --help 2>&1 |
 	sed -n "s/.*RTE Version: 'DPDK \([0-9]*\.[0-9]*\).*/\1/p" | head -n1)

@@ -13,8 +13,8 @@
 //! `RTE_ETH_DEV_TO_VDEV` (gone in 26.07) is not used. The wire format does
 //! not depend on any of this: the ring and the handshake are vecring-core's.
 
+use crate::eth_stats::EthStats;
 use crate::ffi::{self, rte_eth_stats, rte_mbuf};
-use crate::snapshot::EthStats;
 
 /// The field of an mbuf at its place on this DPDK line, as a place
 /// expression (`$m` is a `*const`/`*mut rte_mbuf`; the caller is in an

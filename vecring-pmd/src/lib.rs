@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `glue.c` | `RTE_PMD_REGISTER_*`, the log type, wrappers of DPDK `static inline` helpers |
 //! | [`ffi`] | bindgen bindings and mirrored constants |
+//! | [`eth_stats`] | the counters `stats_get` reports, in one form for every DPDK line |
 //! | [`compat`] | what differs between DPDK lines (22.11 to 25.11): mbuf fields, `stats_get`, the link word |
 //! | [`devargs`] | parsing and validation of `--vdev` arguments (pure Rust) |
 //! | [`probe`] | the vdev entry points: probe and remove |
@@ -44,6 +45,7 @@ pub mod close;
 pub mod compat;
 pub mod dev;
 pub mod devargs;
+pub mod eth_stats;
 pub mod ffi;
 pub mod guard;
 pub mod handoff;

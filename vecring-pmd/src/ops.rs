@@ -7,10 +7,11 @@
 //! port are not concurrent (DPDK's threading rule for applications).
 
 use crate::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
+use crate::eth_stats::EthStats;
 use crate::ffi::{self, rte_eth_dev};
 use crate::guard::guarded;
 use crate::queues;
-use crate::snapshot::{EthStats, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::stats;
 use crate::vlog;
 use crate::xstats;
@@ -400,7 +401,7 @@ pub(crate) unsafe fn eth_stats(dev: *mut rte_eth_dev) -> Result<EthStats, i32> {
     let mut out = Err(-libc::ENODEV);
     let rc = dev.with_port("stats_get", |p| {
         let s = p.snapshot().since(&p.stats_base);
-        out = Ok(EthStats::of(&s, dev.nb_rx_queues(), dev.nb_tx_queues()));
+        out = Ok(s.eth_stats(dev.nb_rx_queues(), dev.nb_tx_queues()));
         0
     });
     if rc != 0 {

@@ -22,10 +22,10 @@
 //!   to install its callbacks on the port, and they run in the primary's
 //!   `rte_eth_rx_burst`/`rte_eth_tx_burst`.
 
+use crate::eth_stats::EthStats;
 use crate::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
 use crate::guard::guarded;
 use crate::mp::{self, Op, Pages, Request};
-use crate::snapshot::EthStats;
 use crate::vlog;
 use crate::xstats;
 use std::ffi::{c_void, CStr, CString};

@@ -3,6 +3,7 @@
 //! the link's, with the port's totals as their sums and resets as
 //! baselines.
 
+use crate::eth_stats::EthStats;
 use crate::ffi::QUEUE_STAT_CNTRS;
 use crate::stats::{RxCounters, Shared, TxCounters, MAX_QUEUES};
 
@@ -175,42 +176,12 @@ impl Snapshot {
     }
 }
 
-/// What `stats_get` reports, whatever the DPDK line: the fields of
-/// `rte_eth_stats` a driver fills and the per-queue counters (which
-/// [`crate::compat::write_stats`] puts where the line's ethdev reads them).
-/// Secondary processes receive it as values ([`crate::mp`]).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct EthStats {
-    /// Frames received.
-    pub ipackets: u64,
-    /// Frames sent.
-    pub opackets: u64,
-    /// Bytes received.
-    pub ibytes: u64,
-    /// Bytes sent.
-    pub obytes: u64,
-    /// Frames lost before the driver saw them.
-    pub imissed: u64,
-    /// Receive errors.
-    pub ierrors: u64,
-    /// Transmit errors.
-    pub oerrors: u64,
-    /// Frames received per queue.
-    pub q_ipackets: [u64; QUEUE_STAT_CNTRS],
-    /// Frames sent per queue.
-    pub q_opackets: [u64; QUEUE_STAT_CNTRS],
-    /// Bytes received per queue.
-    pub q_ibytes: [u64; QUEUE_STAT_CNTRS],
-    /// Bytes sent per queue.
-    pub q_obytes: [u64; QUEUE_STAT_CNTRS],
-    /// Receive errors per queue.
-    pub q_errors: [u64; QUEUE_STAT_CNTRS],
-}
-
-impl EthStats {
-    /// The counters of `s` for a port with `nb_rx` and `nb_tx` configured
-    /// queues (the `q_*` entries of the others stay 0).
-    pub fn of(s: &Snapshot, nb_rx: u16, nb_tx: u16) -> Self {
+impl Snapshot {
+    /// These counters as `stats_get` reports them, for a port with `nb_rx`
+    /// and `nb_tx` configured queues (the `q_*` entries of the others stay
+    /// 0).
+    pub fn eth_stats(&self, nb_rx: u16, nb_tx: u16) -> EthStats {
+        let s = self;
         let (rx, tx) = (s.rx(), s.tx());
         let mut e = EthStats {
             ipackets: rx.packets,

@@ -2,8 +2,8 @@
 //! [`Op::Info`](super::Op::Info): the port's [`EthStats`] and the driver's fields
 //! of `rte_eth_dev_info`, as flat lists of `u64`, and back.
 
+use crate::eth_stats::EthStats;
 use crate::ffi;
-use crate::snapshot::EthStats;
 
 /// Queues whose counters a [`super::Op::Stats`] answer carries: every
 /// entry of `q_ipackets` and friends (as many as a port may have queues).

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # The three ways a container gets a port on Open vSwitch with DPDK, in one
 # harness: eth_vecring, dpdkvhostuserclient with virtio-user (net_virtio_user)
-# in the container, and net_memif. Container A (a testpmd txonly) sends
-# through OVS (flow A -> B) to container B (a testpmd rxonly); the port
-# kinds alternate within each round.
+# in the container, and net_memif, in two shapes; the port kinds alternate
+# within each round.
 #
-# On a 2-CPU machine three polling processes share two CPUs (OVS's PMD
+# shape "oneway": container A (a testpmd txonly) sends through OVS (flow
+# A -> B) to container B (a testpmd rxonly).
+# shape "loop": one container's testpmd forwards between its two ports
+# (io), OVS forwards each port's frames to the other; the frames in flight
+# (seeded by `start tx_first N`, N bursts of 32 per port) circulate. Two
+# polling processes, one per CPU (OVS's PMD thread on CPU 1, the container
+# on CPU 0): neither waits for a descheduled peer, so its rates and the
+# zero-loss check (no frame dropped anywhere in the loop) mean something
+# on two CPUs, at every size.
+#
+# In "oneway" on a 2-CPU machine three polling processes share two CPUs (OVS's PMD
 # thread on CPU 1; A, B and OVS's main thread on CPU 0: placement tag
 # "pmd1/ctr0"), so rates say little. What does not depend on that is
 # reported first: OVS's processing cycles per packet (`pmd-stats-show`'s
@@ -13,9 +22,9 @@
 # measured interval) and each container's cycles per packet (testpmd
 # --record-core-cycles: "CPU cycles/packet" of its forwarding lcore).
 #
-# Usage: benches/ovs-compare.sh [ROUNDS] [SECONDS] [SIZES]
+# Usage: benches/ovs-compare.sh [ROUNDS] [SECONDS] [SIZES] [SHAPE]
 #        (as root, after scripts/build-pmd.sh /usr; default 3 rounds of
-#        5 s, sizes "64 1514")
+#        5 s, sizes "64 1514", shape oneway)
 # Prints one line per run and a table of medians with ranges.
 set -euo pipefail
 
@@ -23,6 +32,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${1:-3}
 SECS=${2:-5}
 SIZES=${3:-64 1514}
+SHAPE=${4:-oneway}
+case $SHAPE in oneway | loop) ;; *) echo "ovs-compare: unknown shape '$SHAPE' (oneway, loop)" >&2; exit 2 ;; esac
 # shellcheck disable=SC2206
 KINDS=(${OVS_COMPARE_KINDS:-vecring vhost memif})
 MEMIF_RSIZE=${MEMIF_RSIZE:-14}
@@ -48,7 +59,7 @@ trap cleanup EXIT
 # testpmd_opts SIZE: mbufs that hold a SIZE-byte frame in one segment.
 testpmd_opts() {
 	local o="--stats-period=1 --record-core-cycles --txd=1024 --rxd=1024"
-	[ "$1" -gt 2048 ] && o="$o --mbuf-size=10240 --total-num-mbufs=32768"
+	[ "$1" -gt 1518 ] && o="$o --mbuf-size=10240 --total-num-mbufs=32768 --max-pkt-len=$(($1 + 4))"
 	echo "$o"
 }
 
@@ -67,8 +78,13 @@ testpmd_opts() {
 # descheduled (A and B share CPU 0): every kind gets its deepest ring
 # (memif 2^14 slots, virtio 4096 descriptors, eth_vecring its default
 # 32768 64-byte slots), and the report gives the delivered fraction.
+#
+# In the loop shape the container has both ports (B's becomes its second
+# device, index 1) and both directions carry frames: both OVS ports get
+# what the receiving side needs.
 ports() {
-	local kind=$1 n=$2 a b
+	local kind=$1 n=$2 size=$3 a b bi=0 rxq=
+	[ "$SHAPE" = loop ] && bi=1 && rxq="options:n_rxq=2"
 	case $kind in
 	vecring)
 		a="eth_vecring0,domain=bench,link=a$n,master=true,run_dir=$WORK/run"
@@ -76,7 +92,7 @@ ports() {
 		vsctl add-port br0 pa -- set Interface pa type=dpdk options:dpdk-devargs="$a" ofport_request=1
 		vsctl add-port br0 pb -- set Interface pb type=dpdk options:dpdk-devargs="$b" ofport_request=2
 		A_VDEV="eth_vecring0,domain=bench,link=a$n,run_dir=$WORK/run"
-		B_VDEV="eth_vecring0,domain=bench,link=b$n,run_dir=$WORK/run"
+		B_VDEV="eth_vecring$bi,domain=bench,link=b$n,run_dir=$WORK/run"
 		A_EAL="--in-memory"
 		B_EAL="--in-memory"
 		B_APP=""
@@ -87,28 +103,36 @@ ports() {
 		vsctl add-port br0 pb -- set Interface pb type=dpdkvhostuserclient \
 			options:vhost-server-path="$WORK/vb$n.sock" ofport_request=2
 		A_VDEV="net_virtio_user0,path=$WORK/va$n.sock,server=1,queues=1,queue_size=$VIRTIO_QSIZE"
-		B_VDEV="net_virtio_user0,path=$WORK/vb$n.sock,server=1,queues=1,queue_size=$VIRTIO_QSIZE"
+		B_VDEV="net_virtio_user$bi,path=$WORK/vb$n.sock,server=1,queues=1,queue_size=$VIRTIO_QSIZE"
 		# virtio-user shares its memory with vhost as few regions.
 		A_EAL="--in-memory --single-file-segments"
 		B_EAL="--in-memory --single-file-segments"
 		B_APP="--total-num-mbufs=65536"
 		;;
 	memif)
-		vsctl add-port br0 pa -- set Interface pa type=dpdk \
+		# shellcheck disable=SC2086
+		vsctl add-port br0 pa -- set Interface pa type=dpdk $rxq \
 			options:dpdk-devargs="net_memif$((2 * n)),role=server,socket=$WORK/ma$n.sock" ofport_request=1
 		vsctl add-port br0 pb -- set Interface pb type=dpdk options:n_rxq=2 \
 			options:dpdk-devargs="net_memif$((2 * n + 1)),role=server,socket=$WORK/mb$n.sock" ofport_request=2
 		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock,rsize=$MEMIF_RSIZE"
-		B_VDEV="net_memif0,role=client,socket=$WORK/mb$n.sock,rsize=$MEMIF_RSIZE"
+		B_VDEV="net_memif$bi,role=client,socket=$WORK/mb$n.sock,rsize=$MEMIF_RSIZE"
 		# memif needs EAL's multi-process support: no --in-memory.
 		A_EAL=""
 		B_EAL=""
 		B_APP="--rxq=2 --txq=2"
 		;;
 	esac
+	if [ "$size" -gt 1518 ]; then
+		vsctl set Interface pa mtu_request=9000 -- set Interface pb mtu_request=9000
+	fi
 	ovs-ofctl del-flows br0
 	ovs-ofctl add-flow br0 in_port=1,actions=output:2
-	ovs-ofctl add-flow br0 in_port=2,actions=drop
+	if [ "$SHAPE" = loop ]; then
+		ovs-ofctl add-flow br0 in_port=2,actions=output:1
+	else
+		ovs-ofctl add-flow br0 in_port=2,actions=drop
+	fi
 }
 
 # field TEXT LABEL: the number after LABEL in TEXT.
@@ -118,7 +142,7 @@ field() { sed -n "s/.*$2 *\([0-9.]*\).*/\1/p" <<<"$1" | head -n1; }
 # "KIND SIZE ovs_cycles ovs_mpps gen_cycles rx_cycles rx_mpps".
 run() {
 	local kind=$1 size=$2 n=$3
-	ports "$kind" "$n"
+	ports "$kind" "$n" "$size"
 	# shellcheck disable=SC2086,SC2046
 	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
 		--vdev="$B_VDEV" -- --forward-mode=rxonly $B_APP $(testpmd_opts "$size") >"$WORK/b.log" 2>&1 &
@@ -159,16 +183,100 @@ run() {
 		'BEGIN { printf "%s %s %s %.2f %s %s %.2f\n", k, s, oc, op / secs / 1e6, gc, rc, (r1 - r0) / secs / 1e6 }'
 }
 
+# loop_bursts SIZE: the bursts of 32 frames each port seeds the loop with:
+# 1024 frames per direction, fewer for jumbo frames so that every frame in
+# flight fits the shallowest ring of a direction (eth_vecring's default
+# 2 MiB ring holds 1365 frames of 1514 bytes, 232 of 9000).
+loop_bursts() { if [ "$1" -gt 1518 ]; then echo 4; else echo 32; fi; }
+
+# port_counts FILE PORT: "rx tx tx_dropped rx_bytes" of OVS's PORT in a
+# `dpctl/show -s` dump.
+port_counts() {
+	awk -v port="$2" '
+		$1 == "port" { here = ($3 == port); next }
+		here && $1 == "RX" && $2 ~ /^packets:/ { split($2, a, ":"); rx = a[2] }
+		here && $1 == "TX" && $2 ~ /^packets:/ { split($2, a, ":"); tx = a[2]; split($4, d, ":"); dr = d[2] }
+		here && $1 == "RX" && $2 ~ /^bytes:/ { split($2, a, ":"); rb = a[2] }
+		END { print rx + 0, tx + 0, dr + 0, rb + 0 }' "$1"
+}
+
+# run_loop KIND SIZE N: one measured run of the loop shape; prints
+# "KIND SIZE ovs_cycles ovs_mpps ctr_cycles dropped".
+run_loop() {
+	local kind=$1 size=$2 n=$3 app=""
+	ports "$kind" "$n" "$size"
+	case $kind in
+	vhost) app="--total-num-mbufs=65536" ;;
+	memif) app="--rxq=2 --txq=2" ;;
+	esac
+	rm -f "$WORK/a.in"
+	mkfifo "$WORK/a.in"
+	# shellcheck disable=SC2086,SC2046
+	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
+		--vdev="$A_VDEV" --vdev="$B_VDEV" -- -i --forward-mode=io --txpkts="$size" $app \
+		$(testpmd_opts "$size" | sed 's/--stats-period=1 //') <"$WORK/a.in" >"$WORK/a.log" 2>&1 &
+	local a=$! fd i
+	PIDS+=("$a")
+	exec {fd}>"$WORK/a.in"
+	for ((i = 0; i < 300; i++)); do
+		[ "$(vsctl get Interface pa link_state)" = up ] && [ "$(vsctl get Interface pb link_state)" = up ] && break
+		sleep 0.1
+	done
+	echo "start tx_first $(loop_bursts "$size")" >&"$fd"
+	sleep 2
+	appctl dpctl/show -s >"$WORK/dpctl0-$n.txt"
+	appctl dpif-netdev/pmd-stats-clear >/dev/null
+	sleep "$SECS"
+	local stats
+	stats=$(appctl dpif-netdev/pmd-stats-show)
+	appctl dpctl/show -s >"$WORK/dpctl-$n.txt"
+	printf 'stop\nquit\n' >&"$fd"
+	eval "exec $fd>&-"
+	wait "$a" 2>/dev/null || true
+	local ovs_cyc ovs_pkts ctr_cyc drops=0 p c0 c1 rxp=0 rxb=0
+	ovs_cyc=$(field "$stats" "avg processing cycles per packet:")
+	ovs_pkts=$(field "$stats" "packets received:")
+	ctr_cyc=$(grep -o "CPU cycles/packet=[0-9.]*" "$WORK/a.log" | tail -n1 | cut -d= -f2)
+	# Frames lost in the loop while it was measured: OVS's drops on
+	# either port and the container's (testpmd's TX-dropped, whole run).
+	for p in pa pb; do
+		read -r -a c0 <<<"$(port_counts "$WORK/dpctl0-$n.txt" "$p")"
+		read -r -a c1 <<<"$(port_counts "$WORK/dpctl-$n.txt" "$p")"
+		drops=$((drops + c1[2] - c0[2]))
+		rxp=$((rxp + c1[0] - c0[0]))
+		rxb=$((rxb + c1[3] - c0[3]))
+	done
+	if [ "$rxp" -eq 0 ] || [ $((rxb / rxp)) -ne "$size" ]; then
+		echo "ovs-compare: $kind: OVS received ${rxp} frames, not of $size bytes (${rxb} bytes)" >&2
+		ovs_cyc=ERR
+	fi
+	drops=$((drops + $(sed -n 's/.*TX-dropped: *\([0-9]*\).*/\1/p' "$WORK/a.log" | tail -n1)))
+	vsctl del-port br0 pa -- del-port br0 pb
+	awk -v k="$kind" -v s="$size" -v oc="${ovs_cyc:-ERR}" -v op="${ovs_pkts:-0}" -v cc="${ctr_cyc:-ERR}" \
+		-v d="$drops" -v secs="$SECS" \
+		'BEGIN { printf "%s %s %s %.2f %s %d\n", k, s, oc, op / secs / 1e6, cc, d }'
+}
+
 ovs_start
 vsctl add-br br0 -- set bridge br0 datapath_type=netdev
 echo "ovs-compare: $($VSWITCHD --version | head -n1), ${ROUNDS} rounds of ${SECS} s, sizes $SIZES, placement pmd1/ctr0" >&2
-echo "# kind size ovs_cycles/pkt ovs_rx_Mpps gen_cycles/pkt rx_cycles/pkt delivered_Mpps"
+if [ "$SHAPE" = loop ]; then
+	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps ctr_cycles/pkt dropped"
+	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | container cycles/pkt | frames dropped |"
+else
+	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps gen_cycles/pkt rx_cycles/pkt delivered_Mpps"
+	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | generator cycles/pkt | receiver cycles/pkt | delivered M pps |"
+fi
 n=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	for size in $SIZES; do
 		for kind in "${KINDS[@]}"; do
 			n=$((n + 1))
-			line=$(run "$kind" "$size" "$n")
+			if [ "$SHAPE" = loop ]; then
+				line=$(run_loop "$kind" "$size" "$n")
+			else
+				line=$(run "$kind" "$size" "$n")
+			fi
 			echo "$line" | tee -a "$WORK/results"
 		done
 	done
@@ -176,18 +284,18 @@ done
 
 # Medians and ranges per kind and size.
 echo
-echo "| size | port | OVS cycles/pkt | OVS rx Mpps | generator cycles/pkt | receiver cycles/pkt | delivered Mpps |"
-echo "|---|---|---|---|---|---|---|"
+echo "$HEAD"
+echo "$HEAD" | sed 's/[^|]*|/---|/g; s/^---//'
 for size in $SIZES; do
 	for kind in "${KINDS[@]}"; do
 		awk -v k="$kind" -v s="$size" '
-			$1 == k && $2 == s { r = n + 0; for (c = 3; c <= 7; c++) v[c, r] = $c; n = r + 1 }
+			$1 == k && $2 == s { r = n + 0; for (c = 3; c <= NF; c++) v[c, r] = $c; nf = NF; n = r + 1 }
 			function med(c,   i, j, t, a) {
 				for (i = 0; i < n; i++) a[i] = v[c, i] + 0
 				for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return sprintf("%.1f (%.1f-%.1f)", (n % 2) ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2, a[0], a[n - 1])
 			}
-			END { if (n) printf "| %s | %s | %s | %s | %s | %s | %s |\n", s, k, med(3), med(4), med(5), med(6), med(7) }
+			END { if (n) { printf "| %s | %s |", s, k; for (c = 3; c <= nf; c++) printf " %s |", med(c); printf "\n" } }
 		' "$WORK/results"
 	done
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # eth_vecring on every DPDK line it supports, and links between lines.
 #
-#   tests/dpdk/lines.sh [LINE...]      (as root; default: 23.11 24.11 25.11)
+#   tests/dpdk/lines.sh [LINE...]      (as root; default: 24.11 25.11)
 #
 # For each LINE (besides the distribution's 22.11, which tests/dpdk/run.sh
 # covers in full): the line is built once (scripts/dpdk.sh, from
@@ -25,7 +25,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LINES=("$@")
-[ ${#LINES[@]} -gt 0 ] || LINES=(23.11 24.11 25.11)
+[ ${#LINES[@]} -gt 0 ] || LINES=(24.11 25.11)
 # The groups and cases of run.sh each line runs (the LXC group needs the
 # line's libraries inside a container and the hostile-peer group tests
 # line-independent Rust: both run on the distribution's line only).

@@ -73,20 +73,32 @@ add_port() {
 		"ofport_request=$((idx + 1))" "$@"
 }
 
-# port_stat PORT KEY: a counter of OVS's port, as the database has it (OVS
-# writes statistics there every 5 s; wait until two reads agree).
+# port_stat PORT KEY: a counter of OVS's port as the datapath has it now
+# (`dpctl/show -s` asks the driver; the database is written only every
+# 5 s). KEY: rx_packets, tx_packets or tx_dropped.
 port_stat() {
+	appctl dpctl/show -s | awk -v port="$1" -v key="$2" '
+		$1 == "port" { here = ($3 == port) ; next }
+		here && toupper(substr(key, 1, 2)) == $1 {
+			want = (substr(key, 4) == "packets") ? "packets" : "dropped"
+			for (i = 2; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == want) { print kv[2]; exit } }
+		}'
+}
+
+# db_stat PORT KEY: a counter of OVS's port as its database has it (where
+# OVS puts the driver's extended statistics, such as rx_q0_packets).
+db_stat() {
 	ovs-vsctl --timeout=30 get Interface "$1" "statistics:$2" 2>/dev/null | tr -d '"'
 }
 
-# settled_stats: until OVS has written statistics newer than the traffic.
-settled_stats() {
-	local a b i
-	for ((i = 0; i < 30; i++)); do
-		a=$(ovs-vsctl get Interface vr0 statistics 2>/dev/null)$(ovs-vsctl get Interface vr1 statistics 2>/dev/null)
-		sleep 5.5
-		b=$(ovs-vsctl get Interface vr0 statistics 2>/dev/null)$(ovs-vsctl get Interface vr1 statistics 2>/dev/null)
-		[ "$a" = "$b" ] && return 0
+# db_caught_up PORT: until the database's rx_packets of PORT is the
+# datapath's (OVS writes statistics every 5 s).
+db_caught_up() {
+	local i want
+	want=$(port_stat "$1" rx_packets)
+	for ((i = 0; i < 120; i++)); do
+		[ "$(db_stat "$1" rx_packets)" = "$want" ] && return 0
+		sleep 0.1
 	done
 	return 1
 }
@@ -181,10 +193,11 @@ expect_eq() {
 
 # one_way FROM_NAME FROM_LINK FROM_PORT TO_NAME TO_LINK TO_PORT SIZE WHAT:
 # FROM sends for 2 s through OVS to TO (already receiving); the counts of
-# both containers and of OVS's two ports agree exactly.
+# both containers and of OVS's two ports agree exactly (frames still on
+# their way are waited for, up to 10 s).
 one_way() {
 	local fname=$1 flink=$2 fport=$3 tname=$4 tport=$6 size=$7 what=$8
-	local rx0 tx0 drop0 rxc0 taken rxc
+	local rx0 tx0 drop0 rxc0 taken rxc rx tx drop i
 	rx0=$(port_stat "$fport" rx_packets)
 	tx0=$(port_stat "$tport" tx_packets)
 	drop0=$(port_stat "$tport" tx_dropped)
@@ -195,15 +208,17 @@ one_way() {
 		sed 's/^/    /' "$WORK/$fname.log" | tail -n 5
 		return 1
 	fi
-	settled_stats || fail "$what: OVS statistics did not settle"
-	rxc=$(rx_count "$tname")
-	local rx tx drop
-	rx=$(($(port_stat "$fport" rx_packets) - rx0))
-	tx=$(($(port_stat "$tport" tx_packets) - tx0))
-	drop=$(($(port_stat "$tport" tx_dropped) - ${drop0:-0}))
+	for ((i = 0; i < 50; i++)); do
+		rx=$(($(port_stat "$fport" rx_packets) - rx0))
+		tx=$(($(port_stat "$tport" tx_packets) - tx0))
+		drop=$(($(port_stat "$tport" tx_dropped) - ${drop0:-0}))
+		rxc=$(($(rx_count "$tname") - rxc0))
+		[ "$rx" = "$taken" ] && [ "$((tx + drop))" = "$rx" ] && [ "$rxc" = "$tx" ] && break
+		sleep 0.2
+	done
 	expect_eq "$what: OVS received on $fport every frame the container sent" "$rx" "$taken"
 	expect_eq "$what: OVS sent on $tport (or dropped there, $drop) every frame it received" "$((tx + drop))" "$rx"
-	expect_eq "$what: the other container received every frame OVS sent on $tport" "$((rxc - rxc0))" "$tx"
+	expect_eq "$what: the other container received every frame OVS sent on $tport" "$rxc" "$tx"
 	[ "$tx" -gt 0 ] || fail "$what: OVS sent nothing on $tport"
 }
 
@@ -307,16 +322,20 @@ test_queues() {
 	local rx0 taken
 	rx0=$(port_stat vr0 rx_packets)
 	taken=$(tx c1tx c1q 2 64 --queues 2)
-	settled_stats
-	local rx q0 q1
-	rx=$(($(port_stat vr0 rx_packets) - ${rx0:-0}))
-	q0=$(port_stat vr0 rx_q0_packets)
-	q1=$(port_stat vr0 rx_q1_packets)
+	local rx q0 q1 i
+	for ((i = 0; i < 50; i++)); do
+		rx=$(($(port_stat vr0 rx_packets) - ${rx0:-0}))
+		[ "$rx" = "$taken" ] && break
+		sleep 0.2
+	done
+	db_caught_up vr0 || fail "queues: OVS's database did not catch up with vr0's counters"
+	q0=$(db_stat vr0 rx_q0_packets)
+	q1=$(db_stat vr0 rx_q1_packets)
 	expect_eq "queues: OVS received every frame the two-queue container sent" "$rx" "$taken"
 	[ "${q0:-0}" -gt 0 ] && [ "${q1:-0}" -gt 0 ] &&
 		pass "queues: both receive queues carried frames ($q0, $q1)" ||
 		fail "queues: rx_q0_packets '$q0', rx_q1_packets '$q1'"
-	expect_eq "queues: rx_q0_packets + rx_q1_packets is the port's rx_packets" "$((q0 + q1))" "$(port_stat vr0 rx_packets)"
+	expect_eq "queues: rx_q0_packets + rx_q1_packets is the port's rx_packets" "$((q0 + q1))" "$(db_stat vr0 rx_packets)"
 	rx_stop c2
 }
 

@@ -86,13 +86,20 @@ ports() {
 	local kind=$1 n=$2 size=$3 a b bi=0 rxq=
 	[ "$SHAPE" = loop ] && bi=1 && rxq="options:n_rxq=2"
 	case $kind in
-	vecring)
+	vecring | vecring-zc)
 		a="eth_vecring0,domain=bench,link=a$n,master=true,run_dir=$WORK/run"
 		b="eth_vecring1,domain=bench,link=b$n,master=true,run_dir=$WORK/run"
 		vsctl add-port br0 pa -- set Interface pa type=dpdk options:dpdk-devargs="$a" ofport_request=1
 		vsctl add-port br0 pb -- set Interface pb type=dpdk options:dpdk-devargs="$b" ofport_request=2
 		A_VDEV="eth_vecring0,domain=bench,link=a$n,run_dir=$WORK/run"
 		B_VDEV="eth_vecring$bi,domain=bench,link=b$n,run_dir=$WORK/run"
+		# vecring-zc: the container receives zero-copy (mbufs attached
+		# to the ring's slots); OVS, the master, always copies (it must
+		# not classify bytes the container can rewrite).
+		if [ "$kind" = vecring-zc ]; then
+			A_VDEV="$A_VDEV,zero_copy=true"
+			B_VDEV="$B_VDEV,zero_copy=true"
+		fi
 		A_EAL="--in-memory"
 		B_EAL="--in-memory"
 		B_APP=""
@@ -150,7 +157,7 @@ run() {
 	PIDS+=("$b")
 	# shellcheck disable=SC2086,SC2046
 	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
-		--vdev="$A_VDEV" -- --forward-mode=txonly --txpkts="$size" $(testpmd_opts "$size") >"$WORK/a.log" 2>&1 &
+		--vdev="$A_VDEV" -- --forward-mode=txonly $(testpmd_opts "$size") --txpkts="$size" >"$WORK/a.log" 2>&1 &
 	local a=$!
 	PIDS+=("$a")
 	local i
@@ -197,7 +204,7 @@ port_counts() {
 		here && $1 == "RX" && $2 ~ /^packets:/ { split($2, a, ":"); rx = a[2] }
 		here && $1 == "TX" && $2 ~ /^packets:/ { split($2, a, ":"); tx = a[2]; split($4, d, ":"); dr = d[2] }
 		here && $1 == "RX" && $2 ~ /^bytes:/ { split($2, a, ":"); rb = a[2] }
-		END { print rx + 0, tx + 0, dr + 0, rb + 0 }' "$1"
+		END { printf "%.0f %.0f %.0f %.0f\n", rx, tx, dr, rb }' "$1"
 }
 
 # run_loop KIND SIZE N: one measured run of the loop shape; prints
@@ -213,8 +220,8 @@ run_loop() {
 	mkfifo "$WORK/a.in"
 	# shellcheck disable=SC2086,SC2046
 	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
-		--vdev="$A_VDEV" --vdev="$B_VDEV" -- -i --forward-mode=io --txpkts="$size" $app \
-		$(testpmd_opts "$size" | sed 's/--stats-period=1 //') <"$WORK/a.in" >"$WORK/a.log" 2>&1 &
+		--vdev="$A_VDEV" --vdev="$B_VDEV" -- -i --forward-mode=io $app \
+		$(testpmd_opts "$size" | sed 's/--stats-period=1 //') --txpkts="$size" <"$WORK/a.in" >"$WORK/a.log" 2>&1 &
 	local a=$! fd i
 	PIDS+=("$a")
 	exec {fd}>"$WORK/a.in"
@@ -246,11 +253,14 @@ run_loop() {
 		rxp=$((rxp + c1[0] - c0[0]))
 		rxb=$((rxb + c1[3] - c0[3]))
 	done
-	if [ "$rxp" -eq 0 ] || [ $((rxb / rxp)) -ne "$size" ]; then
+	# Rounded: a port's byte and packet counters are read a moment apart.
+	if [ "$rxp" -eq 0 ] || [ $(((rxb + rxp / 2) / rxp)) -ne "$size" ]; then
 		echo "ovs-compare: $kind: OVS received ${rxp} frames, not of $size bytes (${rxb} bytes)" >&2
 		ovs_cyc=ERR
 	fi
-	drops=$((drops + $(sed -n 's/.*TX-dropped: *\([0-9]*\).*/\1/p' "$WORK/a.log" | tail -n1)))
+	local tpd
+	tpd=$(sed -n 's/.*TX-dropped: *\([0-9]*\).*/\1/p' "$WORK/a.log" | tail -n1)
+	drops=$((drops + ${tpd:-0}))
 	vsctl del-port br0 pa -- del-port br0 pb
 	awk -v k="$kind" -v s="$size" -v oc="${ovs_cyc:-ERR}" -v op="${ovs_pkts:-0}" -v cc="${ctr_cyc:-ERR}" \
 		-v d="$drops" -v secs="$SECS" \
@@ -271,6 +281,12 @@ n=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	for size in $SIZES; do
 		for kind in "${KINDS[@]}"; do
+			# OVS gives a memif port no MTU: "does not support MTU
+			# configuration, max packet size supported is 1500".
+			if [ "$kind" = memif ] && [ "$size" -gt 1518 ]; then
+				[ "$r" = 1 ] && echo "ovs-compare: memif left out at $size bytes: OVS cannot raise a memif port's MTU" >&2
+				continue
+			fi
 			n=$((n + 1))
 			if [ "$SHAPE" = loop ]; then
 				line=$(run_loop "$kind" "$size" "$n")
@@ -289,7 +305,8 @@ echo "$HEAD" | sed 's/[^|]*|/---|/g; s/^---//'
 for size in $SIZES; do
 	for kind in "${KINDS[@]}"; do
 		awk -v k="$kind" -v s="$size" '
-			$1 == k && $2 == s { r = n + 0; for (c = 3; c <= NF; c++) v[c, r] = $c; nf = NF; n = r + 1 }
+			# A run that failed a check (ERR) is left out.
+			$1 == k && $2 == s && $3 != "ERR" { r = n + 0; for (c = 3; c <= NF; c++) v[c, r] = $c; nf = NF; n = r + 1 }
 			function med(c,   i, j, t, a) {
 				for (i = 0; i < n; i++) a[i] = v[c, i] + 0
 				for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }

@@ -42,7 +42,7 @@ pub fn run(args: &Args) -> bool {
         return never_accept(path);
     }
     let listener = match sock::listen(path, 16) {
-        Ok(l) => l,
+        Ok(l) => vecring_core::closer::PeerSocket::new(l, false),
         Err(e) => {
             report(&format!("error listening on {}: {e}", path.display()));
             return false;
@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> bool {
     }
     report("listening");
     // Everything handed out stays alive until the end.
-    let mut conns: Vec<OwnedFd> = Vec::new();
+    let mut conns: Vec<vecring_core::closer::PeerSocket> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         if handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false) {

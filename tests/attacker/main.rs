@@ -12,10 +12,13 @@
 //! vecring-attack fake-master   socket=P mode=M
 //! vecring-attack seal-attack   run-dir=R domain=D link=L
 //! vecring-attack wait-attack   run-dir=R domain=D link=L mode=M [after-ms=T] [secs=S]
+//! vecring-attack plant         where=hello socket=P
+//! vecring-attack plant         where=doorbell run-dir=R domain=D link=L then=leave|frames [frames=N]
 //! ```
 
 mod fake_master;
 mod peer;
+mod plant;
 mod seal;
 mod sock;
 mod wait;
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         "fake-master" => fake_master::run(&args),
         "seal-attack" => seal::run(&args),
         "wait-attack" => wait::run(&args),
+        "plant" => plant::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

@@ -41,9 +41,9 @@ pub fn take_fd(args: &Args) -> bool {
             continue;
         }
         match handshake::recv(&conn, ANSWER) {
-            Ok((m, fds)) if m.kind == Kind::Hello && !fds.is_empty() => {
+            Ok((m, mut fds)) if m.kind == Kind::Hello && !fds.is_empty() => {
                 hellos += 1;
-                let fd = fds.into_iter().next().expect("not empty");
+                let fd = fds.take().expect("not empty");
                 if let Ok((size, ino, huge)) = sock::describe_fd(&fd) {
                     held.entry(ino).or_insert((size, huge, fd));
                 }

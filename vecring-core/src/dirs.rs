@@ -23,6 +23,7 @@
 //! through, and takes the owners of the two directories as the identities a
 //! master may have by default: root and those two owners.
 
+use crate::closer::PeerSocket;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -278,7 +279,7 @@ pub(crate) struct MasterClaim {
     _lock: OwnedFd,
     lock_name: CString,
     sock_name: CString,
-    pub listener: OwnedFd,
+    pub listener: PeerSocket,
 }
 
 impl Drop for MasterClaim {
@@ -314,7 +315,7 @@ impl From<DirError> for ClaimError {
 /// listens.
 pub(crate) fn claim_master(
     files: &MasterFiles<'_>,
-    listen: impl Fn(&Path) -> io::Result<OwnedFd>,
+    listen: impl Fn(&Path) -> io::Result<PeerSocket>,
 ) -> Result<MasterClaim, ClaimError> {
     let me = euid();
     let run = open_run_dir(files.run_dir, me)?;

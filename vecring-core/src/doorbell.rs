@@ -14,13 +14,19 @@
 //! A datagram socket takes `MSG_DONTWAIT` per call, which the peer cannot
 //! undo: a peer that never reads makes our send fail with `EAGAIN` (a
 //! wakeup is already pending), a peer that left makes it fail with
-//! `ECONNREFUSED`; neither blocks nor raises a signal. Draining reads
-//! datagrams without a control buffer, so descriptors a peer passes
-//! through its end are discarded, and everything queued in a pair is
-//! freed with it when the generation ends.
+//! `ECONNREFUSED`; neither blocks nor raises a signal.
+//!
+//! A doorbell carries no descriptors. Our ends refuse them where the
+//! kernel can (`SO_PASSRIGHTS`, see [`crate::closer`]); elsewhere a drain
+//! takes whatever a peer passed with a control buffer and hands it to the
+//! closers, marks the doorbell [`tainted`](Doorbell::tainted) (the link
+//! then ends the peer's generation), and an end that may hold such a
+//! message is closed by the closers too: never on the data path's thread.
 
+use crate::closer;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Datagrams read by one [`Doorbell::drain`] at most: a peer that rings
 /// constantly cannot keep a drain going.
@@ -28,7 +34,15 @@ const DRAIN_MAX: usize = 64;
 
 /// One side's end of a ring's doorbell pair.
 #[derive(Debug)]
-pub struct Doorbell(OwnedFd);
+pub struct Doorbell {
+    /// `None` only while dropping.
+    fd: Option<OwnedFd>,
+    /// The kernel refuses descriptors sent to this end (since before the
+    /// peer could reach it).
+    refused: bool,
+    /// A drain found descriptors on it.
+    tainted: AtomicBool,
+}
 
 impl Doorbell {
     /// `count` new pairs: ours and theirs, in ring order.
@@ -53,10 +67,13 @@ impl Doorbell {
                 return Err(io::Error::last_os_error());
             }
             // SAFETY: socketpair returned two new descriptors we own.
-            unsafe {
-                ours.push(Doorbell(OwnedFd::from_raw_fd(fds[0])));
-                theirs.push(OwnedFd::from_raw_fd(fds[1]));
-            }
+            let (mine, other) =
+                unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            // Before the peer has its end: nothing can be queued on ours
+            // that the refusal did not see.
+            let refused = closer::refuse_rights(mine.as_fd());
+            ours.push(Doorbell::new(mine, refused));
+            theirs.push(other);
         }
         Ok((ours, theirs))
     }
@@ -69,6 +86,37 @@ impl Doorbell {
     /// # Errors
     /// Which descriptor is not a doorbell, and why.
     pub fn received(fds: Vec<OwnedFd>, master: &libc::ucred) -> Result<Vec<Doorbell>, String> {
+        match Self::check_received(&fds, master) {
+            // Ends that travelled may hold messages queued before we had
+            // them: never refused, closed by the closers.
+            Ok(()) => Ok(fds.into_iter().map(|fd| Doorbell::new(fd, false)).collect()),
+            Err(e) => {
+                fds.into_iter().for_each(closer::dispose);
+                Err(e)
+            }
+        }
+    }
+
+    fn new(fd: OwnedFd, refused: bool) -> Self {
+        Doorbell {
+            fd: Some(fd),
+            refused,
+            tainted: AtomicBool::new(false),
+        }
+    }
+
+    fn fd(&self) -> &OwnedFd {
+        self.fd.as_ref().expect("present until drop")
+    }
+
+    /// Whether a drain found descriptors a peer passed on this end.
+    pub fn tainted(&self) -> bool {
+        // Relaxed: a flag the control thread polls; nothing else is
+        // published with it.
+        self.tainted.load(Ordering::Relaxed)
+    }
+
+    fn check_received(fds: &[OwnedFd], master: &libc::ucred) -> Result<(), String> {
         let mut inodes = Vec::with_capacity(fds.len());
         for (i, fd) in fds.iter().enumerate() {
             let bad = |why: String| {
@@ -100,7 +148,7 @@ impl Doorbell {
             }
             inodes.push((st.st_dev, st.st_ino));
         }
-        Ok(fds.into_iter().map(Doorbell).collect())
+        Ok(())
     }
 
     /// Rings: wakes the other side if it waits on its end. Never blocks;
@@ -112,7 +160,7 @@ impl Doorbell {
         // MSG_NOSIGNAL make the call neither block nor raise SIGPIPE.
         unsafe {
             libc::send(
-                self.0.as_raw_fd(),
+                self.fd().as_raw_fd(),
                 b"!".as_ptr().cast(),
                 1,
                 libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
@@ -121,21 +169,26 @@ impl Doorbell {
     }
 
     /// Reads what is queued on our end, at most 64 datagrams;
-    /// returns how many. Descriptors passed along are discarded (no
-    /// control buffer).
+    /// returns how many. Descriptors passed along (only possible where the
+    /// kernel cannot refuse them) are taken and handed to the closers, and
+    /// the doorbell is marked [`tainted`](Self::tainted).
     pub fn drain(&self) -> usize {
-        let mut byte = [0u8; 1];
         let mut n = 0;
         while n < DRAIN_MAX {
-            // SAFETY: a one-byte buffer live for the call; longer datagrams
-            // are truncated, which is what we want.
-            let rc = unsafe {
-                libc::recv(
-                    self.0.as_raw_fd(),
-                    byte.as_mut_ptr().cast(),
-                    1,
-                    libc::MSG_DONTWAIT,
-                )
+            let rc = if self.refused {
+                let mut byte = [0u8; 1];
+                // SAFETY: a one-byte buffer live for the call; longer
+                // datagrams are truncated, which is what we want.
+                unsafe {
+                    libc::recv(
+                        self.fd().as_raw_fd(),
+                        byte.as_mut_ptr().cast(),
+                        1,
+                        libc::MSG_DONTWAIT,
+                    )
+                }
+            } else {
+                self.recv_taking_fds()
             };
             if rc < 0 {
                 break;
@@ -144,11 +197,81 @@ impl Doorbell {
         }
         n
     }
+
+    /// One datagram, with a control buffer that holds as many descriptors
+    /// as a message can carry, so that the kernel closes none on this
+    /// thread; those it holds go to the closers.
+    #[cold]
+    fn recv_taking_fds(&self) -> isize {
+        const WORDS: usize = (closer::SCM_MAX_FD + 8) / 2 + 4;
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut cmsg = [0u64; WORDS];
+        // SAFETY: an all-zero msghdr is valid.
+        let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
+        hdr.msg_iov = &mut iov;
+        hdr.msg_iovlen = 1;
+        hdr.msg_control = cmsg.as_mut_ptr().cast();
+        hdr.msg_controllen = core::mem::size_of_val(&cmsg);
+        // SAFETY: buffers outlive the call; MSG_CMSG_CLOEXEC marks what
+        // arrives.
+        let rc = unsafe {
+            libc::recvmsg(
+                self.fd().as_raw_fd(),
+                &mut hdr,
+                libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+            )
+        };
+        if rc < 0 || hdr.msg_controllen == 0 {
+            return rc;
+        }
+        let mut planted = 0;
+        // SAFETY: walking the control buffer the kernel filled, within
+        // msg_controllen, with the CMSG_* helpers; each descriptor in it
+        // is ours to own once.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(c).cast::<RawFd>();
+                    let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
+                        / core::mem::size_of::<RawFd>();
+                    for i in 0..count {
+                        let fd = OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i)));
+                        closer::dispose(fd);
+                        planted += 1;
+                    }
+                }
+                c = libc::CMSG_NXTHDR(&hdr, c);
+            }
+        }
+        if planted > 0 {
+            closer::count_planted(planted);
+            // Relaxed: see `tainted`.
+            self.tainted.store(true, Ordering::Relaxed);
+        }
+        rc
+    }
+}
+
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            if self.refused {
+                drop(fd);
+            } else {
+                closer::dispose(fd);
+            }
+        }
+    }
 }
 
 impl AsFd for Doorbell {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.as_fd()
+        self.fd().as_fd()
     }
 }
 

@@ -29,6 +29,7 @@
 //! however it dies, and the survivor sees EOF.
 
 use crate::abi;
+use crate::closer::{self, PeerSocket, Received};
 use crate::geometry::Geometry;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -248,13 +249,16 @@ fn seqpacket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Binds and listens on `path`.
+/// Binds and listens on `path`. Where the kernel can, the listener and
+/// every connection it accepts refuse descriptors: nothing a slave sends
+/// carries any ([`crate::closer`]).
 ///
 /// # Errors
 /// The system error.
-pub fn listen(path: &Path) -> io::Result<OwnedFd> {
+pub fn listen(path: &Path) -> io::Result<PeerSocket> {
     let (addr, len) = sockaddr(path)?;
-    let fd = seqpacket()?;
+    // Before bind: no connection can exist yet that did not inherit it.
+    let fd = PeerSocket::new(seqpacket()?, true);
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     cvt(unsafe {
         libc::bind(
@@ -286,9 +290,11 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 /// # Errors
 /// The system error (`ENOENT`/`ECONNREFUSED` when no master listens,
 /// `EAGAIN` when its backlog is full).
-pub fn connect(path: &Path) -> io::Result<OwnedFd> {
+pub fn connect(path: &Path) -> io::Result<PeerSocket> {
     let (addr, len) = sockaddr(path)?;
-    let fd = seqpacket()?;
+    // The slave's end receives the region and its doorbells: it cannot
+    // refuse descriptors, so it is closed by the closers.
+    let fd = PeerSocket::new(seqpacket()?, false);
     set_nonblocking(&fd)?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     cvt(unsafe {
@@ -306,7 +312,7 @@ pub fn connect(path: &Path) -> io::Result<OwnedFd> {
 ///
 /// # Errors
 /// The system error (`WouldBlock` when none is queued).
-pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
+pub fn accept(listener: &PeerSocket) -> io::Result<PeerSocket> {
     // SAFETY: accept4 with null address arguments; the result is checked.
     let fd = cvt(unsafe {
         libc::accept4(
@@ -316,8 +322,12 @@ pub fn accept(listener: &OwnedFd) -> io::Result<OwnedFd> {
             libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
         )
     })?;
-    // SAFETY: `fd` is a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // SAFETY: `fd` is a fresh descriptor we own. It inherited the
+    // listener's refusal of descriptors.
+    Ok(PeerSocket::inherited(
+        unsafe { OwnedFd::from_raw_fd(fd) },
+        listener.refuses(),
+    ))
 }
 
 /// The peer's credentials (pid, uid, gid) as seen in our namespaces.
@@ -345,10 +355,13 @@ pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
 /// ring of the most queues.
 pub const MAX_FDS: usize = 1 + 2 * crate::abi::MAX_QUEUES as usize;
 
-/// Bytes of a control buffer for `MAX_FDS + 1` descriptors (one more than
-/// allowed, so that too many is seen rather than truncated), in `u64`s for
-/// alignment.
+/// Bytes of a control buffer for what we send, in `u64`s for alignment.
 const CMSG_WORDS: usize = (MAX_FDS + 1 + 8) / 2 + 4;
+
+/// The receiving control buffer holds as many descriptors as one message
+/// can carry (`SCM_MAX_FD`), so that the kernel never closes the excess of
+/// a truncated one on our thread (see [`crate::closer`]), in `u64`s.
+const RECV_CMSG_WORDS: usize = (closer::SCM_MAX_FD + 8) / 2 + 4;
 
 /// Sends `msg`, with `fds` attached (at most [`MAX_FDS`]).
 ///
@@ -453,12 +466,14 @@ pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
 
 /// Receives one message, and the descriptors attached to it, within
 /// `timeout`. More than [`MAX_FDS`] descriptors, or a truncated or
-/// malformed datagram, is an error (the descriptors are closed).
+/// malformed datagram, is an error. Descriptors the caller does not take
+/// from the [`Received`] are closed by the closers, never on the calling
+/// thread (a peer may pass a file whose close blocks: [`crate::closer`]).
 ///
 /// # Errors
 /// `TimedOut`, `UnexpectedEof` when the peer closed, `InvalidData` for a
 /// malformed message, or the system error.
-pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Vec<OwnedFd>)> {
+pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
     if !wait_readable(conn, timeout)? {
         return Err(io::Error::new(
             io::ErrorKind::TimedOut,
@@ -470,7 +485,7 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Vec<OwnedFd>)
         iov_base: bytes.as_mut_ptr().cast(),
         iov_len: bytes.len(),
     };
-    let mut cmsg_buf = [0u64; CMSG_WORDS];
+    let mut cmsg_buf = [0u64; RECV_CMSG_WORDS];
     // SAFETY: an all-zero msghdr is valid.
     let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
     hdr.msg_iov = &mut iov;
@@ -490,7 +505,7 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Vec<OwnedFd>)
     }
     // Take ownership of every received descriptor first, so none leaks
     // whatever happens next.
-    let mut fds = Vec::new();
+    let mut fds = Received::default();
     // SAFETY: walking the control buffer the kernel filled, within
     // msg_controllen, with the CMSG_* helpers.
     unsafe {

@@ -94,6 +94,8 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+#[cfg(not(loom))]
+pub mod closer;
 mod counters;
 #[cfg(not(loom))]
 pub mod dirs;

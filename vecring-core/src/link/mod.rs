@@ -58,7 +58,7 @@ use wait::WaitSet;
 /// ```
 pub struct Link {
     shared: Arc<LinkShared>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<control::ControlThread>,
     /// The socket path: the master listens there (its control thread owns
     /// the files and removes them when it ends), the slave connects there.
     socket: Option<PathBuf>,
@@ -68,7 +68,7 @@ impl Link {
     /// A link whose control thread runs (made by [`LinkBuilder::open`]).
     fn started(
         shared: Arc<LinkShared>,
-        thread: std::thread::JoinHandle<()>,
+        thread: control::ControlThread,
         socket: Option<PathBuf>,
     ) -> Self {
         Link {
@@ -280,7 +280,13 @@ impl Drop for Link {
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.wake();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if !t.join_within(control::JOIN_BOUND) {
+                log::error!(
+                    "vecring: {}: the control thread did not stop within {:?}; left behind",
+                    self.shared.label,
+                    control::JOIN_BOUND
+                );
+            }
         }
         // Endpoints asleep find the link closed.
         self.shared.poke_all();

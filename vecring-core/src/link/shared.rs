@@ -211,6 +211,14 @@ impl LinkShared {
     }
 
     /// A snapshot of the link's counters: the queues' summed.
+    /// Whether a doorbell of the current session received descriptors.
+    pub(crate) fn session_tainted(&self) -> bool {
+        self.lock()
+            .session
+            .as_ref()
+            .is_some_and(|s| s.doorbells.iter().any(|d| d.tainted()))
+    }
+
     pub(crate) fn counters(&self) -> LinkCounters {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let q = (0..MAX_QUEUES as usize)

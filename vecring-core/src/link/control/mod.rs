@@ -137,21 +137,72 @@ pub(super) fn pause(shared: &LinkShared, d: Duration) {
     let _ = wait(shared, &[], Some(d));
 }
 
+/// How long dropping a [`Link`](super::Link) waits for its control thread.
+/// The thread never blocks on a peer (descriptors a peer passes are closed
+/// apart: [`crate::closer`]), so this bounds only what should not happen.
+pub(crate) const JOIN_BOUND: Duration = Duration::from_secs(1);
+
+/// A running control thread, with a way to wait for it within a bound.
+pub(crate) struct ControlThread {
+    handle: JoinHandle<()>,
+    /// Set when the thread's closure returns (or unwinds).
+    done: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+}
+
+/// Sets the thread's `done` when dropped: at return and at unwinding.
+struct Done(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let (flag, cv) = &*self.0;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+impl ControlThread {
+    fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<Self> {
+        let done = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let mark = Done(done.clone());
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _mark = mark;
+                f();
+            })?;
+        Ok(ControlThread { handle, done })
+    }
+
+    /// Waits at most `bound` for the thread to end; joins it if it did,
+    /// else leaves it detached. True if it ended.
+    pub(crate) fn join_within(self, bound: Duration) -> bool {
+        let (flag, cv) = &*self.done;
+        let guard = flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = cv
+            .wait_timeout_while(guard, bound, |done| !*done)
+            .unwrap_or_else(|e| e.into_inner());
+        let ended = *guard;
+        drop(guard);
+        if ended {
+            let _ = self.handle.join();
+        }
+        ended
+    }
+}
+
 pub(crate) fn spawn_master(
     shared: Arc<LinkShared>,
     config: Config,
     claim: MasterClaim,
     pins: PinWatch,
-) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("vecring-master".into())
-        .spawn(move || master::Master::new(&shared, &config, claim, pins).run())
+) -> io::Result<ControlThread> {
+    ControlThread::spawn("vecring-master", move || {
+        master::Master::new(&shared, &config, claim, pins).run()
+    })
 }
 
-pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("vecring-slave".into())
-        .spawn(move || slave::run(&shared, &config))
+pub(crate) fn spawn_slave(shared: Arc<LinkShared>, config: Config) -> io::Result<ControlThread> {
+    ControlThread::spawn("vecring-slave", move || slave::run(&shared, &config))
 }
 
 /// An instant no deadline reaches: for durations too long to add.

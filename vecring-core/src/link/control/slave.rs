@@ -4,6 +4,7 @@
 
 use super::{corrupt, far_future, pause, stopping, wait, Wake};
 use crate::abi;
+use crate::closer::{PeerSocket, Received};
 use crate::dirs::{DirError, SlaveDirs};
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
@@ -99,7 +100,7 @@ fn recv(
     shared: &LinkShared,
     conn: &OwnedFd,
     timeout: Duration,
-) -> Result<(Msg, Vec<OwnedFd>), Attempt> {
+) -> Result<(Msg, Received), Attempt> {
     let deadline = Instant::now()
         .checked_add(timeout)
         .unwrap_or_else(far_future);
@@ -134,7 +135,7 @@ fn recv(
 /// or a flood) is tried again within a millisecond for a while rather than
 /// after the retry interval, since a place frees up as soon as the master
 /// accepts.
-fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<OwnedFd> {
+fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<PeerSocket> {
     const TRIES: u32 = 200;
     let mut tries = 0;
     loop {
@@ -153,7 +154,7 @@ fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<Owned
 
 /// One attempt of the slave: check the directories, connect, check who the
 /// master is, ask, check and map the region, wait for the seal.
-fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>), Attempt> {
+fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Session>), Attempt> {
     let socket = config
         .run_dir
         .join(&config.domain)
@@ -217,7 +218,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             f,
         ));
     }
-    let (msg, fds) = recv(shared, &conn, config.handshake_timeout)?;
+    let (msg, mut fds) = recv(shared, &conn, config.handshake_timeout)?;
     let nack = |generation: u64, reason: String, failure: Failure| {
         let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), &[]);
         Attempt::Failed(format!("refusing the master's region: {reason}"), failure)
@@ -239,8 +240,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
                 };
                 return Err(nack(msg.generation, e.to_string(), Failure::Attach(e)));
             }
-            let mut fds = fds.into_iter();
-            let memfd = fds.next().expect("not empty");
+            let memfd = fds.take().expect("not empty");
             let expect = Expectation {
                 geometry: config.geometry,
                 queues: config.queues,
@@ -254,7 +254,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(OwnedFd, Arc<Session>
             // One doorbell per ring of the queues the header states (and
             // the Hello announced: `Region::attach` checked both agree).
             let rings = abi::ring_count(region.queues()) as usize;
-            let doorbells: Vec<OwnedFd> = fds.collect();
+            let doorbells: Vec<OwnedFd> = fds.take_all();
             if doorbells.len() != rings {
                 let m = format!(
                     "{} doorbells for {rings} rings ({} queues)",

@@ -4,6 +4,7 @@
 
 use super::{corrupt, far_future, stopping, wait, Wake, LOG_EVERY};
 use super::{MAX_PENDING, MAX_REGIONS};
+use crate::closer::{self, PeerSocket, Received};
 use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
@@ -13,7 +14,7 @@ use crate::pinned::PinWatch;
 use crate::status::{LinkStatus, PeerInfo, RegionInfo};
 use crate::{abi, geometry::Geometry};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,10 +48,23 @@ fn describe(cred: &libc::ucred) -> String {
     format!("pid {} uid {} gid {}", cred.pid, cred.uid, cred.gid)
 }
 
+/// Why a message that came with descriptors is refused (a slave sends
+/// none); counts them. `None` when none came.
+fn planted(fds: &Received) -> Option<String> {
+    if fds.is_empty() {
+        return None;
+    }
+    closer::count_planted(fds.len());
+    Some(format!(
+        "it passed {} file descriptors; a slave sends none (closed apart, off this thread)",
+        fds.len()
+    ))
+}
+
 /// A connection that passed the credential check and waits for its
 /// request (or, having asked, for its turn).
 struct Pending {
-    conn: OwnedFd,
+    conn: PeerSocket,
     cred: libc::ucred,
     deadline: Instant,
     requested: bool,
@@ -58,7 +72,7 @@ struct Pending {
 
 /// A region sent to a peer, waiting for its verdict.
 struct Offer {
-    conn: OwnedFd,
+    conn: PeerSocket,
     cred: libc::ucred,
     region: Arc<Region>,
     /// Our ends of the region's doorbells, in ring order.
@@ -70,7 +84,7 @@ struct Offer {
 
 /// The attached slave.
 struct Attached {
-    conn: OwnedFd,
+    conn: PeerSocket,
     generation: u64,
     watch: i32,
     peer: PeerInfo,
@@ -257,7 +271,7 @@ impl<'a> Master<'a> {
         due
     }
 
-    fn refuse(&mut self, conn: &OwnedFd, cred: Option<&libc::ucred>, kind: Kind, reason: &str) {
+    fn refuse(&mut self, conn: &PeerSocket, cred: Option<&libc::ucred>, kind: Kind, reason: &str) {
         if kind == Kind::Reject {
             self.shared
                 .counters
@@ -384,6 +398,7 @@ impl<'a> Master<'a> {
             other => {
                 let p = self.pending.remove(i);
                 let reason = match other {
+                    Ok((_, fds)) if !fds.is_empty() => planted(&fds).unwrap_or_default(),
                     Ok((m, _)) => format!("unexpected {:?} before any region was offered", m.kind),
                     Err(e) => format!("handshake: {e}"),
                 };
@@ -461,6 +476,11 @@ impl<'a> Master<'a> {
                 log::info!("vecring: {}: slave of generation {g} left", self.label())
             }
             Err(e) => log::warn!("vecring: {}: slave of generation {g}: {e}", self.label()),
+            Ok((_, fds)) if !fds.is_empty() => log::warn!(
+                "vecring: {}: slave of generation {g}: {}; disconnecting",
+                self.label(),
+                planted(&fds).unwrap_or_default()
+            ),
             Ok((m, _)) => log::warn!(
                 "vecring: {}: unexpected {:?} from slave; disconnecting",
                 self.label(),
@@ -476,6 +496,23 @@ impl<'a> Master<'a> {
     }
 
     fn check_corruption(&mut self) {
+        if self.attached.is_some() && self.shared.session_tainted() {
+            let g = self.attached.as_ref().map_or(0, |a| a.generation);
+            log::warn!(
+                "vecring: {}: slave of generation {g} passed file descriptors on a doorbell \
+                 (closed apart, off the data path); disconnecting",
+                self.label()
+            );
+            self.shared
+                .counters
+                .rejected_peers
+                .fetch_add(1, Ordering::Relaxed);
+            if let Some(a) = self.attached.take() {
+                drop(a.conn);
+                self.end_session(a.watch);
+            }
+            return;
+        }
         if self
             .attached
             .as_ref()

@@ -188,6 +188,11 @@ impl Master<'_> {
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.offer = Some(o),
+            Ok((_, fds)) if !fds.is_empty() => {
+                let reason = super::planted(&fds).unwrap_or_default();
+                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
+                self.offer_failed(o);
+            }
             Ok((m, _)) if m.kind == Kind::Nack => {
                 self.shared
                     .counters

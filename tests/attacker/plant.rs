@@ -1,0 +1,234 @@
+//! Descriptors whose last close blocks, passed to a master
+//! (`plant socket=P where=W ...`):
+//!
+//! - `where=hello`: on a fresh connection, with its Request (refused by
+//!   uid or not, the master has to close what it received);
+//! - `where=doorbell run-dir=R domain=D link=L then=T`: as a real slave, on
+//!   its end of every ring's doorbell (among them the one the master's
+//!   receiver drains), then `then=leave`: drops the link at once, or
+//!   `then=frames frames=N`: sends N frames, one per millisecond, through
+//!   the link as an honest slave would.
+//!
+//! The planted file is a loopback TCP socket with `SO_LINGER {1, 3600}`
+//! and megabytes queued against a peer that never reads: whichever thread
+//! drops the last reference to it sleeps in the close for an hour. This
+//! process keeps only the never-reading end.
+//!
+//! Reports `planted ok` (the kernel took the descriptor) or `planted
+//! refused errno=E`, then `left` or `sent N`, then holds everything until
+//! stdin closes.
+
+use crate::{report, until_stdin_closes, Args};
+use std::io::{self, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::path::Path;
+use std::time::Duration;
+use vecring_core::{Link, Role};
+
+/// A socket whose last close sleeps for an hour, and the peer that makes
+/// it so (never reading: a zero window).
+fn lingering() -> io::Result<(TcpStream, TcpStream)> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let mut c = TcpStream::connect(l.local_addr()?)?;
+    let (s, _) = l.accept()?;
+    let small: libc::c_int = 4096;
+    // SAFETY: an int option of our own socket, live for the call.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            4,
+        )
+    };
+    c.set_nonblocking(true)?;
+    let chunk = vec![0x5au8; 65536];
+    while c.write(&chunk).is_ok() {}
+    c.set_nonblocking(false)?;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 3600,
+    };
+    // SAFETY: a linger struct of our own socket, live for the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            c.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            core::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((c, s))
+}
+
+/// Sends `bytes` on `sock` with `fd` in `SCM_RIGHTS`.
+fn send_with_fd(sock: BorrowedFd<'_>, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    };
+    let mut cmsg = [0u64; 4];
+    // SAFETY: an all-zero msghdr is valid.
+    let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cmsg.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a size computation.
+    hdr.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as usize;
+    // SAFETY: the control buffer holds one header with one descriptor.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&hdr);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+        core::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd.as_raw_fd());
+    }
+    // SAFETY: `hdr` points to live buffers; MSG_NOSIGNAL avoids SIGPIPE.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &hdr, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Plants a lingering socket on each of `socks`; reports the outcome (of
+/// the first refusal, if any). Returns the never-reading ends.
+fn plant(
+    socks: &[BorrowedFd<'_>],
+    bytes: &[u8],
+    made: Vec<(TcpStream, TcpStream)>,
+) -> Vec<TcpStream> {
+    let mut refused = None;
+    let mut servers = Vec::new();
+    for (sock, (client, server)) in socks.iter().zip(made) {
+        match send_with_fd(*sock, bytes, client.as_fd()) {
+            // Ours goes: the copy in flight is the last reference.
+            Ok(()) => drop(client),
+            Err(e) => {
+                refused.get_or_insert(e);
+                // Ours is the last reference: closing it would sleep here.
+                // It goes at exit, where the kernel skips the linger.
+                servers.push(client);
+            }
+        }
+        servers.push(server);
+    }
+    match refused {
+        None => report("planted ok"),
+        Some(e) => report(&format!(
+            "planted refused errno={}",
+            crate::sock::errno_name(e.raw_os_error().unwrap_or(0))
+        )),
+    }
+    servers
+}
+
+/// `n` lingering sockets, made before anything is sent.
+fn lingering_n(n: usize) -> Option<Vec<(TcpStream, TcpStream)>> {
+    match (0..n).map(|_| lingering()).collect::<io::Result<Vec<_>>>() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            report(&format!("error lingering socket: {e}"));
+            None
+        }
+    }
+}
+
+pub fn run(args: &Args) -> bool {
+    match args.get("where") {
+        "hello" => {
+            let path = Path::new(args.get("socket"));
+            // Made first: the message goes right behind the connect, before
+            // the master has even accepted.
+            let Some(made) = lingering_n(1) else {
+                return false;
+            };
+            let conn = match crate::sock::connect(path, Duration::from_secs(3)) {
+                Ok(c) => c,
+                Err(e) => {
+                    report(&format!("error connect: {e}"));
+                    return false;
+                }
+            };
+            let servers = plant(&[conn.as_fd()], &crate::sock::request(), made);
+            until_stdin_closes();
+            drop((conn, servers));
+            true
+        }
+        "doorbell" => doorbell(args),
+        other => {
+            report(&format!("error unknown where={other}"));
+            false
+        }
+    }
+}
+
+fn doorbell(args: &Args) -> bool {
+    let link = match Link::builder(args.get("domain"), args.get("link"))
+        .role(Role::Slave)
+        .run_dir(args.get("run-dir"))
+        .retry_interval(Duration::from_millis(10))
+        .open()
+    {
+        Ok(l) => l,
+        Err(e) => {
+            report(&format!("error {e}"));
+            return false;
+        }
+    };
+    if let Err(e) = link.wait_up(Duration::from_secs(10)) {
+        report(&format!("error {e}"));
+        return false;
+    }
+    let mut tx = link.sender().expect("sender");
+    let Some(region) = link.receiver().ok().and_then(|mut r| r.region()) else {
+        report("error link went down");
+        return false;
+    };
+    report("up");
+    // Our ends of every ring's doorbell: the only datagram sockets here.
+    let bells = vecring_tests::datagram_sockets();
+    let Some(made) = lingering_n(bells.len()) else {
+        return false;
+    };
+    // SAFETY: the descriptors stay open while the link is (we hold it).
+    let socks: Vec<BorrowedFd<'_>> = bells
+        .iter()
+        .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
+        .collect();
+    let server = plant(&socks, b"!", made);
+    report(&format!("bells {}", socks.len()));
+    drop(socks);
+    match args.get("then") {
+        "leave" => {
+            drop((tx, region));
+            drop(link);
+            report("left");
+        }
+        _ => {
+            let n = args.num("frames");
+            let mut sent = 0;
+            for i in 0..n {
+                if tx
+                    .send_timeout(&i.to_le_bytes(), Duration::from_secs(1))
+                    .is_ok()
+                {
+                    sent += 1;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            report(&format!("sent {sent}"));
+            until_stdin_closes();
+            drop((tx, region, link));
+        }
+    }
+    until_stdin_closes();
+    drop(server);
+    true
+}

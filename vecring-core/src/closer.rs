@@ -1,0 +1,356 @@
+//! Descriptors a peer may have planted, and where they are closed.
+//!
+//! Linux frees a file in the thread that drops the last reference to it,
+//! and some files take long to free: a TCP socket with `SO_LINGER` set and
+//! data queued against a zero window sleeps in its final close for up to
+//! the linger time (an hour, if the peer likes). A peer can pass such a
+//! file in `SCM_RIGHTS` to any of our sockets it can write to. Then reading
+//! the message without a control buffer (which discards the descriptor),
+//! reading it with one too small (the kernel closes the rest), or closing
+//! our socket while the message is queued (the kernel purges it) runs that
+//! final close on our thread: the master's control loop, or a DPDK lcore.
+//!
+//! Two defences, in this order:
+//! - **refuse**: [`refuse_rights`] turns `SO_PASSRIGHTS` off (Linux 6.16+)
+//!   on every socket of ours a peer can write to and that has no business
+//!   receiving descriptors: the master's listener (accepted connections
+//!   inherit it) and our doorbell ends. A peer's `sendmsg` with
+//!   `SCM_RIGHTS` then fails with `EPERM`, and nothing can be queued.
+//! - **defer**: where the kernel cannot refuse (an older kernel such as
+//!   Debian 12's 6.1, or the slave's connection, which must receive the
+//!   region), descriptors we receive are taken with a control buffer large
+//!   enough for any message (`SCM_MAX_FD`) and handed to [`dispose`], and
+//!   such sockets are closed through it too ([`PeerSocket`]). [`dispose`]
+//!   gives them to closer threads that nobody waits for: a blocking close
+//!   holds a closer, never a thread that matters. Closers are few
+//!   ([`MAX_CLOSERS`]); past them, what waits stays open in the queue,
+//!   counted ([`stats`]), until a closer is free.
+//!
+//! `VECRING_NO_PASSRIGHTS=1` in the environment makes [`refuse_rights`]
+//! report the kernel as unable, so that the deferring path, the only one on
+//! older kernels, can be tested on a new one.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+
+/// `SO_PASSRIGHTS` (`asm-generic/socket.h`, Linux 6.16); the libc crate
+/// does not name it yet.
+const SO_PASSRIGHTS: libc::c_int = 83;
+
+/// Descriptors one `SCM_RIGHTS` message carries at most (`SCM_MAX_FD`).
+pub const SCM_MAX_FD: usize = 253;
+
+/// Closer threads at most: each can be held by one final close.
+pub const MAX_CLOSERS: usize = 4;
+
+/// Whether the kernel refuses descriptors on a socket once asked, and we
+/// may ask (not disabled by `VECRING_NO_PASSRIGHTS=1`).
+pub fn rights_refusable() -> bool {
+    static ABLE: OnceLock<bool> = OnceLock::new();
+    *ABLE.get_or_init(|| {
+        if std::env::var_os("VECRING_NO_PASSRIGHTS").is_some_and(|v| v == "1") {
+            return false;
+        }
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        let rc = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        };
+        if rc < 0 {
+            return false;
+        }
+        let ok = set_passrights_off(fds[0]);
+        // SAFETY: both descriptors are ours and closed once; nothing was
+        // ever sent on them.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        ok
+    })
+}
+
+fn set_passrights_off(fd: libc::c_int) -> bool {
+    let off: libc::c_int = 0;
+    // SAFETY: an int option of our own socket, `off` live for the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            SO_PASSRIGHTS,
+            (&off as *const libc::c_int).cast(),
+            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
+/// Turns descriptor passing off on `fd`, a socket of ours; true if the
+/// kernel now refuses `SCM_RIGHTS` sent to it (false on kernels before
+/// 6.16, or when disabled for a test).
+pub fn refuse_rights(fd: BorrowedFd<'_>) -> bool {
+    rights_refusable() && set_passrights_off(fd.as_raw_fd())
+}
+
+/// What the closers have seen, for counters and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CloserStats {
+    /// Descriptors a peer passed to us (received on a socket that should
+    /// carry none, or beyond what a message may carry).
+    pub planted: u64,
+    /// Descriptors handed to the closers so far.
+    pub deferred: u64,
+    /// Of those, still open: queued, or in a close that has not returned.
+    pub open: u64,
+}
+
+static PLANTED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `n` descriptors a peer passed where none belong.
+pub fn count_planted(n: usize) {
+    PLANTED.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// The closers' counters.
+pub fn stats() -> CloserStats {
+    let q = queue();
+    let s = q.state.lock().unwrap_or_else(|e| e.into_inner());
+    CloserStats {
+        planted: PLANTED.load(Ordering::Relaxed),
+        deferred: s.deferred,
+        open: s.fds.len() as u64 + s.busy as u64,
+    }
+}
+
+struct State {
+    fds: VecDeque<OwnedFd>,
+    /// Closer threads that exist.
+    threads: usize,
+    /// Of those, inside a close.
+    busy: usize,
+    deferred: u64,
+}
+
+struct Queue {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+fn queue() -> &'static Queue {
+    static Q: OnceLock<Queue> = OnceLock::new();
+    Q.get_or_init(|| Queue {
+        state: Mutex::new(State {
+            fds: VecDeque::new(),
+            threads: 0,
+            busy: 0,
+            deferred: 0,
+        }),
+        ready: Condvar::new(),
+    })
+}
+
+/// Closes `fd` on a closer thread: never blocks the caller (beyond a
+/// short lock), whatever the file is.
+pub fn dispose(fd: OwnedFd) {
+    let q = queue();
+    let spawn = {
+        let mut s = q.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.fds.push_back(fd);
+        s.deferred += 1;
+        // Every existing closer is inside a close (or none exists): one
+        // more, up to the bound.
+        let idle = s.threads - s.busy;
+        let spawn = idle < s.fds.len() && s.threads < MAX_CLOSERS;
+        if spawn {
+            s.threads += 1;
+        }
+        spawn
+    };
+    q.ready.notify_one();
+    if spawn {
+        let started = std::thread::Builder::new()
+            .name("vecring-closer".into())
+            .spawn(move || closer(q));
+        if started.is_err() {
+            // No thread (EAGAIN): the queue keeps the descriptor open for
+            // an existing closer, or until one can start.
+            let mut s = q.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.threads -= 1;
+        }
+    }
+}
+
+fn closer(q: &'static Queue) {
+    let mut s = q.state.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        match s.fds.pop_front() {
+            Some(fd) => {
+                s.busy += 1;
+                drop(s);
+                drop(fd);
+                s = q.state.lock().unwrap_or_else(|e| e.into_inner());
+                s.busy -= 1;
+            }
+            None => s = q.ready.wait(s).unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+}
+
+/// A socket a peer can write to, closed where that cannot block us: at
+/// once if the kernel refuses descriptors on it ([`refuse_rights`]), else
+/// by the closers ([`dispose`]), since its queue may hold a planted file.
+#[derive(Debug)]
+pub struct PeerSocket {
+    fd: Option<OwnedFd>,
+    refused: bool,
+}
+
+impl PeerSocket {
+    /// `fd`, with descriptor passing turned off if `refuse` (and if the
+    /// kernel can).
+    pub fn new(fd: OwnedFd, refuse: bool) -> Self {
+        let refused = refuse && refuse_rights(fd.as_fd());
+        PeerSocket {
+            fd: Some(fd),
+            refused,
+        }
+    }
+
+    /// `fd`, a socket that inherited refusal from its listener (`refused`:
+    /// what the listener's [`PeerSocket::refuses`] said).
+    pub fn inherited(fd: OwnedFd, refused: bool) -> Self {
+        PeerSocket {
+            fd: Some(fd),
+            refused,
+        }
+    }
+
+    /// Whether the kernel refuses descriptors sent to this socket.
+    pub fn refuses(&self) -> bool {
+        self.refused
+    }
+}
+
+impl core::ops::Deref for PeerSocket {
+    type Target = OwnedFd;
+    fn deref(&self) -> &OwnedFd {
+        self.fd.as_ref().expect("present until drop")
+    }
+}
+
+impl AsFd for PeerSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_ref().expect("present until drop").as_fd()
+    }
+}
+
+impl Drop for PeerSocket {
+    fn drop(&mut self) {
+        if let Some(fd) = self.fd.take() {
+            if self.refused {
+                drop(fd);
+            } else {
+                dispose(fd);
+            }
+        }
+    }
+}
+
+/// Descriptors received in one message: whatever the receiver does not
+/// [`take`](Self::take) is disposed of by the closers when this drops.
+#[derive(Debug, Default)]
+pub struct Received(VecDeque<OwnedFd>);
+
+impl Received {
+    pub(crate) fn push(&mut self, fd: OwnedFd) {
+        self.0.push_back(fd);
+    }
+
+    /// How many there are (still).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none came.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The next one, in the order they came.
+    pub fn take(&mut self) -> Option<OwnedFd> {
+        self.0.pop_front()
+    }
+
+    /// All that remain, in order.
+    pub fn take_all(&mut self) -> Vec<OwnedFd> {
+        self.0.drain(..).collect()
+    }
+}
+
+impl Drop for Received {
+    fn drop(&mut self) {
+        for fd in self.0.drain(..) {
+            dispose(fd);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::FromRawFd;
+    use std::time::{Duration, Instant};
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut p = [0; 2];
+        // SAFETY: `p` has room for two descriptors.
+        assert_eq!(unsafe { libc::pipe2(p.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: fresh descriptors we own.
+        unsafe { (OwnedFd::from_raw_fd(p[0]), OwnedFd::from_raw_fd(p[1])) }
+    }
+
+    #[test]
+    fn a_disposed_descriptor_is_closed_on_another_thread() {
+        let (r, w) = pipe();
+        let before = stats().deferred;
+        dispose(w);
+        assert!(stats().deferred > before);
+        // The write end closes: the read end sees EOF.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut b = [0u8; 1];
+            // SAFETY: one byte into a live buffer.
+            let n = unsafe { libc::read(r.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+            if n == 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the closer never closed it");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn received_descriptors_not_taken_are_disposed_of() {
+        let (r, w) = pipe();
+        let mut got = Received::default();
+        got.push(w);
+        assert_eq!(got.len(), 1);
+        drop(got);
+        let mut p = libc::pollfd {
+            fd: r.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; HUP comes once the write end closed.
+        let rc = unsafe { libc::poll(&mut p, 1, 5000) };
+        assert_eq!(rc, 1);
+        assert_ne!(p.revents & libc::POLLHUP, 0);
+    }
+}

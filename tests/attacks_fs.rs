@@ -191,9 +191,27 @@ fn master_owns_its_directory_and_gives_the_peer_only_the_socket() {
             d.mode
         ));
     }
+    // The socket stays root's (its owner could chmod it open to every
+    // local user); the owner's group reaches it.
     match now.get(&sock) {
-        Some(s) if s.kind == "socket" && (s.uid, s.gid) == (NOBODY, NOBODY) => {}
-        s => failures.push(format!("socket should be a socket owned by {owner}: {s:?}")),
+        Some(s)
+            if s.kind == "socket" && (s.uid, s.gid) == (0, NOBODY) && s.mode & 0o060 == 0o060 => {}
+        s => failures.push(format!(
+            "socket should be root's, group {NOBODY} with read and write: {s:?}"
+        )),
+    }
+    // The owner uid cannot widen it.
+    let chmod = as_nobody(&mut std::process::Command::new("chmod"))
+        .arg("0777")
+        .arg(&sock)
+        .stderr(std::process::Stdio::null())
+        .status();
+    match chmod {
+        Ok(st) if !st.success() => {}
+        other => failures.push(format!("the owner uid could chmod the socket: {other:?}")),
+    }
+    if now.get(&sock).is_some_and(|s| s.mode & 0o007 != 0) {
+        failures.push("the socket is open to others".into());
     }
     match now.get(&lock) {
         Some(l) if l.kind == "file" && l.uid == 0 && l.mode & 0o022 == 0 => {}

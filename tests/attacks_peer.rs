@@ -334,3 +334,75 @@ fn hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master() 
         slave.output()
     );
 }
+
+/// A slave that attaches and leaves again as fast as it can for 3 s: the
+/// master throttles it (short generations back off, and no handshake
+/// resets that), its attach and link lines are rate-limited, and a
+/// legitimate slave then attaches within a second.
+#[test]
+fn attaching_and_leaving_in_a_loop_is_throttled() {
+    let _w = Watchdog::new("churn", LIMIT);
+    require_root();
+    let s = Setup::new("churn");
+    let owner = owner();
+    let mut master = s.master(
+        "rxonly",
+        &[
+            "--hugepages",
+            "never",
+            "--owner",
+            &owner,
+            "--up-timeout",
+            "100",
+            "--interval",
+            "0",
+        ],
+    );
+    let mut churn = Proc::spawn(
+        "churn",
+        as_nobody(&mut attacker("churn")).args([&s.run_arg(), "domain=dom", "link=l0", "secs=3"]),
+    );
+    let line = churn
+        .line("churned", Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (generations, ms) = (num(&line, "generations"), num(&line, "ms"));
+    let per_second = generations as f64 * 1000.0 / ms.max(1) as f64;
+    let mut failures = Vec::new();
+    // Back-off 50, 100, 200, then 400 ms per short generation: about
+    // three a second; unthrottled, hundreds.
+    if per_second > 5.0 {
+        failures.push(format!(
+            "{generations} generations in {ms} ms ({per_second:.1}/s): not throttled"
+        ));
+    }
+    if generations == 0 {
+        failures.push("the churning slave never attached".into());
+    }
+    let attach = s.legitimate_attach();
+    let log = master.stderr();
+    let attached_lines = log.matches("slave attached").count();
+    // The library's lines (the tool's own "rxonly: link up" reports are
+    // its summary per generation, not counted here).
+    let up_lines = log.matches("): link up (generation").count();
+    eprintln!(
+        "churn: {line}; {attached_lines} attach lines, {up_lines} link up lines; legitimate attach {attach:?} ms"
+    );
+    // One line of each kind per second at most (3 s of churn, the
+    // legitimate slave's, and an interval's edge).
+    if attached_lines > 5 || up_lines > 5 {
+        failures.push(format!(
+            "{attached_lines} attach and {up_lines} link up lines for {generations} generations"
+        ));
+    }
+    match attach {
+        Ok(ms) if ms < ATTACH_BUDGET_MS => {}
+        Ok(ms) => failures.push(format!("the legitimate slave took {ms} ms to attach")),
+        Err(e) => failures.push(format!("the legitimate slave did not attach: {e}")),
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n{}",
+        failures.join("\n"),
+        master.output()
+    );
+}

@@ -9,6 +9,7 @@
 //! vecring-attack flood         socket=P
 //! vecring-attack slave         run-dir=R domain=D link=L timeout-ms=T
 //! vecring-attack slave-drop    run-dir=R domain=D link=L up-ms=T
+//! vecring-attack churn         run-dir=R domain=D link=L secs=S
 //! vecring-attack fake-master   socket=P mode=M
 //! vecring-attack seal-attack   run-dir=R domain=D link=L
 //! vecring-attack wait-attack   run-dir=R domain=D link=L mode=M [after-ms=T] [secs=S]
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
         "flood" => peer::flood(&args),
         "slave" => peer::slave(&args),
         "slave-drop" => peer::slave_drop(&args),
+        "churn" => peer::churn(&args),
         "fake-master" => fake_master::run(&args),
         "seal-attack" => seal::run(&args),
         "wait-attack" => wait::run(&args),

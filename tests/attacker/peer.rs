@@ -182,3 +182,26 @@ pub fn slave_drop(args: &Args) -> bool {
     }
     true
 }
+
+/// Attaches and leaves again as fast as the master lets it, for `secs`
+/// seconds; reports `churned generations=N ms=T`.
+pub fn churn(args: &Args) -> bool {
+    let end = Instant::now() + Duration::from_secs(args.num("secs"));
+    let t0 = Instant::now();
+    let mut generations = 0u64;
+    while Instant::now() < end {
+        let Ok(link) = slave_link(args) else {
+            continue;
+        };
+        let left = end.saturating_duration_since(Instant::now());
+        if link.wait_up(left).is_ok() {
+            generations += 1;
+        }
+        drop(link);
+    }
+    report(&format!(
+        "churned generations={generations} ms={}",
+        t0.elapsed().as_millis()
+    ));
+    true
+}

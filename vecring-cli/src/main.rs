@@ -165,8 +165,9 @@ pub struct LinkArgs {
     /// prefer, require or never.
     #[arg(long, default_value = "prefer")]
     hugepages: HugepagePolicy,
-    /// Give the socket to UID:GID and admit only that uid (master); the
-    /// domain directory stays the master's, searchable by UID.
+    /// Open the socket to UID:GID and admit only that uid (master): socket
+    /// and domain directory stay the master's, the socket's group becomes
+    /// GID (read and write), the directory searchable by others.
     #[arg(long, value_parser = parse_owner)]
     owner: Option<(u32, u32)>,
     /// Only this uid may attach (master; repeatable).

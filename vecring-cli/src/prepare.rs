@@ -22,7 +22,7 @@ pub struct PrepareArgs {
     /// Parent of the domain directories (an absolute path).
     #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
     run_dir: PathBuf,
-    /// The UID:GID the master will give the socket (the container's root
+    /// The UID:GID the master will open the socket to (the container's root
     /// as the host sees it, for an unprivileged container); also prints
     /// the matching lxc.idmap lines.
     #[arg(long, value_parser = crate::parse_owner)]

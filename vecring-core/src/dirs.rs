@@ -454,26 +454,37 @@ fn set_socket_access(
             format!("it is {}, not our socket", kind(st.st_mode)),
         ));
     }
-    // chmod through the descriptor's /proc link reaches exactly this inode
-    // (fchmod refuses O_PATH descriptors).
-    let by_fd = cstring(format!("/proc/self/fd/{}", sock.as_raw_fd()).as_bytes())
-        .map_err(io_at("setting the mode of", path))?;
-    // SAFETY: valid C string; the result is checked.
-    cvt(unsafe { libc::chmod(by_fd.as_ptr(), files.socket_mode) })
-        .map_err(io_at("setting the mode of", path))?;
-    if let Some((uid, gid)) = files.owner {
-        // SAFETY: AT_EMPTY_PATH makes fchownat act on `sock` itself.
+    // The owner's group gets the socket, never its ownership: the owner of
+    // a file may chmod it, and a container that could make the root
+    // master's socket 0777 would open it to every local user. The socket
+    // stays the master's; its group, with read and write, is how the
+    // container reaches it.
+    let mode = match files.owner {
+        Some(_) => files.socket_mode | 0o060,
+        None => files.socket_mode,
+    };
+    if let Some((_, gid)) = files.owner {
+        // SAFETY: AT_EMPTY_PATH makes fchownat act on `sock` itself; an
+        // owner of -1 leaves the owner as it is (ours).
         cvt(unsafe {
             libc::fchownat(
                 sock.as_raw_fd(),
                 c"".as_ptr(),
-                uid,
+                u32::MAX,
                 gid,
                 libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
             )
         })
-        .map_err(io_at("changing the owner of", path))?;
+        .map_err(io_at("changing the group of", path))?;
     }
+    // chmod through the descriptor's /proc link reaches exactly this inode
+    // (fchmod refuses O_PATH descriptors). After the chown, which may
+    // clear mode bits.
+    let by_fd = cstring(format!("/proc/self/fd/{}", sock.as_raw_fd()).as_bytes())
+        .map_err(io_at("setting the mode of", path))?;
+    // SAFETY: valid C string; the result is checked.
+    cvt(unsafe { libc::chmod(by_fd.as_ptr(), mode) })
+        .map_err(io_at("setting the mode of", path))?;
     Ok(())
 }
 

@@ -120,10 +120,13 @@ impl LinkBuilder {
         self
     }
 
-    /// Gives the socket to `uid:gid` (master), e.g. an unprivileged
+    /// Opens the socket to `uid:gid` (master), e.g. an unprivileged
     /// container's mapped root, and lets that uid (only it, unless
-    /// [`allow_uid`](Self::allow_uid) says otherwise) attach. The domain
-    /// directory stays the master's; `uid` gets search permission there.
+    /// [`allow_uid`](Self::allow_uid) says otherwise) attach. The socket
+    /// and the domain directory stay the master's: the socket's group
+    /// becomes `gid`, with read and write, so a process of that group
+    /// reaches it and none can change its mode; others get search
+    /// permission on the directory.
     pub fn owner(mut self, uid: u32, gid: u32) -> Self {
         self.owner = Some((uid, gid));
         self
@@ -252,6 +255,8 @@ impl LinkBuilder {
             tx: std::array::from_fn(|_| CachePadded::default()),
             rx: std::array::from_fn(|_| CachePadded::default()),
             counters: ControlCounters::default(),
+            up_lines: Default::default(),
+            down_lines: Default::default(),
             corrupt_generation: AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             // SAFETY: `wake` is a fresh descriptor we own.

@@ -15,6 +15,7 @@ mod builder;
 mod control;
 mod endpoint;
 mod error;
+mod rate_log;
 mod receiver;
 mod sender;
 mod shared;

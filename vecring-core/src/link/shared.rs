@@ -4,6 +4,7 @@
 //! at open.
 
 use super::error::Failure;
+use super::rate_log::RateLog;
 use super::types::*;
 use crate::abi::MAX_QUEUES;
 use crate::doorbell::Doorbell;
@@ -101,6 +102,10 @@ pub(crate) struct LinkShared {
     /// Indexed by queue.
     pub(crate) rx: PerQueue<RxCounters>,
     pub(crate) counters: ControlCounters,
+    /// "link up" and "link down" lines, each at most one a second (a peer
+    /// that attaches and leaves in a loop provokes them).
+    pub(crate) up_lines: RateLog,
+    pub(crate) down_lines: RateLog,
     /// Generation a data-path endpoint found corrupt; 0 when none.
     pub(crate) corrupt_generation: AtomicU64,
     pub(crate) shutdown: AtomicBool,
@@ -167,9 +172,17 @@ impl LinkShared {
         };
         match state {
             LinkState::Up { generation } => {
-                log::info!("vecring: {}: link up (generation {generation})", self.label)
+                self.up_lines
+                    .log(log::Level::Info, "more link up lines", || {
+                        format!("vecring: {}: link up (generation {generation})", self.label)
+                    })
             }
-            LinkState::Down => log::info!("vecring: {}: link down", self.label),
+            LinkState::Down => {
+                self.down_lines
+                    .log(log::Level::Info, "more link down lines", || {
+                        format!("vecring: {}: link down", self.label)
+                    })
+            }
         }
         if let Some(cb) = &self.on_change {
             cb(state);

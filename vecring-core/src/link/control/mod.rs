@@ -37,8 +37,10 @@ pub(super) const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 /// Longest such wait: well under the one second a legitimate slave may
 /// be delayed.
 pub(super) const BACKOFF_MAX: Duration = Duration::from_millis(400);
-/// At most one refusal line per this interval; the rest are counted.
-pub(super) const LOG_EVERY: Duration = Duration::from_secs(1);
+/// A generation shorter than this makes the next offer wait (the
+/// back-off above), so a peer that attaches and leaves in a loop gets at
+/// most a few generations a second.
+pub(super) const SHORT_GENERATION: Duration = Duration::from_secs(1);
 
 fn claim_error(e: ClaimError) -> LinkError {
     match e {

@@ -2,12 +2,13 @@
 //! makes one offer at a time within the bound on regions, seals the region
 //! once the slave has mapped it, and watches the attached slave.
 
-use super::{corrupt, far_future, stopping, wait, Wake, LOG_EVERY};
+use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX};
 use super::{MAX_PENDING, MAX_REGIONS};
 use crate::closer::{self, PeerSocket, Received};
 use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
+use crate::link::rate_log::RateLog;
 use crate::link::shared::{Config, LinkShared};
 use crate::memory::Region;
 use crate::pinned::PinWatch;
@@ -21,26 +22,15 @@ use std::time::{Duration, Instant};
 
 mod offer;
 
-/// One line per [`LOG_EVERY`] at most; says how many were left out.
+/// Refusal lines, rate-limited ([`RateLog`]).
 #[derive(Default)]
-struct RateLog {
-    last: Option<Instant>,
-    suppressed: u64,
-}
+struct Refusals(RateLog);
 
-impl RateLog {
+impl Refusals {
     fn warn(&mut self, label: &str, msg: impl FnOnce() -> String) {
-        let now = Instant::now();
-        if self.last.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
-            self.suppressed += 1;
-            return;
-        }
-        let more = match std::mem::take(&mut self.suppressed) {
-            0 => String::new(),
-            n => format!(" ({n} more refusals in the last interval not shown)"),
-        };
-        log::warn!("vecring: {label}: {}{more}", msg());
-        self.last = Some(now);
+        self.0.log(log::Level::Warn, "more refusals", || {
+            format!("vecring: {label}: {}", msg())
+        });
     }
 }
 
@@ -86,6 +76,8 @@ struct Offer {
 struct Attached {
     conn: PeerSocket,
     generation: u64,
+    /// When the generation began (its length decides the back-off).
+    since: Instant,
     watch: i32,
     peer: PeerInfo,
     region: RegionInfo,
@@ -107,7 +99,9 @@ pub(super) struct Master<'a> {
     /// No offer before this instant (back-off after an incomplete one).
     next_offer: Instant,
     backoff: Duration,
-    refusals: RateLog,
+    refusals: Refusals,
+    /// "slave attached" and "slave left" lines.
+    churn: RateLog,
     /// When the master opened the link (for the status's uptime).
     started: Instant,
 }
@@ -148,7 +142,8 @@ impl<'a> Master<'a> {
             attached: None,
             next_offer: Instant::now(),
             backoff: Duration::ZERO,
-            refusals: RateLog::default(),
+            refusals: Refusals::default(),
+            churn: RateLog::default(),
             started: Instant::now(),
         }
     }
@@ -473,7 +468,11 @@ impl<'a> Master<'a> {
         let g = a.generation;
         match farewell {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                log::info!("vecring: {}: slave of generation {g} left", self.label())
+                let label = self.label().to_string();
+                self.churn
+                    .log(log::Level::Info, "more attach and leave lines", || {
+                        format!("vecring: {label}: slave of generation {g} left")
+                    })
             }
             Err(e) => log::warn!("vecring: {}: slave of generation {g}: {e}", self.label()),
             Ok((_, fds)) if !fds.is_empty() => log::warn!(
@@ -487,12 +486,23 @@ impl<'a> Master<'a> {
                 m.kind
             ),
         }
-        self.end_session(a.watch);
+        self.end_session(a.watch, a.since);
     }
 
-    fn end_session(&mut self, watch: i32) {
+    /// The generation begun at `since` ended. One shorter than
+    /// [`SHORT_GENERATION`](super::SHORT_GENERATION) makes the next offer
+    /// wait, doubling up to [`BACKOFF_MAX`]; only a generation that lasted
+    /// resets the back-off, so attaching and leaving in a loop is
+    /// throttled like taking regions and leaving.
+    fn end_session(&mut self, watch: i32, since: Instant) {
         self.shared.set_session(None);
         self.pins.dropped(watch);
+        if since.elapsed() < super::SHORT_GENERATION {
+            self.backoff = (self.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX);
+            self.next_offer = Instant::now() + self.backoff;
+        } else {
+            self.backoff = Duration::ZERO;
+        }
     }
 
     fn check_corruption(&mut self) {
@@ -509,7 +519,7 @@ impl<'a> Master<'a> {
                 .fetch_add(1, Ordering::Relaxed);
             if let Some(a) = self.attached.take() {
                 drop(a.conn);
-                self.end_session(a.watch);
+                self.end_session(a.watch, a.since);
             }
             return;
         }
@@ -524,7 +534,7 @@ impl<'a> Master<'a> {
                 .fetch_add(1, Ordering::Relaxed);
             if let Some(a) = self.attached.take() {
                 drop(a.conn);
-                self.end_session(a.watch);
+                self.end_session(a.watch, a.since);
             }
         }
     }

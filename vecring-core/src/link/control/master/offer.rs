@@ -150,18 +150,24 @@ impl Master<'_> {
                     self.offer_failed(o);
                     return;
                 }
-                log::info!(
-                    "vecring: {}: slave attached: {}; {} MiB region, {}",
-                    self.label(),
+                let (label, who, mib, pages) = (
+                    self.label().to_string(),
                     describe(&o.cred),
                     o.region.size() >> 20,
                     if o.region.hugepages() {
                         "hugepages"
                     } else {
                         "4 KiB pages"
-                    }
+                    },
                 );
-                self.backoff = Duration::ZERO;
+                self.churn
+                    .log(log::Level::Info, "more attach and leave lines", || {
+                        format!(
+                            "vecring: {label}: slave attached: {who}; {mib} MiB region, {pages}"
+                        )
+                    });
+                // The back-off is not reset here: only a generation that
+                // lasted resets it (`end_session`).
                 let g = o.region.geometry();
                 let region_info = RegionInfo {
                     size: o.region.size() as u64,
@@ -178,6 +184,7 @@ impl Master<'_> {
                 self.attached = Some(Attached {
                     conn: o.conn,
                     generation: o.generation,
+                    since: Instant::now(),
                     watch: o.watch,
                     peer: PeerInfo {
                         pid: o.cred.pid,

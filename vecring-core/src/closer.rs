@@ -66,15 +66,47 @@ pub fn rights_refusable() -> bool {
         if rc < 0 {
             return false;
         }
-        let ok = set_passrights_off(fds[0]);
-        // SAFETY: both descriptors are ours and closed once; nothing was
-        // ever sent on them.
+        // Asked, then tried: a descriptor sent to the refusing end must fail
+        // with EPERM (on an architecture whose option numbers differ, 83
+        // may name another option that the kernel accepts).
+        let ok = set_passrights_off(fds[0]) && sending_refused(fds[1], fds[0]);
+        // SAFETY: both descriptors are ours and closed once; what was sent
+        // on them, if anything, is one of them.
         unsafe {
             libc::close(fds[0]);
             libc::close(fds[1]);
         }
         ok
     })
+}
+
+/// Whether sending `what` in `SCM_RIGHTS` on `from` fails with `EPERM`.
+fn sending_refused(from: libc::c_int, what: libc::c_int) -> bool {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut cmsg = [0u64; 4];
+    // SAFETY: an all-zero msghdr is valid.
+    let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
+    hdr.msg_iov = &mut iov;
+    hdr.msg_iovlen = 1;
+    hdr.msg_control = cmsg.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is a size computation.
+    hdr.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as usize;
+    // SAFETY: the control buffer (32 bytes) holds one header with one
+    // descriptor.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&hdr);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
+        core::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), what);
+    }
+    // SAFETY: `hdr` points to live buffers; non-blocking, no signal.
+    let rc = unsafe { libc::sendmsg(from, &hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 fn set_passrights_off(fd: libc::c_int) -> bool {

@@ -194,6 +194,11 @@ impl Doorbell {
                 break;
             }
             n += 1;
+            if self.tainted() {
+                // The control thread ends this peer's generation; nothing
+                // more is read from it here.
+                break;
+            }
         }
         n
     }
@@ -201,7 +206,6 @@ impl Doorbell {
     /// One datagram, with a control buffer that holds as many descriptors
     /// as a message can carry, so that the kernel closes none on this
     /// thread; those it holds go to the closers.
-    #[cold]
     fn recv_taking_fds(&self) -> isize {
         const WORDS: usize = (closer::SCM_MAX_FD + 8) / 2 + 4;
         let mut byte = [0u8; 1];
@@ -225,7 +229,18 @@ impl Doorbell {
                 libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
             )
         };
-        if rc < 0 || hdr.msg_controllen == 0 {
+        if rc < 0 {
+            return rc;
+        }
+        // Truncated: the kernel could not hand us every descriptor (our
+        // table is full) and dropped the rest itself. Nothing more to do
+        // for those, but the peer passed some: tainted.
+        if hdr.msg_flags & libc::MSG_CTRUNC != 0 {
+            closer::count_planted(1);
+            // Relaxed: see `tainted`.
+            self.tainted.store(true, Ordering::Relaxed);
+        }
+        if hdr.msg_controllen == 0 {
             return rc;
         }
         let mut planted = 0;

@@ -15,10 +15,17 @@ pub(crate) struct RateLog {
 }
 
 impl RateLog {
-    /// Logs `msg()` at `level` unless a line of this kind went out less
-    /// than [`LOG_EVERY`] ago; `what` names the lines left out ("more
+    /// Logs `msg()` at `level` for `target` (the caller's module, which the
+    /// line names) unless a line of this kind went out less than
+    /// [`LOG_EVERY`] ago; `what` names the lines left out ("more
     /// refusals").
-    pub(crate) fn log(&self, level: log::Level, what: &str, msg: impl FnOnce() -> String) {
+    pub(crate) fn log(
+        &self,
+        target: &str,
+        level: log::Level,
+        what: &str,
+        msg: impl FnOnce() -> String,
+    ) {
         let now = Instant::now();
         let suppressed = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -33,7 +40,7 @@ impl RateLog {
             0 => String::new(),
             n => format!(" ({n} {what} in the last interval not shown)"),
         };
-        log::log!(level, "{}{more}", msg());
+        log::log!(target: target, level, "{}{more}", msg());
     }
 }
 
@@ -44,16 +51,10 @@ mod tests {
     #[test]
     fn a_second_line_within_the_interval_is_counted_not_logged() {
         let r = RateLog::default();
-        let mut calls = 0;
-        r.log(log::Level::Info, "more", || {
-            calls += 1;
-            "first".into()
-        });
-        r.log(log::Level::Info, "more", || {
-            calls += 1;
-            "second".into()
-        });
-        assert_eq!(calls, 1);
-        assert_eq!(r.state.lock().unwrap().1, 1);
+        r.log("t", log::Level::Info, "more", || "first".into());
+        assert_eq!(r.state.lock().unwrap().1, 0);
+        r.log("t", log::Level::Info, "more", || "second".into());
+        r.log("t", log::Level::Info, "more", || "third".into());
+        assert_eq!(r.state.lock().unwrap().1, 2, "two left out, counted");
     }
 }

@@ -171,18 +171,18 @@ impl LinkShared {
             }
         };
         match state {
-            LinkState::Up { generation } => {
-                self.up_lines
-                    .log(log::Level::Info, "more link up lines", || {
-                        format!("vecring: {}: link up (generation {generation})", self.label)
-                    })
-            }
-            LinkState::Down => {
-                self.down_lines
-                    .log(log::Level::Info, "more link down lines", || {
-                        format!("vecring: {}: link down", self.label)
-                    })
-            }
+            LinkState::Up { generation } => self.up_lines.log(
+                module_path!(),
+                log::Level::Info,
+                "more link up lines",
+                || format!("vecring: {}: link up (generation {generation})", self.label),
+            ),
+            LinkState::Down => self.down_lines.log(
+                module_path!(),
+                log::Level::Info,
+                "more link down lines",
+                || format!("vecring: {}: link down", self.label),
+            ),
         }
         if let Some(cb) = &self.on_change {
             cb(state);
@@ -223,7 +223,6 @@ impl LinkShared {
         }
     }
 
-    /// A snapshot of the link's counters: the queues' summed.
     /// Whether a doorbell of the current session received descriptors.
     pub(crate) fn session_tainted(&self) -> bool {
         self.lock()
@@ -232,6 +231,7 @@ impl LinkShared {
             .is_some_and(|s| s.doorbells.iter().any(|d| d.tainted()))
     }
 
+    /// A snapshot of the link's counters: the queues' summed.
     pub(crate) fn counters(&self) -> LinkCounters {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let q = (0..MAX_QUEUES as usize)

@@ -261,6 +261,9 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
                     doorbells.len(),
                     region.queues()
                 );
+                // Not ours to close here: any of them may be a file whose
+                // last close blocks.
+                doorbells.into_iter().for_each(crate::closer::dispose);
                 return Err(nack(msg.generation, m.clone(), Failure::Protocol(m)));
             }
             match Doorbell::received(doorbells, &cred) {

@@ -28,9 +28,10 @@ struct Refusals(RateLog);
 
 impl Refusals {
     fn warn(&mut self, label: &str, msg: impl FnOnce() -> String) {
-        self.0.log(log::Level::Warn, "more refusals", || {
-            format!("vecring: {label}: {}", msg())
-        });
+        self.0
+            .log(module_path!(), log::Level::Warn, "more refusals", || {
+                format!("vecring: {label}: {}", msg())
+            });
     }
 }
 
@@ -100,8 +101,10 @@ pub(super) struct Master<'a> {
     next_offer: Instant,
     backoff: Duration,
     refusals: Refusals,
-    /// "slave attached" and "slave left" lines.
-    churn: RateLog,
+    /// "slave attached" lines.
+    attached_lines: RateLog,
+    /// "slave left" lines.
+    left_lines: RateLog,
     /// When the master opened the link (for the status's uptime).
     started: Instant,
 }
@@ -143,7 +146,8 @@ impl<'a> Master<'a> {
             next_offer: Instant::now(),
             backoff: Duration::ZERO,
             refusals: Refusals::default(),
-            churn: RateLog::default(),
+            attached_lines: RateLog::default(),
+            left_lines: RateLog::default(),
             started: Instant::now(),
         }
     }
@@ -469,8 +473,8 @@ impl<'a> Master<'a> {
         match farewell {
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 let label = self.label().to_string();
-                self.churn
-                    .log(log::Level::Info, "more attach and leave lines", || {
+                self.left_lines
+                    .log(module_path!(), log::Level::Info, "more such lines", || {
                         format!("vecring: {label}: slave of generation {g} left")
                     })
             }

@@ -160,12 +160,16 @@ impl Master<'_> {
                         "4 KiB pages"
                     },
                 );
-                self.churn
-                    .log(log::Level::Info, "more attach and leave lines", || {
+                self.attached_lines.log(
+                    module_path!(),
+                    log::Level::Info,
+                    "more such lines",
+                    || {
                         format!(
                             "vecring: {label}: slave attached: {who}; {mib} MiB region, {pages}"
                         )
-                    });
+                    },
+                );
                 // The back-off is not reset here: only a generation that
                 // lasted resets it (`end_session`).
                 let g = o.region.geometry();

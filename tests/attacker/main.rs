@@ -14,7 +14,7 @@
 //! vecring-attack seal-attack   run-dir=R domain=D link=L
 //! vecring-attack wait-attack   run-dir=R domain=D link=L mode=M [after-ms=T] [secs=S]
 //! vecring-attack plant         where=hello socket=P
-//! vecring-attack plant         where=doorbell run-dir=R domain=D link=L then=leave|frames [frames=N]
+//! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! ```
 
 mod fake_master;

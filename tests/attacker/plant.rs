@@ -3,11 +3,9 @@
 //!
 //! - `where=hello`: on a fresh connection, with its Request (refused by
 //!   uid or not, the master has to close what it received);
-//! - `where=doorbell run-dir=R domain=D link=L then=T`: as a real slave, on
-//!   its end of every ring's doorbell (among them the one the master's
-//!   receiver drains), then `then=leave`: drops the link at once, or
-//!   `then=frames frames=N`: sends N frames, one per millisecond, through
-//!   the link as an honest slave would.
+//! - `where=doorbell run-dir=R domain=D link=L`: as a real slave, on its
+//!   end of every ring's doorbell (among them the one the master's
+//!   receiver drains), then drops the link at once.
 //!
 //! The planted file is a loopback TCP socket with `SO_LINGER {1, 3600}`
 //! and megabytes queued against a peer that never reads: whichever thread
@@ -15,7 +13,7 @@
 //! process keeps only the never-reading end.
 //!
 //! Reports `planted ok` (the kernel took the descriptor) or `planted
-//! refused errno=E`, then `left` or `sent N`, then holds everything until
+//! refused errno=E`, then `left` (doorbell), then holds everything until
 //! stdin closes.
 
 use crate::{report, until_stdin_closes, Args};
@@ -186,7 +184,7 @@ fn doorbell(args: &Args) -> bool {
         report(&format!("error {e}"));
         return false;
     }
-    let mut tx = link.sender().expect("sender");
+    let tx = link.sender().expect("sender");
     let Some(region) = link.receiver().ok().and_then(|mut r| r.region()) else {
         report("error link went down");
         return false;
@@ -205,29 +203,9 @@ fn doorbell(args: &Args) -> bool {
     let server = plant(&socks, b"!", made);
     report(&format!("bells {}", socks.len()));
     drop(socks);
-    match args.get("then") {
-        "leave" => {
-            drop((tx, region));
-            drop(link);
-            report("left");
-        }
-        _ => {
-            let n = args.num("frames");
-            let mut sent = 0;
-            for i in 0..n {
-                if tx
-                    .send_timeout(&i.to_le_bytes(), Duration::from_secs(1))
-                    .is_ok()
-                {
-                    sent += 1;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            report(&format!("sent {sent}"));
-            until_stdin_closes();
-            drop((tx, region, link));
-        }
-    }
+    drop((tx, region));
+    drop(link);
+    report("left");
     until_stdin_closes();
     drop(server);
     true

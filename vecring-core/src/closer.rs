@@ -31,7 +31,7 @@
 //! older kernels, can be tested on a new one.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
@@ -295,6 +295,35 @@ impl Drop for PeerSocket {
     }
 }
 
+/// Takes ownership of every descriptor in `hdr`'s `SCM_RIGHTS` control
+/// messages, in order.
+///
+/// # Safety
+/// `hdr` is a msghdr that `recvmsg` just filled (its control buffer live,
+/// `msg_controllen` as the kernel set it), and its descriptors are owned by
+/// nobody else: each is taken once.
+pub(crate) unsafe fn take_rights(hdr: &libc::msghdr) -> Received {
+    let mut got = Received::default();
+    // SAFETY: walking the control buffer the kernel filled, within
+    // msg_controllen, with the CMSG_* helpers; per the caller, each
+    // descriptor is ours to own once.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
+                    / core::mem::size_of::<libc::c_int>();
+                for i in 0..count {
+                    got.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    got
+}
+
 /// Descriptors received in one message: whatever the receiver does not
 /// [`take`](Self::take) is disposed of by the closers when this drops.
 #[derive(Debug, Default)]
@@ -337,7 +366,6 @@ impl Drop for Received {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::FromRawFd;
     use std::time::{Duration, Instant};
 
     fn pipe() -> (OwnedFd, OwnedFd) {

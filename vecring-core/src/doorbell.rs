@@ -25,7 +25,7 @@
 
 use crate::closer;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Datagrams read by one [`Doorbell::drain`] at most: a peer that rings
@@ -243,28 +243,11 @@ impl Doorbell {
         if hdr.msg_controllen == 0 {
             return rc;
         }
-        let mut planted = 0;
-        // SAFETY: walking the control buffer the kernel filled, within
-        // msg_controllen, with the CMSG_* helpers; each descriptor in it
-        // is ours to own once.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(&hdr);
-            while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                    let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                    let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                        / core::mem::size_of::<RawFd>();
-                    for i in 0..count {
-                        let fd = OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i)));
-                        closer::dispose(fd);
-                        planted += 1;
-                    }
-                }
-                c = libc::CMSG_NXTHDR(&hdr, c);
-            }
-        }
-        if planted > 0 {
-            closer::count_planted(planted);
+        // SAFETY: recvmsg just filled `hdr`; its descriptors are new and
+        // ours. Dropping them hands them to the closers.
+        let planted = unsafe { closer::take_rights(&hdr) };
+        if !planted.is_empty() {
+            closer::count_planted(planted.len());
             // Relaxed: see `tainted`.
             self.tainted.store(true, Ordering::Relaxed);
         }

@@ -505,23 +505,8 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
     }
     // Take ownership of every received descriptor first, so none leaks
     // whatever happens next.
-    let mut fds = Received::default();
-    // SAFETY: walking the control buffer the kernel filled, within
-    // msg_controllen, with the CMSG_* helpers.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&hdr);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(c).cast::<RawFd>();
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                    / core::mem::size_of::<RawFd>();
-                for i in 0..count {
-                    fds.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&hdr, c);
-        }
-    }
+    // SAFETY: recvmsg just filled `hdr`; its descriptors are new and ours.
+    let fds: Received = unsafe { closer::take_rights(&hdr) };
     if n == 0 {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,

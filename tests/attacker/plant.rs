@@ -104,10 +104,10 @@ fn plant(
 ) -> Vec<TcpStream> {
     let mut refused = None;
     let mut servers = Vec::new();
+    let mut sent = Vec::new();
     for (sock, (client, server)) in socks.iter().zip(made) {
         match send_with_fd(*sock, bytes, client.as_fd()) {
-            // Ours goes: the copy in flight is the last reference.
-            Ok(()) => drop(client),
+            Ok(()) => sent.push(client),
             Err(e) => {
                 refused.get_or_insert(e);
                 // Ours is the last reference: closing it would sleep here.
@@ -117,6 +117,12 @@ fn plant(
         }
         servers.push(server);
     }
+    // Ours go, so that the copies in flight are the last references. The
+    // master may have taken and closed its copy already (a busy machine
+    // schedules it first): then ours is the last and its close sleeps for
+    // the hour, so it happens on a thread of its own that nobody waits
+    // for (exit interrupts it) and the report does not depend on it.
+    std::thread::spawn(move || drop(sent));
     match refused {
         None => report("planted ok"),
         Some(e) => report(&format!(

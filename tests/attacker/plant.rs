@@ -102,20 +102,32 @@ fn plant(
     bytes: &[u8],
     made: Vec<(TcpStream, TcpStream)>,
 ) -> Vec<TcpStream> {
-    let mut refused = None;
-    let mut servers = Vec::new();
-    let mut sent = Vec::new();
+    let mut outcome = Ok(());
+    let mut pairs = Vec::new();
     for (sock, (client, server)) in socks.iter().zip(made) {
-        match send_with_fd(*sock, bytes, client.as_fd()) {
-            Ok(()) => sent.push(client),
-            Err(e) => {
-                refused.get_or_insert(e);
-                // Ours is the last reference: closing it would sleep here.
-                // It goes at exit, where the kernel skips the linger.
-                servers.push(client);
-            }
+        let sent = send_with_fd(*sock, bytes, client.as_fd());
+        if let (Ok(()), Err(e)) = (&outcome, sent) {
+            outcome = Err(e);
         }
-        servers.push(server);
+        pairs.push((client, server));
+    }
+    settle(outcome, pairs)
+}
+
+/// After the sending: reports `planted ok` or the first refusal and lets
+/// our copies of the sent descriptors go. Returns what must stay open.
+fn settle(outcome: io::Result<()>, pairs: Vec<(TcpStream, TcpStream)>) -> Vec<TcpStream> {
+    let mut kept = Vec::new();
+    let mut sent = Vec::new();
+    for (client, server) in pairs {
+        if outcome.is_ok() {
+            sent.push(client);
+        } else {
+            // Ours is the last reference: closing it would sleep here.
+            // It goes at exit, where the kernel skips the linger.
+            kept.push(client);
+        }
+        kept.push(server);
     }
     // Ours go, so that the copies in flight are the last references. The
     // master may have taken and closed its copy already (a busy machine
@@ -123,14 +135,14 @@ fn plant(
     // the hour, so it happens on a thread of its own that nobody waits
     // for (exit interrupts it) and the report does not depend on it.
     std::thread::spawn(move || drop(sent));
-    match refused {
-        None => report("planted ok"),
-        Some(e) => report(&format!(
+    match outcome {
+        Ok(()) => report("planted ok"),
+        Err(e) => report(&format!(
             "planted refused errno={}",
             crate::sock::errno_name(e.raw_os_error().unwrap_or(0))
         )),
     }
-    servers
+    kept
 }
 
 /// `n` lingering sockets, made before anything is sent.
@@ -146,31 +158,53 @@ fn lingering_n(n: usize) -> Option<Vec<(TcpStream, TcpStream)>> {
 
 pub fn run(args: &Args) -> bool {
     match args.get("where") {
-        "hello" => {
-            let path = Path::new(args.get("socket"));
-            // Made first: the message goes right behind the connect, before
-            // the master has even accepted.
-            let Some(made) = lingering_n(1) else {
-                return false;
-            };
-            let conn = match crate::sock::connect(path, Duration::from_secs(3)) {
-                Ok(c) => c,
-                Err(e) => {
-                    report(&format!("error connect: {e}"));
-                    return false;
-                }
-            };
-            let servers = plant(&[conn.as_fd()], &crate::sock::request(), made);
-            until_stdin_closes();
-            drop((conn, servers));
-            true
-        }
+        "hello" => hello(Path::new(args.get("socket"))),
         "doorbell" => doorbell(args),
         other => {
             report(&format!("error unknown where={other}"));
             false
         }
     }
+}
+
+/// Attempts at the hello before giving up: a master that refuses the uid
+/// may accept and close a connection before its first message is sent
+/// (EPIPE), and a real attacker simply connects again.
+const HELLO_ATTEMPTS: usize = 200;
+
+fn hello(path: &Path) -> bool {
+    // Kept to the end: a lingering socket whose sending failed is ours
+    // alone, and only exit closes it without the linger.
+    let mut kept = Vec::new();
+    for _ in 0..HELLO_ATTEMPTS {
+        // Made first: the message goes right behind the connect, before
+        // the master has even accepted.
+        let Some(mut made) = lingering_n(1) else {
+            return false;
+        };
+        let conn = match crate::sock::connect(path, Duration::from_secs(3)) {
+            Ok(c) => c,
+            Err(e) => {
+                report(&format!("error connect: {e}"));
+                return false;
+            }
+        };
+        let (client, server) = made.remove(0);
+        match send_with_fd(conn.as_fd(), &crate::sock::request(), client.as_fd()) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {
+                kept.extend([client, server]);
+                continue;
+            }
+            outcome => {
+                let servers = settle(outcome, vec![(client, server)]);
+                until_stdin_closes();
+                drop((conn, servers, kept));
+                return true;
+            }
+        }
+    }
+    report("error every connection was closed before its first message");
+    false
 }
 
 fn doorbell(args: &Args) -> bool {

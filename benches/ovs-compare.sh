@@ -22,6 +22,12 @@
 # measured interval) and each container's cycles per packet (testpmd
 # --record-core-cycles: "CPU cycles/packet" of its forwarding lcore).
 #
+# The containers are real ones: each testpmd runs under lxc-execute in
+# PID, mount, UTS, IPC and network namespaces of its own (no interface),
+# on the host's root file system with the host's /dev (its hugepages), as
+# a container's DPDK application does (docs/lxc.md);
+# VECRING_BENCH_NO_LXC=1 runs them as plain host processes instead.
+#
 # Usage: benches/ovs-compare.sh [ROUNDS] [SECONDS] [SIZES] [SHAPE]
 #        (as root, after scripts/build-pmd.sh /usr; default 3 rounds of
 #        5 s, sizes "64 1514", shape oneway)
@@ -47,14 +53,48 @@ PREFIX=vrovsb$$
 PIDS=()
 cleanup() {
 	local p
+	# The containers' testpmds first (they are host processes too), then
+	# whatever started them.
+	pkill -9 -f -- "--file-prefix=$PREFIX" 2>/dev/null || true
 	for p in "${PIDS[@]}"; do
 		kill -9 "$p" 2>/dev/null || true
+	done
+	for p in a b; do
+		lxc-stop -k -n "$PREFIX$p" >/dev/null 2>&1 || true
 	done
 	ovs_stop
 	rm -rf /var/run/dpdk/"$PREFIX"a* /var/run/dpdk/"$PREFIX"b*
 	[ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+# The containers' LXC configuration: no network interface, the host's root
+# file system (the rendezvous and socket paths under $WORK are the same
+# inside), and the host's /dev for the hugepages (lxc.autodev = 0).
+cat >"$WORK/ctr.conf" <<EOF
+lxc.uts.name = vecring-bench
+lxc.rootfs.path =
+lxc.net.0.type = empty
+lxc.console.path = none
+lxc.mount.auto = proc:rw sys:rw
+lxc.autodev = 0
+EOF
+
+# in_ctr NAME CMD...: CMD in container NAME (on the host with
+# VECRING_BENCH_NO_LXC=1); its stdin, stdout and stderr are the caller's.
+in_ctr() {
+	local name=$1
+	shift
+	if [ "${VECRING_BENCH_NO_LXC:-0}" = 1 ]; then
+		"$@"
+	else
+		lxc-execute -n "$name" -f "$WORK/ctr.conf" -- "$@"
+	fi
+}
+
+# stop_ctr PREFIX: SIGINT to the container's testpmd (a host process too,
+# found by its EAL file prefix), which prints its statistics and exits.
+stop_ctr() { pkill -INT -f -- "--file-prefix=$1( |$)" 2>/dev/null || true; }
 
 # testpmd_opts SIZE: mbufs that hold a SIZE-byte frame in one segment.
 testpmd_opts() {
@@ -151,13 +191,13 @@ run() {
 	local kind=$1 size=$2 n=$3
 	ports "$kind" "$n" "$size"
 	# shellcheck disable=SC2086,SC2046
-	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
-		--vdev="$B_VDEV" -- --forward-mode=rxonly $B_APP $(testpmd_opts "$size") >"$WORK/b.log" 2>&1 &
+	in_ctr "${PREFIX}b" timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
+		--vdev="$B_VDEV" -- --forward-mode=rxonly $B_APP $(testpmd_opts "$size") </dev/null >"$WORK/b.log" 2>&1 &
 	local b=$!
 	PIDS+=("$b")
 	# shellcheck disable=SC2086,SC2046
-	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
-		--vdev="$A_VDEV" -- --forward-mode=txonly $(testpmd_opts "$size") --txpkts="$size" >"$WORK/a.log" 2>&1 &
+	in_ctr "${PREFIX}a" timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
+		--vdev="$A_VDEV" -- --forward-mode=txonly $(testpmd_opts "$size") --txpkts="$size" </dev/null >"$WORK/a.log" 2>&1 &
 	local a=$!
 	PIDS+=("$a")
 	local i
@@ -175,7 +215,8 @@ run() {
 	stats=$(appctl dpif-netdev/pmd-stats-show)
 	appctl dpctl/show -s >"$WORK/dpctl-$n.txt"
 	rx1=$(awk '/: pb \(/ {f=1} f && /TX packets/ {sub("packets:", "", $2); print $2; exit}' "$WORK/dpctl-$n.txt")
-	kill -INT "$a" "$b" 2>/dev/null || true
+	stop_ctr "${PREFIX}a$n"
+	stop_ctr "${PREFIX}b$n"
 	wait "$a" "$b" 2>/dev/null || true
 	local ovs_cyc ovs_pkts
 	ovs_cyc=$(field "$stats" "avg processing cycles per packet:")
@@ -219,7 +260,7 @@ run_loop() {
 	rm -f "$WORK/a.in"
 	mkfifo "$WORK/a.in"
 	# shellcheck disable=SC2086,SC2046
-	timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
+	in_ctr "${PREFIX}a" timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}a$n" $A_EAL \
 		--vdev="$A_VDEV" --vdev="$B_VDEV" -- -i --forward-mode=io $app \
 		$(testpmd_opts "$size" | sed 's/--stats-period=1 //') --txpkts="$size" <"$WORK/a.in" >"$WORK/a.log" 2>&1 &
 	local a=$! fd i
@@ -269,7 +310,7 @@ run_loop() {
 
 ovs_start
 vsctl add-br br0 -- set bridge br0 datapath_type=netdev
-echo "ovs-compare: $($VSWITCHD --version | head -n1), ${ROUNDS} rounds of ${SECS} s, sizes $SIZES, placement pmd1/ctr0" >&2
+echo "ovs-compare: $($VSWITCHD --version | head -n1), ${ROUNDS} rounds of ${SECS} s, sizes $SIZES, placement pmd1/ctr0, containers $([ "${VECRING_BENCH_NO_LXC:-0}" = 1 ] && echo "on the host" || echo "in LXC")" >&2
 if [ "$SHAPE" = loop ]; then
 	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps ctr_cycles/pkt dropped"
 	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | container cycles/pkt | frames dropped |"

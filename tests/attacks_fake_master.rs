@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vecring_tests::hostile::{
-    as_nobody, attacker, describe, mkdir, num, require_root, scratch, set_mode, set_owner, tool,
-    wait_for_path, Proc, NOBODY,
+    as_nobody, attacker, describe, mkdir, num, scratch, set_mode, set_owner, tool, wait_for_path,
+    Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -131,35 +131,35 @@ fn refused(mode: &str, phrases: &[&str]) {
 #[test]
 fn fake_master_sending_garbage_is_refused() {
     let _w = Watchdog::new("fake master: garbage", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("garbage", &["magic", "protocol"]);
 }
 
 #[test]
 fn fake_master_sending_a_pipe_is_refused() {
     let _w = Watchdog::new("fake master: pipe", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("pipe", &["memfd", "seal"]);
 }
 
 #[test]
 fn fake_master_sending_an_unsealed_memfd_is_refused() {
     let _w = Watchdog::new("fake master: unsealed", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("unsealed", &["not sealed"]);
 }
 
 #[test]
 fn fake_master_sending_a_memfd_too_small_is_refused() {
     let _w = Watchdog::new("fake master: too small", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("small", &["size"]);
 }
 
 #[test]
 fn fake_master_announcing_another_queue_count_than_its_header_is_refused() {
     let _w = Watchdog::new("fake master: queue lie", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused(
         "queue-lie",
         &["queue count (handshake vs header) mismatch: ours 4, theirs 1"],
@@ -169,14 +169,14 @@ fn fake_master_announcing_another_queue_count_than_its_header_is_refused() {
 #[test]
 fn fake_master_claiming_more_queues_than_its_memfd_holds_is_refused() {
     let _w = Watchdog::new("fake master: queue header", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("queue-header", &["region size"]);
 }
 
 #[test]
 fn fake_master_sending_a_pipe_as_a_doorbell_is_refused() {
     let _w = Watchdog::new("fake master: pipe doorbell", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused(
         "bell-pipe",
         &["doorbell 1 is not a socket pair made by the master (file mode"],
@@ -186,7 +186,7 @@ fn fake_master_sending_a_pipe_as_a_doorbell_is_refused() {
 #[test]
 fn fake_master_sending_an_eventfd_as_a_doorbell_is_refused() {
     let _w = Watchdog::new("fake master: eventfd doorbell", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused(
         "bell-eventfd",
         &["doorbell 1 is not a socket pair made by the master (file mode"],
@@ -196,7 +196,7 @@ fn fake_master_sending_an_eventfd_as_a_doorbell_is_refused() {
 #[test]
 fn fake_master_sending_a_stream_socket_as_a_doorbell_is_refused() {
     let _w = Watchdog::new("fake master: stream doorbell", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused(
         "bell-stream",
         &["doorbell 1 is not a socket pair made by the master (socket domain 1, type 1"],
@@ -206,7 +206,7 @@ fn fake_master_sending_a_stream_socket_as_a_doorbell_is_refused() {
 #[test]
 fn fake_master_sending_one_doorbell_twice_is_refused() {
     let _w = Watchdog::new("fake master: duplicate doorbell", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused(
         "bell-dup",
         &["doorbell 1 is not a socket pair made by the master (the same socket"],
@@ -216,14 +216,14 @@ fn fake_master_sending_one_doorbell_twice_is_refused() {
 #[test]
 fn fake_master_sending_too_few_doorbells_is_refused() {
     let _w = Watchdog::new("fake master: missing doorbell", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("bell-few", &["1 doorbells for 2 rings"]);
 }
 
 #[test]
 fn fake_master_truncating_the_memfd_after_sending_is_refused() {
     let _w = Watchdog::new("fake master: truncated", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     refused("truncated", &["not sealed", "size"]);
 }
 
@@ -254,14 +254,14 @@ fn link_drop_is_prompt(mode: &str) {
 #[test]
 fn fake_master_that_never_accepts_cannot_hang_the_slave() {
     let _w = Watchdog::new("fake master: never accepts", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     link_drop_is_prompt("never-accept");
 }
 
 #[test]
 fn fake_master_that_accepts_and_says_nothing_cannot_hold_the_slave() {
     let _w = Watchdog::new("fake master: silent", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     link_drop_is_prompt("silent");
 }
 
@@ -271,7 +271,7 @@ fn fake_master_that_accepts_and_says_nothing_cannot_hold_the_slave() {
 #[test]
 fn fake_master_serving_a_real_region_as_root_is_accepted() {
     let _w = Watchdog::new("fake master: valid", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let d = Dirs::new("fake-valid", 0o711);
     let mut fake = d.fake("valid", false);
     let mut slave = Proc::spawn(
@@ -323,7 +323,7 @@ fn impersonation_refused(d: &Dirs, slave_extra: &[&str], phrase: &str) {
 #[test]
 fn slave_refuses_a_master_behind_a_world_writable_domain_directory() {
     let _w = Watchdog::new("impersonation: writable dir", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let d = Dirs::new("imp-writable", 0o777);
     set_mode(&d.run.join("dom"), 0o777);
     impersonation_refused(&d, &[], "writable by group or others");
@@ -334,7 +334,7 @@ fn slave_refuses_a_master_behind_a_world_writable_domain_directory() {
 #[test]
 fn slave_with_master_uid_refuses_a_master_of_another_uid() {
     let _w = Watchdog::new("impersonation: master uid", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let d = Dirs::new("imp-uid", 0o755);
     set_owner(&d.run.join("dom"), NOBODY, NOBODY);
     impersonation_refused(&d, &["--master-uid", "0"], "uid 65534");

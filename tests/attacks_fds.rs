@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use vecring_tests::hostile::{
-    as_nobody, attacker, num, require_root, scratch, tool, wait_for_path, Proc, NOBODY,
+    as_nobody, attacker, num, scratch, tool, wait_for_path, Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -64,7 +64,6 @@ fn as_uid(cmd: &mut Command, uid: u32) -> &mut Command {
 
 impl Setup {
     fn new(name: &str, path: Path) -> Setup {
-        require_root();
         let root = scratch(name);
         let run = root.join("run");
         std::fs::create_dir(&run).unwrap();
@@ -194,6 +193,7 @@ fn attach_within_budget(attach: Result<u64, String>, failures: &mut Vec<String>)
 
 /// A planted descriptor with a connection's first message, from `uid`.
 fn on_a_fresh_connection(path: Path, uid: u32, name: &str) {
+    vecring_tests::require_root!();
     let s = Setup::new(name, path);
     let mut master = s.master(false);
     let mut plant = Proc::spawn(
@@ -253,6 +253,7 @@ fn a_blocking_descriptor_from_the_admitted_uid_cannot_stall_the_master_without_s
 /// A real slave plants on its doorbell ends, then leaves; the master's
 /// receiver sleeps (`--interrupt`).
 fn on_a_doorbell(path: Path, name: &str) {
+    vecring_tests::require_root!();
     let s = Setup::new(name, path);
     let mut master = s.master(true);
     let mut plant = Proc::spawn(

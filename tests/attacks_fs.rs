@@ -9,8 +9,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vecring_tests::hostile::{
-    as_nobody, attacker, diff, mkdir, require_root, scratch, set_mode, set_owner, snapshot, tool,
-    wait_for_path, Proc, NOBODY,
+    as_nobody, attacker, diff, mkdir, scratch, set_mode, set_owner, snapshot, tool, wait_for_path,
+    Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -101,7 +101,7 @@ impl Drop for Tree {
 #[test]
 fn symlinked_domain_directory_is_refused() {
     let _w = Watchdog::new("symlinked domain dir", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("dom-symlink");
     symlink(t.outside.join("victim-dir"), t.dom()).unwrap();
     t.expect_refusal(&t.dom(), &["is a symlink"]);
@@ -110,7 +110,7 @@ fn symlinked_domain_directory_is_refused() {
 #[test]
 fn symlinked_lock_is_refused_and_its_target_not_created() {
     let _w = Watchdog::new("symlinked lock", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("lock-symlink");
     mkdir(&t.dom(), 0o711);
     let lock = t.dom().join("l0.lock");
@@ -122,7 +122,7 @@ fn symlinked_lock_is_refused_and_its_target_not_created() {
 #[test]
 fn symlinked_socket_is_refused() {
     let _w = Watchdog::new("symlinked socket", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("sock-symlink");
     mkdir(&t.dom(), 0o711);
     let sock = t.dom().join("l0.sock");
@@ -133,7 +133,7 @@ fn symlinked_socket_is_refused() {
 #[test]
 fn domain_directory_owned_by_another_uid_is_refused() {
     let _w = Watchdog::new("foreign domain dir", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("dom-foreign");
     mkdir(&t.dom(), 0o755);
     set_owner(&t.dom(), NOBODY, NOBODY);
@@ -143,7 +143,7 @@ fn domain_directory_owned_by_another_uid_is_refused() {
 #[test]
 fn domain_directory_writable_by_group_or_others_is_refused() {
     let _w = Watchdog::new("writable domain dir", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     for mode in [0o777, 0o770] {
         let t = Tree::new(&format!("dom-{mode:o}"));
         mkdir(&t.dom(), mode);
@@ -154,7 +154,7 @@ fn domain_directory_writable_by_group_or_others_is_refused() {
 #[test]
 fn lock_owned_by_another_uid_is_refused() {
     let _w = Watchdog::new("foreign lock", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("lock-foreign");
     mkdir(&t.dom(), 0o711);
     let lock = t.dom().join("l0.lock");
@@ -171,7 +171,7 @@ fn lock_owned_by_another_uid_is_refused() {
 #[test]
 fn master_owns_its_directory_and_gives_the_peer_only_the_socket() {
     let _w = Watchdog::new("master layout", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("layout");
     let before = snapshot(&t.root);
     let owner = format!("{NOBODY}:{NOBODY}");
@@ -265,7 +265,7 @@ fn master_owns_its_directory_and_gives_the_peer_only_the_socket() {
 #[test]
 fn existing_domain_directory_and_its_entries_are_left_as_found() {
     let _w = Watchdog::new("existing domain dir", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let t = Tree::new("dom-existing");
     mkdir(&t.dom(), 0o700);
     let other = t.dom().join("other.sock");

@@ -11,7 +11,7 @@ use vecring_core::memory::HUGEPAGE_SIZE;
 use vecring_core::{abi, Geometry};
 use vecring_tests::hostile::{
     as_nobody, attacker, describe, ensure_free_hugepages, field, hugepages_free, mkdir, num,
-    require_root, scratch, tool, wait_for_path, Proc, NOBODY,
+    scratch, tool, wait_for_path, Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -109,7 +109,7 @@ fn owner() -> String {
 #[test]
 fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
     let _w = Watchdog::alone("take-fd 200 times", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let region = region_bytes();
     let region_pages = region / HUGEPAGE_SIZE;
     if let Err(why) = ensure_free_hugepages(region_pages * (REGION_BOUND + 2)) {
@@ -196,7 +196,7 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
 #[test]
 fn silent_clients_and_a_connect_flood_delay_an_attach_by_under_a_second() {
     let _w = Watchdog::alone("silent clients and flood", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let s = Setup::new("silent-flood");
     let owner = owner();
     let mut master = s.master(
@@ -256,7 +256,7 @@ fn silent_clients_and_a_connect_flood_delay_an_attach_by_under_a_second() {
 #[test]
 fn hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master() {
     let _w = Watchdog::alone("hole punch", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let region_pages = region_bytes() / HUGEPAGE_SIZE;
     if let Err(why) = ensure_free_hugepages(region_pages + 1) {
         eprintln!("SKIPPED hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master: {why}");
@@ -342,7 +342,7 @@ fn hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master() 
 #[test]
 fn attaching_and_leaving_in_a_loop_is_throttled() {
     let _w = Watchdog::new("churn", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let s = Setup::new("churn");
     let owner = owner();
     let mut master = s.master(

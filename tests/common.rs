@@ -7,6 +7,34 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+/// Whether a test that needs root runs here. Root always does (the suite,
+/// `scripts/test.sh`, runs as root); anyone else gets one line saying what
+/// was skipped and why, so that `cargo test` works in a developer's loop
+/// without root. Use [`require_root!`] at the top of such a test.
+pub fn root_or_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let thread = std::thread::current();
+    eprintln!(
+        "skipped: {} needs root (scripts/test.sh runs it as root)",
+        thread.name().unwrap_or("this test")
+    );
+    false
+}
+
+/// Returns from the calling test, after one line saying so, unless it runs
+/// as root (see [`root_or_skip`]).
+#[macro_export]
+macro_rules! require_root {
+    () => {
+        if !$crate::root_or_skip() {
+            return;
+        }
+    };
+}
+
 /// Aborts the whole test process if the returned guard is not dropped
 /// within `limit`: a hung test fails instead of blocking CI.
 ///

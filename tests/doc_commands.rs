@@ -136,6 +136,18 @@ const PLANS: &[Plan] = &[
         ),
         ..run("README.md", "scripts/demo.sh")
     },
+    Plan {
+        how: How::Excluded(
+            "the developer loop without root builds the default members in debug for minutes; scripts/test.sh builds the whole workspace and runs the same tests as root, where none is skipped",
+        ),
+        ..run("README.md", "cargo test                                     #")
+    },
+    Plan {
+        how: How::Excluded(
+            "each root-only part of the suite alone: scripts/test.sh runs every one of them in full",
+        ),
+        ..run("README.md", "bash tests/dpdk/run.sh traffic rust_interop")
+    },
     steps(
         "README.md",
         "dpdk-testpmd --no-pci \\\n    --vdev=eth_vecring0,domain=testcontainer,link=tap456,master=true",

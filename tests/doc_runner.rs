@@ -525,8 +525,7 @@ impl Policy {
     /// fails or does not print what the document shows, or `check` fails.
     pub fn run_doc(&self, doc: &str, limit: Duration, check: fn(&Record) -> Result<(), String>) {
         let _alone = ONE_DOC.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(unsafe { libc::geteuid() }, 0, "{doc}: needs root");
+        crate::require_root!();
         let planned = self
             .plan(doc)
             .unwrap_or_else(|p| panic!("\n{}", p.join("\n")));

@@ -16,16 +16,6 @@ use std::time::{Duration, Instant};
 /// The unprivileged uid and gid attackers run as (`nobody`).
 pub const NOBODY: u32 = 65534;
 
-/// Panics unless the tests run as root: the attacks face a root master.
-pub fn require_root() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "the attack tests need root (run scripts/test.sh as root)"
-    );
-}
-
 /// The `vecring` tool.
 pub fn tool() -> Command {
     Command::new(built_binary("vecring"))

@@ -20,6 +20,7 @@
 mod bench;
 mod cpus;
 mod doctor;
+mod escape;
 mod forward;
 mod ops;
 mod prepare;

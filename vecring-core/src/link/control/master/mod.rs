@@ -184,16 +184,24 @@ impl<'a> Master<'a> {
         )
     }
 
-    /// The link's status, for a process that asked (`vecring list`).
-    fn status(&self) -> LinkStatus {
+    /// The link's status, for a process running as `asker` that asked
+    /// (`vecring list`). Host PIDs go only to root and the master's own
+    /// uid: a container has no use for them, and they tell it what runs
+    /// on the host (0 stands for "not told").
+    fn status(&self, asker: u32) -> LinkStatus {
+        // SAFETY: geteuid has no preconditions.
+        let told = asker == 0 || asker == unsafe { libc::geteuid() };
         LinkStatus {
-            master_pid: std::process::id() as i32,
+            master_pid: if told { std::process::id() as i32 } else { 0 },
             // SAFETY: geteuid has no preconditions.
             master_uid: unsafe { libc::geteuid() },
             uptime_secs: self.started.elapsed().as_secs(),
             numa_node: self.config.numa_node,
             queues: self.queues.into(),
-            peer: self.attached.as_ref().map(|a| a.peer),
+            peer: self.attached.as_ref().map(|a| PeerInfo {
+                pid: if told { a.peer.pid } else { 0 },
+                ..a.peer
+            }),
             region: self.attached.as_ref().map(|a| a.region),
             counters: self.shared.counters(),
         }
@@ -420,7 +428,7 @@ impl<'a> Master<'a> {
                 if fds.is_empty() && m.kind == Kind::Status && !self.pending[i].requested =>
             {
                 let p = self.pending.remove(i);
-                let answer = self.status().encode();
+                let answer = self.status(p.cred.uid).encode();
                 if let Err(e) = handshake::send_bytes(&p.conn, answer.as_bytes()) {
                     log::debug!("vecring: {}: status answer not sent: {e}", self.label());
                 }

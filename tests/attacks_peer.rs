@@ -127,6 +127,10 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
             &owner,
             "--up-timeout",
             "100",
+            // This test bounds the regions held at once; the budget of
+            // regions created over time has a test of its own.
+            "--region-budget",
+            "1000/60",
         ],
     );
     let free_before = hugepages_free();
@@ -181,6 +185,126 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
     }
     if !master.alive() {
         failures.push("the master died".into());
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\nattacker: {result}\n{}",
+        failures.join("\n"),
+        master.output()
+    );
+}
+
+/// Slots and slot size of the regions in the `vmsplice` test: about
+/// 9 hugepages each, so that pinned regions stand out of the pool's noise.
+const PIN_SLOTS: u32 = 65536;
+const PIN_SLOT_SIZE: u32 = 128;
+/// How long the `vmsplice` attacker runs, and the regions past which it
+/// stops (twice the default burst: reached only without a budget).
+const PIN_SECS: u64 = 15;
+const PIN_STOP_ABOVE: u64 = 2 * 16;
+
+/// A slave that attaches, `vmsplice`s one byte of each page of its region
+/// into a pipe it keeps, unmaps, closes and leaves, in a loop, against a
+/// root master on hugepages with the default region budget (16 at once,
+/// then one a minute). The pages it keeps are invisible to the master's
+/// count of held regions, so only the budget bounds them: the attacker
+/// gets at most the burst (and one refill) within the attack, the pool
+/// loses no more, and a legitimate slave attaches once the budget refills.
+#[test]
+fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
+    let _w = Watchdog::alone("vmsplice pin", LIMIT);
+    require_root();
+    let budget = vecring_core::RegionBudget::DEFAULT;
+    let geometry = Geometry::new(PIN_SLOTS, PIN_SLOT_SIZE).expect("a valid geometry");
+    let region = abi::align_up(geometry.min_region_size(1), HUGEPAGE_SIZE);
+    let region_pages = region / HUGEPAGE_SIZE;
+    // The burst, and one refill that may fall within the attack.
+    let allowed = u64::from(budget.burst()) + 1;
+    if let Err(why) = ensure_free_hugepages(region_pages * (allowed + 2)) {
+        eprintln!("SKIPPED vmsplicing_region_pages_is_bounded_by_the_region_budget: {why}");
+        return;
+    }
+    let s = Setup::new("vmsplice");
+    let owner = owner();
+    let (slots, slot_size) = (PIN_SLOTS.to_string(), PIN_SLOT_SIZE.to_string());
+    let mut master = s.master(
+        "rxonly",
+        &[
+            "--hugepages",
+            "require",
+            "--owner",
+            &owner,
+            "--up-timeout",
+            "200",
+            "--slots",
+            &slots,
+            "--slot-size",
+            &slot_size,
+        ],
+    );
+    let free_before = hugepages_free();
+    let (secs, stop) = (
+        format!("secs={PIN_SECS}"),
+        format!("stop-above={PIN_STOP_ABOVE}"),
+    );
+    let mut pinner = Proc::spawn(
+        "pinning slave",
+        as_nobody(&mut attacker("pin")).args([&s.socket_arg(), &secs, &stop]),
+    );
+    let result = pinner
+        .line("result", Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}\n{}", master.output()));
+    let free_during = hugepages_free();
+    let fell = free_before.saturating_sub(free_during);
+    let (regions, pages) = (num(&result, "regions"), num(&result, "pages"));
+    let mut failures = Vec::new();
+    if regions > allowed {
+        failures.push(format!(
+            "the attacker pinned {regions} regions in {PIN_SECS} s (budget: {allowed})"
+        ));
+    }
+    if fell > allowed * region_pages + POOL_SLACK {
+        failures.push(format!(
+            "HugePages_Free fell by {fell} pages ({free_before} -> {free_during}; budget {} + {POOL_SLACK} slack)",
+            allowed * region_pages
+        ));
+    }
+    // The attack is real: every page of every region it got is held.
+    if regions == 0 || pages < regions * region_pages {
+        failures.push(format!(
+            "the attacker held {pages} pages of {regions} regions of {region_pages} pages"
+        ));
+    }
+    // The budget refills one region a minute after the burst began; the
+    // legitimate slave gets it (the attacker keeps its pipes meanwhile).
+    let mut slave = Proc::spawn(
+        "legitimate slave",
+        as_nobody(&mut attacker("slave")).args([
+            &s.run_arg(),
+            "domain=dom",
+            "link=l0",
+            "timeout-ms=75000",
+        ]),
+    );
+    let attach = slave.line("up", Duration::from_secs(90));
+    let log = master.stderr();
+    let spent_lines = log.matches("region budget spent").count();
+    eprintln!(
+        "vmsplice: {result}; {region_pages} pages a region; HugePages_Free {free_before} -> {free_during}; \
+         {spent_lines} budget lines; legitimate attach: {attach:?}"
+    );
+    if let Err(e) = attach {
+        failures.push(format!("the legitimate slave did not attach: {e}"));
+    }
+    if regions > 0 && spent_lines == 0 {
+        failures.push("the master did not say that the budget was spent".into());
+    }
+    if !master.alive() {
+        failures.push("the master died".into());
+    }
+    pinner.close_stdin();
+    if pinner.wait(Duration::from_secs(10)).is_none() {
+        failures.push("the attacker did not exit".into());
     }
     assert!(
         failures.is_empty(),

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use vecring_core::{pattern, HugepagePolicy, Link, RecvError, Role};
+use vecring_core::{pattern, HugepagePolicy, Link, RecvError, RegionBudget, Role};
 use vecring_tests::{assert_no_leak, built_binary, resources, run_dir, Watchdog};
 
 /// How long the survivor may take to see its peer die: a hang-up on the
@@ -65,6 +65,9 @@ fn master_survives_slaves_killed_and_restarted() {
         .role(Role::Master)
         .run_dir(&dir)
         .hugepages(HugepagePolicy::Never)
+        // 20 generations in a few seconds: past the default budget of
+        // regions, which bounds a peer, not this test.
+        .region_budget(RegionBudget::new(1000, Duration::from_secs(60)))
         .open()
         .unwrap();
     let mut rx = master.receiver().unwrap();

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::AttachError;
 use vecring_core::{
-    Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkState, RecvError, Role, SendError,
+    Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkState, RecvError, RegionBudget, Role,
+    SendError,
 };
 use vecring_tests::{assert_no_leak, region_mappings, resources, run_dir, Watchdog};
 
@@ -225,6 +226,9 @@ fn reconnects_many_times_with_fresh_generations() {
         .role(Role::Master)
         .run_dir(&dir)
         .hugepages(HugepagePolicy::Never)
+        // 50 generations in a few seconds: far past the default budget of
+        // regions, which bounds a peer, not this test.
+        .region_budget(RegionBudget::new(1000, Duration::from_secs(60)))
         .on_state_change(move |_| {
             seen.fetch_add(1, Ordering::Relaxed);
         })

@@ -14,11 +14,13 @@
 //! vecring-attack seal-attack   run-dir=R domain=D link=L
 //! vecring-attack wait-attack   run-dir=R domain=D link=L mode=M [after-ms=T] [secs=S]
 //! vecring-attack plant         where=hello socket=P
+//! vecring-attack pin           socket=P secs=S stop-above=K
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! ```
 
 mod fake_master;
 mod peer;
+mod pin;
 mod plant;
 mod seal;
 mod sock;
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         "seal-attack" => seal::run(&args),
         "wait-attack" => wait::run(&args),
         "plant" => plant::run(&args),
+        "pin" => pin::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

@@ -2,6 +2,7 @@
 //! one line per finding, what is wrong and what to do. Exits non-zero when
 //! something would stop a link from working.
 
+use crate::escape::printable;
 use clap::Args;
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
@@ -255,7 +256,10 @@ fn run_dir(r: &mut Report, dir: &Path) {
                     "{}: no master listens (it died); the next master replaces it",
                     sock.display()
                 ),
-                Some(format!("rm {}", sock.display())),
+                Some(format!(
+                    "rm {}",
+                    crate::escape::shell_quote(&sock.display().to_string())
+                )),
             );
         }
     }
@@ -522,9 +526,15 @@ pub fn doctor(args: &DoctorArgs) -> Result<bool, String> {
         println!("{doc}");
     } else {
         for f in &r.0 {
-            println!("{:<4} {:<9} {}", f.level.word(), f.check, f.what);
+            // Paths and names in these lines may be planted: escaped.
+            println!(
+                "{:<4} {:<9} {}",
+                f.level.word(),
+                f.check,
+                printable(&f.what)
+            );
             if let Some(fix) = &f.fix {
-                println!("{:<14} fix: {fix}", "");
+                println!("{:<14} fix: {}", "", printable(fix));
             }
         }
         println!(

@@ -20,6 +20,7 @@
 mod bench;
 mod cpus;
 mod doctor;
+mod escape;
 mod forward;
 mod ops;
 mod prepare;
@@ -35,7 +36,7 @@ use vecring_core::abi::{
 };
 use vecring_core::geometry::check_queues;
 use vecring_core::memory::AttachError;
-use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, LinkError, Role};
+use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, LinkError, RegionBudget, Role};
 
 /// The text after `--help`: logging and how the modes end.
 const AFTER_HELP: &str = "\
@@ -170,6 +171,11 @@ pub struct LinkArgs {
     /// GID (read and write), the directory searchable by others.
     #[arg(long, value_parser = parse_owner)]
     owner: Option<(u32, u32)>,
+    /// Regions the master may create for this link: BURST at once, then
+    /// one per SECS seconds (master; default 16/60). Every offer costs one,
+    /// whatever the peer does with it.
+    #[arg(long, value_name = "BURST/SECS", value_parser = parse_budget)]
+    region_budget: Option<RegionBudget>,
     /// Only this uid may attach (master; repeatable).
     #[arg(long)]
     allow_uid: Vec<u32>,
@@ -211,6 +217,18 @@ fn parse_owner(s: &str) -> Result<(u32, u32), String> {
         u.parse().map_err(|_| format!("bad uid '{u}'"))?,
         g.parse().map_err(|_| format!("bad gid '{g}'"))?,
     ))
+}
+
+fn parse_budget(s: &str) -> Result<RegionBudget, String> {
+    let (n, secs) = s
+        .split_once('/')
+        .ok_or_else(|| format!("'{s}' is not BURST/SECS"))?;
+    let n: u32 = n.parse().map_err(|_| format!("bad burst '{n}'"))?;
+    let secs: f64 = secs.parse().map_err(|_| format!("bad seconds '{secs}'"))?;
+    if n == 0 || !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("'{s}': the burst and the seconds must be positive"));
+    }
+    Ok(RegionBudget::new(n, Duration::from_secs_f64(secs)))
 }
 
 fn slots_help() -> String {
@@ -255,6 +273,7 @@ impl LinkArgs {
             let master_only = [
                 ("--owner", self.owner.is_some()),
                 ("--allow-uid", !self.allow_uid.is_empty()),
+                ("--region-budget", self.region_budget.is_some()),
                 ("--slots", self.slots.is_some()),
                 ("--slot-size", self.slot_size.is_some()),
             ];
@@ -315,6 +334,9 @@ impl LinkArgs {
         }
         for &uid in &self.allow_uid {
             b = b.allow_uid(uid);
+        }
+        if let Some(budget) = self.region_budget {
+            b = b.region_budget(budget);
         }
         for &uid in &self.master_uid {
             b = b.master_uid(uid);

@@ -8,6 +8,7 @@
 //! followed, every entry is looked at with `lstat`, and a socket is
 //! queried only through the descriptor of the directory that holds it.
 
+use crate::escape::printable;
 use clap::Args;
 use serde_json::{json, Value};
 use std::ffi::CString;
@@ -313,7 +314,10 @@ pub fn list(args: &ListArgs) -> Result<(), String> {
         return Ok(());
     }
     if found.links.is_empty() {
-        println!("no links under {}", args.run_dir.display());
+        println!(
+            "no links under {}",
+            printable(&args.run_dir.display().to_string())
+        );
     } else {
         println!(
             "{:<16} {:<16} {:<7} {:<30} {:>17} {:<16} {:>6} {:<16} {:<22} {:>8}",
@@ -362,8 +366,8 @@ pub fn list(args: &ListArgs) -> Result<(), String> {
         };
         println!(
             "{:<16} {:<16} {:<7} {:<30} {:>17} {:<16} {:>6} {:<16} {:<22} {:>8}",
-            e.domain,
-            e.link,
+            printable(&e.domain),
+            printable(&e.link),
             role,
             state_of(&e.found),
             generation,
@@ -374,11 +378,15 @@ pub fn list(args: &ListArgs) -> Result<(), String> {
             up
         );
         if let Found::NoAnswer(why) = &e.found {
-            println!("    {why}");
+            println!("    {}", printable(why));
         }
     }
     for (path, what) in &found.problems {
-        println!("note: {}: {what}", path.display());
+        println!(
+            "note: {}: {}",
+            printable(&path.display().to_string()),
+            printable(what)
+        );
     }
     Ok(())
 }

@@ -8,9 +8,8 @@
 //! 0710 otherwise), so that the master accepts it.
 
 use clap::Args;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
-use vecring_core::dirs::domain_mode;
+use vecring_core::dirs::{domain_mode, prepare_domain};
 use vecring_core::link::DEFAULT_SOCKET_MODE;
 
 /// Options of `vecring prepare`.
@@ -43,32 +42,13 @@ pub fn run(args: &PrepareArgs) -> Result<(), String> {
     }
     let dir = args.run_dir.join(&args.domain);
     let mode = domain_mode(DEFAULT_SOCKET_MODE, args.owner);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(&args.run_dir)
-        .map_err(|e| format!("creating {}: {e}", args.run_dir.display()))?;
-    match std::fs::DirBuilder::new().mode(mode).create(&dir) {
-        Ok(()) => log::info!("created {}", dir.display()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("creating {}: {e}", dir.display())),
+    // Through descriptors (vecring_core::dirs): a racing rename or symlink
+    // in a writable run directory cannot make this chmod another path.
+    if prepare_domain(&args.run_dir, &args.domain, mode).map_err(|e| e.to_string())? {
+        log::info!("created {}", dir.display());
     }
-    let meta = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
-    if !meta.is_dir() {
-        return Err(format!("{} exists and is not a directory", dir.display()));
-    }
-    if meta.uid() != me {
-        return Err(format!(
-            "{} is owned by uid {}, not by this user (uid {me}): the master would refuse it; remove it or run as its owner",
-            dir.display(),
-            meta.uid()
-        ));
-    }
-    // The umask may have taken bits away: set the mode exactly.
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| format!("setting the mode of {}: {e}", dir.display()))?;
     println!(
         "# {} ready (mode {mode:04o}, uid {me}); LXC configuration:",
         dir.display()

@@ -15,9 +15,13 @@ pub struct LinkCounters {
     pub peer_corruptions: u64,
     /// Peers refused (bad credentials, second slave, bad handshake).
     pub rejected_peers: u64,
-    /// Regions of this link that peers which left still hold (master):
-    /// their memory stays allocated until they let go. The master makes
-    /// no new region while [`MAX_REGIONS`](crate::link::MAX_REGIONS) are held.
+    /// Regions of this link that peers which left still hold (master)
+    /// through a descriptor, an `O_PATH` descriptor or a mapping: their
+    /// memory stays allocated until they let go. The master makes no new
+    /// region while [`MAX_REGIONS`](crate::link::MAX_REGIONS) are held.
+    /// Pages held without any of those (`vmsplice`d into a pipe, io_uring
+    /// registered buffers) are invisible here; the
+    /// [`RegionBudget`](crate::RegionBudget) bounds them.
     pub pinned_regions: u64,
     /// Frames sent.
     pub tx_frames: u64,

@@ -269,6 +269,43 @@ pub fn domain_mode(socket_mode: u32, owner: Option<(u32, u32)>) -> u32 {
     0o700 | group | others
 }
 
+/// Makes (or checks) a domain directory ahead of the master, as `vecring
+/// prepare` does: the run directory is opened and checked as the master
+/// does (created when missing), the domain directory is created under it
+/// with `mode` when missing, opened without following a symlink, checked
+/// (a directory of this user that only its owner may write), and given
+/// `mode` exactly, all through descriptors: a racing rename or symlink
+/// cannot make this act on another path. Returns whether it was created.
+///
+/// # Errors
+/// [`LinkError::Unsafe`](crate::LinkError::Unsafe) for a directory the
+/// master would refuse, [`LinkError::Io`](crate::LinkError::Io) for a
+/// failed call.
+pub fn prepare_domain(run_dir: &Path, domain: &str, mode: u32) -> Result<bool, crate::LinkError> {
+    prepare_domain_at(run_dir, domain, mode).map_err(|e| match e {
+        DirError::Unsafe(u) => crate::LinkError::Unsafe(u),
+        DirError::Io { what, path, source } => crate::LinkError::Io { what, path, source },
+    })
+}
+
+fn prepare_domain_at(run_dir: &Path, domain: &str, mode: u32) -> Result<bool, DirError> {
+    let me = euid();
+    let run = open_run_dir(run_dir, me)?;
+    let dir_path = run_dir.join(domain);
+    let name = cstring(domain.as_bytes()).map_err(io_at("opening", &dir_path))?;
+    let (dir, made) = open_dir(run.as_raw_fd(), &name, &dir_path, Some(mode), Access::Owner)?
+        .ok_or_else(|| io_at("opening", &dir_path)(io::ErrorKind::NotFound.into()))?;
+    let st = stat_fd(fd_ref(&dir)).map_err(io_at("inspecting", &dir_path))?;
+    if let Some(problem) = dir_problem(&st, |uid| uid == me) {
+        return Err(unsafe_at(&dir_path, problem));
+    }
+    // The umask may have taken bits away: set the mode exactly.
+    // SAFETY: fchmod on the directory descriptor just checked.
+    cvt(unsafe { libc::fchmod(dir.as_raw_fd(), mode) })
+        .map_err(io_at("setting the mode of", &dir_path))?;
+    Ok(made)
+}
+
 /// A master's claim on a link: the domain directory, the held lock and the
 /// listening socket. Dropping it removes socket and lock while the lock is
 /// still held, then releases it.

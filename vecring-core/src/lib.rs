@@ -124,7 +124,8 @@ mod sync;
 pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use link::{
-    Link, LinkBuilder, LinkCounters, LinkError, LinkState, QueueCounters, Receiver, Role, Sender,
+    Link, LinkBuilder, LinkCounters, LinkError, LinkState, QueueCounters, Receiver, RegionBudget,
+    Role, Sender,
 };
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};

@@ -28,7 +28,8 @@ pub const MAX_STATUS_LEN: usize = 4096;
 /// The attached slave, as the master sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerInfo {
-    /// Its pid, in the master's pid namespace.
+    /// Its pid, in the master's pid namespace; 0 unless the asker is root
+    /// or runs as the master's uid.
     pub pid: i32,
     /// Its uid, as the master sees it.
     pub uid: u32,
@@ -54,7 +55,8 @@ pub struct RegionInfo {
 /// What a master says about its link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkStatus {
-    /// The master's pid, in its own pid namespace.
+    /// The master's pid, in its own pid namespace; 0 unless the asker is
+    /// root or runs as the master's uid.
     pub master_pid: i32,
     /// The master's uid.
     pub master_uid: u32,

@@ -9,9 +9,17 @@
 //! thread, so the callbacks cannot run on that thread. And no lock is held
 //! while a callback runs, so closing takes nothing its caller already holds.
 //!
+//! Changes are coalesced: a peer that attaches and leaves in a loop must
+//! not flood the application with events. Only the newest state waits, and
+//! the event thread delivers at most one per [`MIN_INTERVAL`]; a down and
+//! up folded into one delivery still raises the event (the generation
+//! changed), so the application never misses a new peer.
+//!
 //! Protocol, under `Inner`'s mutex (never held across a callback):
-//! - the control thread appends the new state to `pending` and signals;
-//! - the event thread takes the oldest state and, with the lock released,
+//! - the control thread replaces `pending` with the new state, counts it,
+//!   and signals;
+//! - the event thread, once [`MIN_INTERVAL`] has passed since its last
+//!   delivery, takes the pending state and, with the lock released,
 //!   updates the port and runs the callbacks, then takes the lock again and
 //!   looks at `stopped` before anything else;
 //! - [`Lsc::stop`] (port close) sets `stopped` and forgets the port. Called
@@ -24,16 +32,15 @@
 use crate::compat;
 use crate::ffi::{self, rte_eth_dev};
 use crate::vlog;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 use vecring_core::LinkState;
 
-/// Changes kept for the event thread while it is busy; older ones are
-/// dropped first (a flapping peer cannot grow the queue; the newest state,
-/// the one that counts, is always kept).
-const MAX_PENDING: usize = 64;
+/// At most one delivery (log line, link status update, callbacks) per
+/// this interval; changes in between fold into the newest.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// `*mut rte_eth_dev` that may move to the event thread.
 struct DevPtr(*mut rte_eth_dev);
@@ -47,8 +54,10 @@ unsafe impl Send for DevPtr {}
 struct Inner {
     /// The port, once probed and until closed.
     dev: Option<DevPtr>,
-    /// Changes not yet delivered, oldest first.
-    pending: VecDeque<LinkState>,
+    /// The newest change not yet delivered.
+    pending: Option<LinkState>,
+    /// Changes since the last delivery (folded into `pending`).
+    changes: u64,
     /// Set by [`Lsc::stop`]: the event thread ends.
     stopped: bool,
 }
@@ -73,44 +82,75 @@ impl Shared {
 
     /// Called by vecring's control thread on every link-state change.
     fn on_state(&self, state: LinkState) {
-        match state {
-            LinkState::Up { generation } => {
-                vlog!(NOTICE, "{}: link up (generation {generation})", self.name)
-            }
-            LinkState::Down => vlog!(NOTICE, "{}: link down", self.name),
-        }
         let mut g = self.lock();
         if g.stopped {
             return;
         }
-        if g.pending.len() >= MAX_PENDING {
-            g.pending.pop_front();
-        }
-        g.pending.push_back(state);
+        g.pending = Some(state);
+        g.changes += 1;
         self.wake.notify_all();
     }
 
-    /// The event thread: delivers pending changes until stopped.
+    /// The line of one delivery, naming the changes folded into it.
+    fn log(&self, state: LinkState, changes: u64) {
+        let folded = match changes {
+            0 | 1 => String::new(),
+            n => format!(" ({n} changes since the last event, coalesced)"),
+        };
+        match state {
+            LinkState::Up { generation } => vlog!(
+                NOTICE,
+                "{}: link up (generation {generation}){folded}",
+                self.name
+            ),
+            LinkState::Down => vlog!(NOTICE, "{}: link down{folded}", self.name),
+        }
+    }
+
+    /// The event thread: delivers the newest pending change, at most one
+    /// per [`MIN_INTERVAL`], until stopped.
     fn run(&self) {
+        let mut last: Option<Instant> = None;
+        let mut delivered: Option<LinkState> = None;
         let mut g = self.lock();
         loop {
             if g.stopped {
                 return;
             }
-            let Some(state) = g.pending.pop_front() else {
+            if g.pending.is_none() {
                 g = self.wake.wait(g).unwrap_or_else(PoisonError::into_inner);
                 continue;
+            }
+            if let Some(wait) = last
+                .map(|t| (t + MIN_INTERVAL).saturating_duration_since(Instant::now()))
+                .filter(|w| !w.is_zero())
+            {
+                g = self
+                    .wake
+                    .wait_timeout(g, wait)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                continue;
+            }
+            let Some(state) = g.pending.take() else {
+                continue;
             };
+            let changes = std::mem::take(&mut g.changes);
             let Some(dev) = g.dev.as_ref().map(|d| d.0) else {
                 // Not probed yet: probe reads the state itself once armed.
                 continue;
             };
             drop(g);
+            self.log(state, changes);
             // SAFETY: the port is open: `stopped` was not set when `dev` was
             // read, and `stop` waits for this delivery to end (joins this
             // thread) unless it runs inside it, from a callback below.
             let changed = unsafe { set_link_status(dev, state.is_up()) };
-            if changed && self.enabled.load(Ordering::Relaxed) {
+            // A down and up folded together: same status, new peer.
+            let new_peer = state.is_up() && delivered.is_some_and(|d| d != state);
+            last = Some(Instant::now());
+            delivered = Some(state);
+            if (changed || new_peer) && self.enabled.load(Ordering::Relaxed) {
                 // SAFETY: as above; a NULL parameter is what LSC events
                 // carry. The callbacks may close the port (see `stop`).
                 unsafe {
@@ -146,7 +186,8 @@ impl Lsc {
             enabled: AtomicBool::new(false),
             inner: Mutex::new(Inner {
                 dev: None,
-                pending: VecDeque::new(),
+                pending: None,
+                changes: 0,
                 stopped: false,
             }),
             wake: Condvar::new(),
@@ -195,7 +236,7 @@ impl Lsc {
             let mut g = self.shared.lock();
             g.stopped = true;
             g.dev = None;
-            g.pending.clear();
+            g.pending = None;
             self.shared.wake.notify_all();
         }
         if thread.thread().id() == std::thread::current().id() {

@@ -61,6 +61,12 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             "{name}: zero-copy receive: frames of {} bytes or more are attached to the ring's slots (external mbufs) instead of copied",
             crate::zerocopy::ZC_MIN_LEN
         );
+        if args.master {
+            vlog!(
+                WARNING,
+                "{name}: zero_copy=true on a master: received frames stay in shared memory the slave (the container) can rewrite while the application parses them; checks done on such a frame may not hold when it is used. Use it only with a trusted slave, or copy (the default)"
+            );
+        }
     }
 
     let geometry = match requested_geometry(&args) {

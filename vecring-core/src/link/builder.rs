@@ -6,6 +6,7 @@ use super::error::LinkError;
 use super::shared::*;
 use super::types::*;
 use super::Link;
+use super::RegionBudget;
 use super::{DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
 use crate::geometry::{self, Geometry};
 use crate::memory::HugepagePolicy;
@@ -36,6 +37,7 @@ pub struct LinkBuilder {
     master_uids: Vec<u32>,
     retry_interval: Duration,
     handshake_timeout: Duration,
+    region_budget: RegionBudget,
     on_change: Option<Box<dyn Fn(LinkState) + Send + Sync>>,
 }
 
@@ -57,6 +59,7 @@ impl LinkBuilder {
             master_uids: Vec::new(),
             retry_interval: Duration::from_millis(50),
             handshake_timeout: Duration::from_secs(2),
+            region_budget: RegionBudget::DEFAULT,
             on_change: None,
         }
     }
@@ -165,6 +168,15 @@ impl LinkBuilder {
         self
     }
 
+    /// Master: how many regions it may create for this link over time
+    /// (default [`RegionBudget::DEFAULT`]: 16 at once, then one a minute).
+    /// Every offer costs one, whatever the peer does with it; once spent,
+    /// requests wait for the next.
+    pub fn region_budget(mut self, budget: RegionBudget) -> Self {
+        self.region_budget = budget;
+        self
+    }
+
     /// Called from the control thread on every state change.
     pub fn on_state_change(mut self, f: impl Fn(LinkState) + Send + Sync + 'static) -> Self {
         self.on_change = Some(Box::new(f));
@@ -231,6 +243,7 @@ impl LinkBuilder {
             master_uids: self.master_uids,
             retry_interval: self.retry_interval,
             handshake_timeout: self.handshake_timeout,
+            region_budget: self.region_budget,
         };
         // SAFETY: plain eventfd creation; checked below.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };

@@ -11,6 +11,7 @@
 //! changed, so the hot path takes no lock. A master makes a fresh region for
 //! every generation: nothing of a dead generation can reach the next one.
 
+mod budget;
 mod builder;
 mod control;
 mod endpoint;
@@ -23,6 +24,7 @@ mod types;
 mod wait;
 mod waiting;
 
+pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
 pub use error::LinkError;

@@ -291,4 +291,6 @@ pub(crate) struct Config {
     pub(crate) master_uids: Vec<u32>,
     pub(crate) retry_interval: Duration,
     pub(crate) handshake_timeout: Duration,
+    /// Master: regions it may create for this link over time.
+    pub(crate) region_budget: super::RegionBudget,
 }

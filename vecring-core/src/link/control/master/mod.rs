@@ -8,6 +8,7 @@ use crate::closer::{self, PeerSocket, Received};
 use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
+use crate::link::budget::Bucket;
 use crate::link::rate_log::RateLog;
 use crate::link::shared::{Config, LinkShared};
 use crate::memory::Region;
@@ -105,6 +106,14 @@ pub(super) struct Master<'a> {
     attached_lines: RateLog,
     /// "slave left" lines.
     left_lines: RateLog,
+    /// Other lines a peer can provoke at will (it vanished, broke
+    /// protocol, refused the region, passed descriptors).
+    peer_lines: RateLog,
+    /// Regions left to create ([`RegionBudget`](crate::RegionBudget)).
+    budget: Bucket,
+    /// "region budget spent" lines: one per time the budget runs out.
+    budget_lines: RateLog,
+    budget_told: bool,
     /// When the master opened the link (for the status's uptime).
     started: Instant,
 }
@@ -148,6 +157,10 @@ impl<'a> Master<'a> {
             refusals: Refusals::default(),
             attached_lines: RateLog::default(),
             left_lines: RateLog::default(),
+            peer_lines: RateLog::default(),
+            budget: Bucket::new(config.region_budget, Instant::now()),
+            budget_lines: RateLog::default(),
+            budget_told: false,
             started: Instant::now(),
         }
     }
@@ -171,16 +184,24 @@ impl<'a> Master<'a> {
         )
     }
 
-    /// The link's status, for a process that asked (`vecring list`).
-    fn status(&self) -> LinkStatus {
+    /// The link's status, for a process running as `asker` that asked
+    /// (`vecring list`). Host PIDs go only to root and the master's own
+    /// uid: a container has no use for them, and they tell it what runs
+    /// on the host (0 stands for "not told").
+    fn status(&self, asker: u32) -> LinkStatus {
+        // SAFETY: geteuid has no preconditions.
+        let told = asker == 0 || asker == unsafe { libc::geteuid() };
         LinkStatus {
-            master_pid: std::process::id() as i32,
+            master_pid: if told { std::process::id() as i32 } else { 0 },
             // SAFETY: geteuid has no preconditions.
             master_uid: unsafe { libc::geteuid() },
             uptime_secs: self.started.elapsed().as_secs(),
             numa_node: self.config.numa_node,
             queues: self.queues.into(),
-            peer: self.attached.as_ref().map(|a| a.peer),
+            peer: self.attached.as_ref().map(|a| PeerInfo {
+                pid: if told { a.peer.pid } else { 0 },
+                ..a.peer
+            }),
             region: self.attached.as_ref().map(|a| a.region),
             counters: self.shared.counters(),
         }
@@ -188,6 +209,16 @@ impl<'a> Master<'a> {
 
     fn label(&self) -> &str {
         &self.shared.label
+    }
+
+    /// Logs a line a peer can provoke at will, at most one a second with
+    /// the others of its kind ([`RateLog`]).
+    fn peer_line(&self, level: log::Level, msg: impl FnOnce() -> String) {
+        let label = self.label();
+        self.peer_lines
+            .log(module_path!(), level, "more such lines", || {
+                format!("vecring: {label}: {}", msg())
+            });
     }
 
     pub(super) fn run(mut self) {
@@ -254,8 +285,14 @@ impl<'a> Master<'a> {
         }
         for p in &self.pending {
             at(p.deadline);
-            if p.requested {
-                at(self.next_offer);
+            if p.requested && self.offer.is_none() && self.pins.pinned() < MAX_REGIONS {
+                // The next offer is due when both the back-off and the
+                // budget allow it (a full bound of regions waits for the
+                // pins, below).
+                at(self
+                    .budget
+                    .next_token()
+                    .map_or(self.next_offer, |t| t.max(self.next_offer)));
             }
         }
         if self.pins.pinned() > 0 {
@@ -378,12 +415,20 @@ impl<'a> Master<'a> {
                     return;
                 }
                 self.pending[i].requested = true;
+                // A request that has to wait (the budget, the bound on
+                // regions, another offer) gets Busy before the slave's own
+                // timeout, the same length but started at its connect,
+                // ends its attempt as a failure.
+                let half = Instant::now()
+                    .checked_add(self.config.handshake_timeout / 2)
+                    .unwrap_or_else(far_future);
+                self.pending[i].deadline = self.pending[i].deadline.min(half);
             }
             Ok((m, fds))
                 if fds.is_empty() && m.kind == Kind::Status && !self.pending[i].requested =>
             {
                 let p = self.pending.remove(i);
-                let answer = self.status().encode();
+                let answer = self.status(p.cred.uid).encode();
                 if let Err(e) = handshake::send_bytes(&p.conn, answer.as_bytes()) {
                     log::debug!("vecring: {}: status answer not sent: {e}", self.label());
                 }
@@ -450,7 +495,15 @@ impl<'a> Master<'a> {
 
     fn busy_reason(&self) -> String {
         let pinned = self.pins.pinned();
-        if pinned + usize::from(self.offer.is_some()) >= MAX_REGIONS {
+        if let Some(t) = self.budget.next_token() {
+            let b = self.budget.budget();
+            format!(
+                "this link's region budget is spent ({} at once, then one per {:?}); the next region in {:.0?}",
+                b.burst(),
+                b.every(),
+                t.saturating_duration_since(Instant::now())
+            )
+        } else if pinned + usize::from(self.offer.is_some()) >= MAX_REGIONS {
             format!(
                 "{pinned} regions of this link are still held by peers that left (the limit is {MAX_REGIONS}); try again once they are released"
             )
@@ -478,17 +531,16 @@ impl<'a> Master<'a> {
                         format!("vecring: {label}: slave of generation {g} left")
                     })
             }
-            Err(e) => log::warn!("vecring: {}: slave of generation {g}: {e}", self.label()),
-            Ok((_, fds)) if !fds.is_empty() => log::warn!(
-                "vecring: {}: slave of generation {g}: {}; disconnecting",
-                self.label(),
-                planted(&fds).unwrap_or_default()
-            ),
-            Ok((m, _)) => log::warn!(
-                "vecring: {}: unexpected {:?} from slave; disconnecting",
-                self.label(),
-                m.kind
-            ),
+            Err(e) => self.peer_line(log::Level::Warn, || format!("slave of generation {g}: {e}")),
+            Ok((_, fds)) if !fds.is_empty() => {
+                let why = planted(&fds).unwrap_or_default();
+                self.peer_line(log::Level::Warn, || {
+                    format!("slave of generation {g}: {why}; disconnecting")
+                })
+            }
+            Ok((m, _)) => self.peer_line(log::Level::Warn, || {
+                format!("unexpected {:?} from slave; disconnecting", m.kind)
+            }),
         }
         self.end_session(a.watch, a.since);
     }
@@ -512,11 +564,12 @@ impl<'a> Master<'a> {
     fn check_corruption(&mut self) {
         if self.attached.is_some() && self.shared.session_tainted() {
             let g = self.attached.as_ref().map_or(0, |a| a.generation);
-            log::warn!(
-                "vecring: {}: slave of generation {g} passed file descriptors on a doorbell \
-                 (closed apart, off the data path); disconnecting",
-                self.label()
-            );
+            self.peer_line(log::Level::Warn, || {
+                format!(
+                    "slave of generation {g} passed file descriptors on a doorbell \
+                     (closed apart, off the data path); disconnecting"
+                )
+            });
             self.shared
                 .counters
                 .rejected_peers

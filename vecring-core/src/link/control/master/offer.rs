@@ -41,6 +41,11 @@ impl Master<'_> {
         let Some(i) = self.pending.iter().position(|p| p.requested) else {
             return;
         };
+        let now = Instant::now();
+        if !self.budget.available(now) {
+            self.budget_spent();
+            return;
+        }
         let p = self.pending.remove(i);
         self.generation += 1;
         let opts = RegionOptions {
@@ -48,9 +53,17 @@ impl Master<'_> {
             numa_node: self.config.numa_node,
         };
         let region = match Region::create(self.geometry, self.queues, self.generation, &opts) {
-            Ok(r) => Arc::new(r),
+            Ok(r) => {
+                // Charged whatever becomes of the region: its pages may
+                // outlive every descriptor and mapping of it.
+                self.budget.take(now);
+                self.budget_told = false;
+                Arc::new(r)
+            }
             Err(e) => {
-                log::error!("vecring: {}: cannot create link memory: {e}", self.label());
+                self.peer_line(log::Level::Error, || {
+                    format!("cannot create link memory: {e}")
+                });
                 let reason = format!("master cannot create link memory: {e}");
                 self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
                 return;
@@ -67,7 +80,9 @@ impl Master<'_> {
         let (doorbells, theirs) = match Doorbell::pairs(abi::ring_count(self.queues) as usize) {
             Ok(pairs) => pairs,
             Err(e) => {
-                log::error!("vecring: {}: cannot create doorbells: {e}", self.label());
+                self.peer_line(log::Level::Error, || {
+                    format!("cannot create doorbells: {e}")
+                });
                 let reason = format!("master cannot create doorbells: {e}");
                 self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
                 self.pins.dropped(watch);
@@ -103,13 +118,34 @@ impl Master<'_> {
         match sent {
             Ok(()) => self.offer = Some(offer),
             Err(e) => {
-                log::warn!(
-                    "vecring: {}: slave vanished during handshake: {e}",
-                    self.label()
-                );
+                self.peer_line(log::Level::Warn, || {
+                    format!("slave vanished during handshake: {e}")
+                });
                 self.offer_failed(offer);
             }
         }
+    }
+
+    /// A slave asked while the region budget is spent: it waits (and gets
+    /// Busy once its time is up) rather than the master allocating.
+    fn budget_spent(&mut self) {
+        if std::mem::replace(&mut self.budget_told, true) {
+            return;
+        }
+        let b = self.budget.budget();
+        let wait = self.budget.next_token().map_or(Duration::ZERO, |t| {
+            t.saturating_duration_since(Instant::now())
+        });
+        let label = self.label().to_string();
+        self.budget_lines
+            .log(module_path!(), log::Level::Warn, "more such lines", || {
+                format!(
+                    "vecring: {label}: region budget spent ({} regions at once, then one per {:?}): \
+                     the waiting slave gets the next region in {wait:.0?}",
+                    b.burst(),
+                    b.every()
+                )
+            });
     }
 
     /// An offer that did not end in an attached slave: drop the region
@@ -136,17 +172,16 @@ impl Master<'_> {
                 // own pages are all there.
                 if let Err(e) = o.region.seal_shared() {
                     let reason = format!("cannot seal the region: {e}");
-                    log::warn!("vecring: {}: {reason}", self.label());
+                    self.peer_line(log::Level::Warn, || reason.clone());
                     self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
                     self.offer_failed(o);
                     return;
                 }
                 if let Err(e) = handshake::send(&o.conn, &Msg::new(Kind::Ready, o.generation), &[])
                 {
-                    log::warn!(
-                        "vecring: {}: slave vanished during handshake: {e}",
-                        self.label()
-                    );
+                    self.peer_line(log::Level::Warn, || {
+                        format!("slave vanished during handshake: {e}")
+                    });
                     self.offer_failed(o);
                     return;
                 }
@@ -212,14 +247,15 @@ impl Master<'_> {
                 // The slave's reason speaks from the slave's side ("ours"
                 // is the slave's figure, "theirs" this master's): reword it
                 // from this side.
-                log::error!(
-                    "vecring: {}: slave refused our region: {}",
-                    self.label(),
-                    m.text
-                        .replace("ours ", "\0")
-                        .replace("theirs ", "ours ")
-                        .replace('\0', "slave's ")
-                );
+                self.peer_line(log::Level::Error, || {
+                    format!(
+                        "slave refused our region: {}",
+                        m.text
+                            .replace("ours ", "\0")
+                            .replace("theirs ", "ours ")
+                            .replace('\0', "slave's ")
+                    )
+                });
                 self.offer_failed(o);
             }
             Ok((m, _)) => {

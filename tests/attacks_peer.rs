@@ -213,7 +213,7 @@ const PIN_STOP_ABOVE: u64 = 2 * 16;
 #[test]
 fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
     let _w = Watchdog::alone("vmsplice pin", LIMIT);
-    require_root();
+    vecring_tests::require_root!();
     let budget = vecring_core::RegionBudget::DEFAULT;
     let geometry = Geometry::new(PIN_SLOTS, PIN_SLOT_SIZE).expect("a valid geometry");
     let region = abi::align_up(geometry.min_region_size(1), HUGEPAGE_SIZE);

@@ -35,10 +35,10 @@ const NO_HUGE: &str = "dpdk-testpmd --no-huge -m 512 ... -- --total-num-mbufs=32
 fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
     config
         .lines()
+        .rev()
         .filter_map(|l| l.split_once('='))
-        .filter(|(k, _)| k.trim() == key)
+        .find(|(k, _)| k.trim() == key)
         .map(|(_, v)| v.trim())
-        .last()
 }
 
 /// EAL's driver directory on the host (`.../dpdk/pmds-<ABI>`): the path

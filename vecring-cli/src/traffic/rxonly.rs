@@ -2,21 +2,14 @@
 //! each) until stdin closes or Ctrl-C, answering queries on stdin and
 //! reporting on stderr, per queue and in total.
 
-use super::{Failure, BATCH};
+use super::{interrupt, Failure, BATCH};
+use crate::wait::Waited;
 use crate::{cpus, queues_of, LinkArgs};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::{HoldBack, Link, Receiver, RecvError};
-
-/// Set by the SIGINT handler of [`rxonly`].
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    // Async-signal-safe: one atomic store.
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
 
 /// Frames and bytes one queue's thread has received so far.
 #[derive(Default)]
@@ -79,8 +72,50 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
             "--interval {interval}: must be a non-negative number"
         ));
     }
-    let link = args.open_up()?;
+    let link = args.open()?;
+    interrupt::install();
+    let tallies: Arc<Vec<Tally>> = Arc::new(
+        (0..vecring_core::abi::MAX_QUEUES)
+            .map(|_| Tally::default())
+            .collect(),
+    );
+    // Stdin: queries answered at once; its end ends the run, the wait for
+    // the peer too. The thread stays blocked on stdin until the process
+    // exits.
+    let queues_known = Arc::new(AtomicU64::new(1));
+    let stdin_closed = Arc::new(AtomicBool::new(false));
+    {
+        let (tallies, closed, known) = (
+            Arc::clone(&tallies),
+            Arc::clone(&stdin_closed),
+            Arc::clone(&queues_known),
+        );
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                let n = known.load(Ordering::Relaxed) as usize;
+                println!("{}", answer(&tallies[..n]));
+            }
+            closed.store(true, Ordering::Relaxed);
+        });
+    }
+    let ended = || {
+        if stdin_closed.load(Ordering::Relaxed) {
+            Some("stdin closed")
+        } else if interrupt::interrupted() {
+            Some("interrupted")
+        } else {
+            None
+        }
+    };
+    if let Waited::Stopped(why) = args.wait_for_peer(&link, &ended)? {
+        eprintln!("rxonly: summary ({why}, before the peer came): frames 0, bytes 0 in 0.0 s");
+        return Ok(());
+    }
     let queues = queues_of(&link)?;
+    queues_known.store(u64::from(queues), Ordering::Relaxed);
     let mut rxs = (0..queues)
         .map(|q| link.receiver_on(q))
         .collect::<Result<Vec<_>, _>>()
@@ -90,29 +125,11 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
             rx.set_hold_back(Some(HoldBack::STREAMING));
         }
     }
-    // SAFETY: installs a handler that only stores to an atomic.
-    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
-    let tallies: Arc<Vec<Tally>> = Arc::new((0..queues).map(|_| Tally::default()).collect());
-    // Stdin: queries answered at once; its end ends the run. The thread
-    // stays blocked on stdin until the process exits.
-    let stdin_closed = Arc::new(AtomicBool::new(false));
-    {
-        let (tallies, closed) = (Arc::clone(&tallies), Arc::clone(&stdin_closed));
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                if line.is_err() {
-                    break;
-                }
-                println!("{}", answer(&tallies));
-            }
-            closed.store(true, Ordering::Relaxed);
-        });
-    }
+    let tallies_used = &tallies[..usize::from(queues)];
     let done = AtomicBool::new(false);
     let failure = Failure::default();
-    let start = Instant::now();
-    let why = std::thread::scope(|s| {
-        for ((q, mut rx), tally) in (0u16..).zip(rxs).zip(tallies.iter()) {
+    let (why, up) = std::thread::scope(|s| {
+        for ((q, mut rx), tally) in (0u16..).zip(rxs).zip(tallies_used.iter()) {
             let (cpu, done, failure) = (cpus::for_queue(&args.cpu, q), &done, &failure);
             s.spawn(move || {
                 cpus::pin(cpu);
@@ -121,12 +138,12 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
                 }
             });
         }
-        let why = watch(&link, &tallies, interval, &stdin_closed, &failure);
+        let ended = watch(&link, tallies_used, interval, &stdin_closed, &failure);
         done.store(true, Ordering::Relaxed);
-        why
+        ended
     });
-    let secs = start.elapsed().as_secs_f64().max(1e-9);
-    let (each, (nf, nb)) = snapshot(&tallies);
+    let secs = up.as_secs_f64();
+    let (each, (nf, nb)) = snapshot(tallies_used);
     if each.len() > 1 {
         for (q, (qf, qb)) in each.iter().enumerate() {
             eprintln!("rxonly: queue {q}: frames {qf}, bytes {qb}");
@@ -134,7 +151,7 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
     }
     eprintln!(
         "rxonly: summary ({why}): frames {nf}, bytes {nb} in {secs:.1} s ({:.0} pps average)",
-        nf as f64 / secs
+        nf as f64 / secs.max(1e-9)
     );
     failure.take().map_or(Ok(()), Err)
 }
@@ -199,31 +216,46 @@ fn receive(
 
 /// Reports on stderr until stdin closes, Ctrl-C, or a queue fails: link
 /// up and down, and every `interval` seconds (0: never) the totals and
-/// their rates. Returns why it ended.
+/// their rates over the time the link was up in it. Returns why it ended
+/// and how long the link was up.
 fn watch(
     link: &Link,
     tallies: &[Tally],
     interval: f64,
     stdin_closed: &AtomicBool,
     failure: &Failure,
-) -> &'static str {
+) -> (&'static str, Duration) {
     let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
     let (mut last_at, mut last_f, mut last_b) = (Instant::now(), 0u64, 0u64);
     let mut was_up = true;
+    // Time up before `up_since`, and when the current up time began.
+    let mut up_before = Duration::ZERO;
+    let mut up_since = Some(Instant::now());
+    let mut up_at_report = Duration::ZERO;
+    let up_total = |before: Duration, since: Option<Instant>| {
+        before + since.map_or(Duration::ZERO, |t| t.elapsed())
+    };
     loop {
-        if stdin_closed.load(Ordering::Relaxed) {
-            return "stdin closed";
-        }
-        if INTERRUPTED.load(Ordering::Relaxed) {
-            return "interrupted";
-        }
-        if failure.is_set() {
-            return "receive failed";
+        let why = if stdin_closed.load(Ordering::Relaxed) {
+            Some("stdin closed")
+        } else if interrupt::interrupted() {
+            Some("interrupted")
+        } else if failure.is_set() {
+            Some("receive failed")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return (why, up_total(up_before, up_since));
         }
         std::thread::sleep(Duration::from_millis(20));
         let up = link.state().is_up();
         let (_, (nf, nb)) = snapshot(tallies);
         if up != was_up {
+            match up_since.take() {
+                Some(t) => up_before += t.elapsed(),
+                None => up_since = Some(Instant::now()),
+            }
             eprintln!(
                 "rxonly: link {}: frames {nf}, bytes {nb}",
                 if up { "up" } else { "down" }
@@ -231,7 +263,9 @@ fn watch(
             was_up = up;
         }
         if every.is_some_and(|e| last_at.elapsed() >= e) {
-            let dt = last_at.elapsed().as_secs_f64();
+            let up_now = up_total(up_before, up_since);
+            let dt = (up_now - up_at_report).as_secs_f64().max(1e-9);
+            up_at_report = up_now;
             eprintln!(
                 "rxonly: frames {nf} ({:.0} pps), bytes {nb} ({:.1} Mbit/s), link {}",
                 nf.saturating_sub(last_f) as f64 / dt,

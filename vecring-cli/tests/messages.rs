@@ -82,7 +82,6 @@ fn options_are_checked_before_the_link_opens() {
             &["--size", "13"],
             "--size 13: a frame is 14 (an Ethernet header) to 9216 bytes",
         ),
-
         ("txonly", &["--size", "9217"], "--size 9217"),
         ("rxonly", &["--cpu", "4000"], "--cpu 4000: no such CPU"),
         ("rxonly", &["--owner", "1:1"], "--owner is a master option"),

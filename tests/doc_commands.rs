@@ -308,6 +308,8 @@ const PLANS: &[Plan] = &[
     run(OVS, "ovs-vsctl del-port br0 c1"),
     run(OVS, "exit --cleanup"),
     // vecring-pmd/README.md
+    run("vecring-pmd/README.md", "socket=63 -- -i"),
+    run("vecring-pmd/README.md", "Number of available ports: 2"),
     steps(
         "vecring-pmd/README.md",
         "--file-prefix=vr_master --lcores=0@0,1@0",

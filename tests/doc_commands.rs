@@ -55,7 +55,7 @@ const EXCLUDED_DOCS: &[(&str, &str)] = &[(
 /// commands are all skipped needs no plan.
 const SKIPPED: &[(&str, &str)] = &[
     (
-        "sudo scripts/setup.sh",
+        "scripts/setup.sh",
         "installs distribution packages (apt), DPDK's driver-SDK headers and hugepages; scripts/test.sh runs it before the tests",
     ),
     (
@@ -242,7 +242,7 @@ const PLANS: &[Plan] = &[
     // docs/c-api.md
     run(
         "docs/c-api.md",
-        "sudo vecring-ffi/install.sh --no-build      #",
+        "vecring-ffi/install.sh --no-build           # as root",
     ),
     Plan {
         before: &[Shell("cp vecring-ffi/examples/c/hello.c app.c")],

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 use vecring_core::memory::AttachError;
 use vecring_core::{Link, LinkError, Role};
 
+/// The log target of the waiting lines: the tool's own, as the guides show
+/// them (`INFO  vecring] waiting for the master on ...`).
+const LOG_TARGET: &str = "vecring";
+
 /// How often a side waiting for its peer says so.
 const WAIT_REPORT: Duration = Duration::from_secs(10);
 
@@ -62,6 +66,7 @@ impl LinkArgs {
             return Ok(Waited::Up);
         }
         log::info!(
+            target: LOG_TARGET,
             "waiting for the {peer} on {path} (up to {:.0} s)",
             self.up_timeout
         );
@@ -79,6 +84,7 @@ impl LinkArgs {
                     if start.elapsed() >= next_report {
                         next_report += WAIT_REPORT;
                         log::warn!(
+                            target: LOG_TARGET,
                             "still waiting for the {peer} on {path} after {:.0} s",
                             start.elapsed().as_secs_f64()
                         );

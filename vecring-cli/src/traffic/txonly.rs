@@ -253,7 +253,7 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
         if interrupt::interrupted() || !peer_left || left.is_zero() {
             break;
         }
-        log::info!("the peer left: waiting for the next one");
+        log::info!(target: "vecring", "the peer left: waiting for the next one");
     }
     report(&per_queue, &total, a.size, a.drain);
     outcome

@@ -190,6 +190,7 @@ const PLANS: &[Plan] = &[
         &CONTAINER_SENDS,
     ),
     run_in(DPC, "5.", "lxc.mount.entry = hugetlbfs"),
+    run_in(DPC, "5.", "$ vecring doctor --domain dp --lxc dp"),
     steps_in(
         DPC,
         "5.",

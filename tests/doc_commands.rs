@@ -40,8 +40,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::Duration;
 use vecring_tests::doc_runner::{
-    number_after, run, run_in, steps, steps_in, Event, Event::*, How, Plan, Policy, Record,
-    Step::*,
+    number_after, run, run_in, steps, steps_in, Event, Event::*, How, Plan, Policy, Record, Step::*,
 };
 
 /// Documents not run, with the reason (a path, or a directory ending in

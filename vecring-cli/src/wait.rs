@@ -70,7 +70,6 @@ impl LinkArgs {
             "waiting for the {peer} on {path} (up to {:.0} s)",
             self.up_timeout
         );
-        let refused_before = link.counters().rejected_peers;
         let start = Instant::now();
         let mut next_report = WAIT_REPORT;
         loop {
@@ -91,10 +90,10 @@ impl LinkArgs {
                     }
                 }
                 Err(LinkError::Timeout(_)) => {
-                    let refused = link.counters().rejected_peers - refused_before;
+                    let refused = link.counters().rejected_peers;
                     return Err(if refused > 0 {
                         format!(
-                            "no {peer} on {path} was admitted in {:.0} s (--up-timeout): this side refused {refused} (the warnings above say why: its uid, its queue count, ...)",
+                            "no {peer} on {path} was admitted in {:.0} s (--up-timeout): this side refused {refused} since it started (the warnings above say why: its uid, its queue count, ...)",
                             self.up_timeout
                         )
                     } else {

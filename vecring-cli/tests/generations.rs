@@ -77,16 +77,27 @@ fn socket_appears(run: &str) {
     }
 }
 
-/// A slave of link d/l in this process, up within 30 s.
+/// A slave of link d/l in this process, up within 30 s. A master that has
+/// not yet seen its previous slave leave refuses the next ("the link
+/// already has a slave"): it tries again.
 fn slave(run: &str) -> Link {
-    let link = Link::builder("d", "l")
-        .role(Role::Slave)
-        .run_dir(run)
-        .hugepages(HugepagePolicy::Never)
-        .open()
-        .unwrap();
-    link.wait_up(Duration::from_secs(30)).unwrap();
-    link
+    let start = Instant::now();
+    loop {
+        let link = Link::builder("d", "l")
+            .role(Role::Slave)
+            .run_dir(run)
+            .hugepages(HugepagePolicy::Never)
+            .open()
+            .unwrap();
+        match link.wait_up(Duration::from_secs(30)) {
+            Ok(_) => return link,
+            Err(e) if e.to_string().contains("already has a slave") => {
+                assert!(start.elapsed() < Duration::from_secs(30), "{e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 /// The number after `label` in `text`.
@@ -325,7 +336,41 @@ fn a_master_that_refused_slaves_says_so_when_it_gives_up() {
     let (code, _, err) = finish(&mut master.0);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("was admitted in 3 s (--up-timeout): this side refused 1"),
+        err.contains("was admitted in 3 s (--up-timeout): this side refused 1 since it started"),
         "{err}"
     );
+}
+
+/// `rxonly` as master receives from one slave after another and reports
+/// what each generation brought; the generations add up to its summary.
+#[test]
+fn rxonly_reports_each_generation() {
+    let _w = Watchdog::new("rxonly generations", Duration::from_secs(60));
+    let run = scratch("rxgen");
+    let mut rx = start("rxonly", &run, &["--role", "master", "--interval", "0"]);
+    socket_appears(&run);
+    let mut sent = 0;
+    for _ in 0..2 {
+        let mut tx = start("txonly", &run, &["--seconds", "0.2"]);
+        let (code, out, err) = finish(&mut tx.0);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        sent += number_after(&out, "taken by the peer ");
+        // The master sees this slave go before the next one comes.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    drop(rx.0.stdin.take());
+    let (code, _, err) = finish(&mut rx.0);
+    assert_eq!(code, Some(0), "{err}");
+    let generations: Vec<u64> = err
+        .lines()
+        .filter(|l| l.starts_with("rxonly: generation "))
+        .map(|l| number_after(l, "frames "))
+        .collect();
+    assert_eq!(generations.len(), 2, "{err}");
+    let summary = err
+        .lines()
+        .find(|l| l.contains("rxonly: summary"))
+        .expect(&err);
+    assert_eq!(number_after(summary, "frames "), sent, "{err}");
+    assert_eq!(generations.iter().sum::<u64>(), sent, "{err}");
 }

@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{HoldBack, Link, Receiver, RecvError};
+use vecring_core::{HoldBack, Link, LinkState, Receiver, RecvError};
 
 /// Frames and bytes one queue's thread has received so far.
 #[derive(Default)]
@@ -72,8 +72,10 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
             "--interval {interval}: must be a non-negative number"
         ));
     }
-    let link = args.open()?;
+    // Before the link opens: once its socket exists, Ctrl-C ends a wait
+    // with a summary.
     interrupt::install();
+    let link = args.open()?;
     let tallies: Arc<Vec<Tally>> = Arc::new(
         (0..vecring_core::abi::MAX_QUEUES)
             .map(|_| Tally::default())
@@ -214,10 +216,49 @@ fn receive(
     Ok(())
 }
 
+/// The generation being received: its id, when it came up, and the
+/// totals then.
+struct Generation {
+    id: u64,
+    at: Instant,
+    frames: u64,
+    bytes: u64,
+}
+
+impl Generation {
+    /// The link's current generation, counted from the totals `frames`
+    /// and `bytes`, up since now; None if the link is down.
+    fn start(link: &Link, frames: u64, bytes: u64) -> Option<Generation> {
+        match link.state() {
+            LinkState::Up { generation } => Some(Generation {
+                id: generation,
+                at: Instant::now(),
+                frames,
+                bytes,
+            }),
+            LinkState::Down => None,
+        }
+    }
+
+    /// Says what this generation received, now that it ended with the
+    /// totals `frames` and `bytes`.
+    fn report(&self, frames: u64, bytes: u64) {
+        let secs = self.at.elapsed().as_secs_f64();
+        let n = frames.saturating_sub(self.frames);
+        eprintln!(
+            "rxonly: generation {}: frames {n}, bytes {} in {secs:.1} s ({:.0} pps)",
+            self.id,
+            bytes.saturating_sub(self.bytes),
+            n as f64 / secs.max(1e-9)
+        );
+    }
+}
+
 /// Reports on stderr until stdin closes, Ctrl-C, or a queue fails: link
-/// up and down, and every `interval` seconds (0: never) the totals and
-/// their rates over the time the link was up in it. Returns why it ended
-/// and how long the link was up.
+/// up and down (with what each generation received), and every
+/// `interval` seconds (0: never) the totals and their rates over the time
+/// the link was up in it. Returns why it ended and how long the link was
+/// up.
 fn watch(
     link: &Link,
     tallies: &[Tally],
@@ -227,13 +268,16 @@ fn watch(
 ) -> (&'static str, Duration) {
     let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
     let (mut last_at, mut last_f, mut last_b) = (Instant::now(), 0u64, 0u64);
-    let mut was_up = true;
-    // Time up before `up_since`, and when the current up time began.
+    // Time up in the generations that ended, and the current one.
     let mut up_before = Duration::ZERO;
-    let mut up_since = Some(Instant::now());
+    let mut current = Generation::start(link, 0, 0);
+    // The totals when the last generation ended: nothing arrives while
+    // the link is down, so the next generation counts from them (frames
+    // that arrive before this loop sees the link up are the next one's).
+    let mut base = (0u64, 0u64);
     let mut up_at_report = Duration::ZERO;
-    let up_total = |before: Duration, since: Option<Instant>| {
-        before + since.map_or(Duration::ZERO, |t| t.elapsed())
+    let up_total = |before: Duration, current: &Option<Generation>| {
+        before + current.as_ref().map_or(Duration::ZERO, |g| g.at.elapsed())
     };
     loop {
         let why = if stdin_closed.load(Ordering::Relaxed) {
@@ -246,24 +290,29 @@ fn watch(
             None
         };
         if let Some(why) = why {
-            return (why, up_total(up_before, up_since));
+            return (why, up_total(up_before, &current));
         }
         std::thread::sleep(Duration::from_millis(20));
-        let up = link.state().is_up();
+        let state = link.state();
+        let up = state.is_up();
         let (_, (nf, nb)) = snapshot(tallies);
-        if up != was_up {
-            match up_since.take() {
-                Some(t) => up_before += t.elapsed(),
-                None => up_since = Some(Instant::now()),
+        match (current.take(), state) {
+            (Some(g), LinkState::Up { generation }) if generation == g.id => current = Some(g),
+            // Down, or down and up again between two looks.
+            (Some(g), _) => {
+                eprintln!("rxonly: link down: frames {nf}, bytes {nb}");
+                g.report(nf, nb);
+                up_before += g.at.elapsed();
+                base = (nf, nb);
             }
-            eprintln!(
-                "rxonly: link {}: frames {nf}, bytes {nb}",
-                if up { "up" } else { "down" }
-            );
-            was_up = up;
+            (None, LinkState::Down) => {}
+            (None, LinkState::Up { .. }) => {
+                eprintln!("rxonly: link up: frames {nf}, bytes {nb}");
+                current = Generation::start(link, base.0, base.1);
+            }
         }
         if every.is_some_and(|e| last_at.elapsed() >= e) {
-            let up_now = up_total(up_before, up_since);
+            let up_now = up_total(up_before, &current);
             let dt = (up_now - up_at_report).as_secs_f64().max(1e-9);
             up_at_report = up_now;
             eprintln!(

@@ -183,6 +183,9 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
         return Err("--seconds and --drain must be non-negative numbers".into());
     }
     let args = &a.link;
+    // Before the link opens: once its socket exists, Ctrl-C ends a wait
+    // with a summary.
+    interrupt::install();
     let link = args.open()?;
     let defaults = Addresses::of_link(&args.domain, &args.link, args.role);
     let addrs = Addresses {
@@ -197,7 +200,6 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
         frame::format_mac(&addrs.dst),
         frame::ETHERTYPE
     );
-    interrupt::install();
     let mut left = Duration::from_secs_f64(a.seconds);
     let mut total = Sent::default();
     let mut per_queue: Vec<Sent> = Vec::new();

@@ -14,10 +14,26 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_core::{HugepagePolicy, Link, Role};
 
-fn scratch(name: &str) -> String {
+/// A run directory of this test's own, removed when dropped.
+struct Scratch(String);
+
+impl std::ops::Deref for Scratch {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("vecring-gen-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d.to_str().unwrap().to_string()
+    Scratch(d.to_str().unwrap().to_string())
 }
 
 /// `vecring MODE --domain d --link l --run-dir RUN --hugepages never EXTRA`,
@@ -249,7 +265,8 @@ fn rxonly_waiting_for_its_master_ends_with_a_summary_when_stdin_closes() {
     let run = scratch("stdin");
     let mut rx = start("rxonly", &run, &["--up-timeout", "30"]);
     let start = Instant::now();
-    while !std::path::Path::new(&run).join("d").exists() && start.elapsed() < Duration::from_secs(2)
+    while !std::path::Path::new(&*run).join("d").exists()
+        && start.elapsed() < Duration::from_secs(2)
     {
         std::thread::sleep(Duration::from_millis(20));
     }

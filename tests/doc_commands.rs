@@ -40,7 +40,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 use std::time::Duration;
 use vecring_tests::doc_runner::{
-    number_after, run, run_in, steps, steps_in, Event::*, How, Plan, Policy, Record, Step::*,
+    number_after, run, run_in, steps, steps_in, Event, Event::*, How, Plan, Policy, Record, Step::*,
 };
 
 /// Documents not run, with the reason (a path, or a directory ending in
@@ -54,7 +54,7 @@ const EXCLUDED_DOCS: &[(&str, &str)] = &[(
 /// commands are all skipped needs no plan.
 const SKIPPED: &[(&str, &str)] = &[
     (
-        "sudo scripts/setup.sh",
+        "scripts/setup.sh",
         "installs distribution packages (apt), DPDK's driver-SDK headers and hugepages; scripts/test.sh runs it before the tests",
     ),
     (
@@ -78,6 +78,30 @@ test -e /usr/local/lib/vecring/librte_net_vecring.so
 
 const LXC: &str = "docs/lxc.md";
 const OVS: &str = "docs/ovs.md";
+const DPC: &str = "docs/dpdk-container.md";
+
+/// What the reader of `docs/dpdk-container.md` types once both testpmds
+/// are up and the link is: `start` in both, `stop` in the sender, then
+/// (once its last frames are read) in the receiver, and `quit` in both.
+/// The pauses are the reader's: traffic for two seconds, and the time it
+/// takes to move to the other shell.
+const fn testpmd_traffic(sender: &'static str, receiver: &'static str) -> [Event; 11] {
+    [
+        WaitFor(receiver, "link up", 1),
+        Type(receiver, "start"),
+        Type(sender, "start"),
+        Shell("sleep 2"),
+        Type(sender, "stop"),
+        Shell("sleep 1"),
+        Type(receiver, "stop"),
+        Type(sender, "quit"),
+        Type(receiver, "quit"),
+        Exit(sender),
+        Exit(receiver),
+    ]
+}
+const HOST_SENDS: [Event; 11] = testpmd_traffic("host", "container");
+const CONTAINER_SENDS: [Event; 11] = testpmd_traffic("container", "host");
 
 const PLANS: &[Plan] = &[
     // docs/lxc.md: an unprivileged container with a root file system of
@@ -129,6 +153,58 @@ const PLANS: &[Plan] = &[
         ..run_in(LXC, "6.", "$ vecring txonly --role master")
     },
     run_in(LXC, "6.", "lxc-destroy -n web"),
+    // docs/dpdk-container.md: testpmd in a container with a root file
+    // system of its own, unprivileged without hugepages, then privileged
+    // with them, joined to a testpmd on the host.
+    run_in(DPC, "1.", "$ vecring prepare --domain dp --owner 100000:100000"),
+    run_in(DPC, "1.", "cp --parents -L"),
+    run_in(DPC, "2.", "cat > /var/lib/lxc/dp/config"),
+    run_in(DPC, "2.", "$ vecring doctor --domain dp --lxc dp"),
+    steps_in(
+        DPC,
+        "3.",
+        "$ dpdk-testpmd",
+        &[Term("host", Some("testpmd> "))],
+        &[],
+    ),
+    steps_in(
+        DPC,
+        "3.",
+        "$ lxc-attach -n dp",
+        &[Term("container", Some("testpmd> "))],
+        &HOST_SENDS,
+    ),
+    steps_in(
+        DPC,
+        "4.",
+        "$ lxc-attach -n dp",
+        &[Term("container", Some("testpmd> "))],
+        &[],
+    ),
+    steps_in(
+        DPC,
+        "4.",
+        "$ dpdk-testpmd",
+        &[Term("host", Some("testpmd> "))],
+        &CONTAINER_SENDS,
+    ),
+    run_in(DPC, "5.", "lxc.mount.entry = hugetlbfs"),
+    run_in(DPC, "5.", "$ vecring doctor --domain dp --lxc dp"),
+    steps_in(
+        DPC,
+        "5.",
+        "$ lxc-attach -n dp",
+        &[Term("container", Some("testpmd> "))],
+        &[],
+    ),
+    steps_in(
+        DPC,
+        "5.",
+        "$ dpdk-testpmd",
+        &[Term("host", Some("testpmd> "))],
+        &CONTAINER_SENDS,
+    ),
+    run_in(DPC, "5.", "lxc-destroy -n dp"),
     // README.md
     Plan {
         how: How::Excluded(
@@ -178,7 +254,7 @@ const PLANS: &[Plan] = &[
     // docs/c-api.md
     run(
         "docs/c-api.md",
-        "sudo vecring-ffi/install.sh --no-build      #",
+        "vecring-ffi/install.sh --no-build           # as root",
     ),
     Plan {
         before: &[Shell("cp vecring-ffi/examples/c/hello.c app.c")],
@@ -244,6 +320,8 @@ const PLANS: &[Plan] = &[
     run(OVS, "ovs-vsctl del-port br0 c1"),
     run(OVS, "exit --cleanup"),
     // vecring-pmd/README.md
+    run("vecring-pmd/README.md", "socket=63 -- -i"),
+    run("vecring-pmd/README.md", "Number of available ports: 2"),
     steps(
         "vecring-pmd/README.md",
         "--file-prefix=vr_master --lcores=0@0,1@0",
@@ -402,6 +480,59 @@ fn require_lxc() {
         Path::new("/usr/bin/lxc-start").exists(),
         "lxc-start missing: run scripts/setup.sh"
     );
+}
+
+/// In each of the guide's three runs, every frame testpmd's txonly sent
+/// reached the other testpmd (the k-th sender is the k-th receiver's
+/// peer), and the host's testpmd saw the container's testpmd as the host
+/// sees the container's root: uid 100000 unprivileged, 0 privileged.
+fn dpdk_container_check(r: &Record) -> Result<(), String> {
+    let totals = |out: &str, label: &str| {
+        out.find("Accumulated forward statistics")
+            .and_then(|at| number_after(&out[at..], label))
+    };
+    let senders = r.ran("--forward-mode=txonly");
+    let receivers = r.ran("--forward-mode=rxonly");
+    if senders.len() != 3 || receivers.len() != 3 {
+        return Err(format!(
+            "{} senders and {} receivers, not 3 each",
+            senders.len(),
+            receivers.len()
+        ));
+    }
+    for ((cmd, tx), (_, rx)) in senders.into_iter().zip(receivers) {
+        let sent = totals(tx, "TX-packets: ");
+        let got = totals(rx, "RX-packets: ");
+        if !(sent > Some(0) && got == sent) {
+            return Err(format!(
+                "line {}: testpmd sent {sent:?} frames, its peer received {got:?}:\n{tx}\n{rx}",
+                cmd.line
+            ));
+        }
+    }
+    for (cmd, out) in r.ran("--log-level=pmd.net.vecring:info") {
+        let uid = if cmd.text.contains("owner=100000:100000") {
+            100_000
+        } else {
+            0
+        };
+        let seen = out
+            .find("slave attached: ")
+            .and_then(|at| number_after(&out[at..], " uid "));
+        if seen != Some(uid) {
+            return Err(format!(
+                "line {}: the host's testpmd saw the slave as uid {seen:?}, not {uid}:\n{out}",
+                cmd.line
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn dpdk_container_guide() {
+    require_lxc();
+    POLICY.run_doc(DPC, Duration::from_secs(300), dpdk_container_check);
 }
 
 #[test]

@@ -25,18 +25,14 @@ mod forward;
 mod ops;
 mod prepare;
 mod traffic;
+mod wait;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-use vecring_core::abi::{
-    MAX_FRAME_LEN, MAX_QUEUES, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_FRAME_LEN, MIN_SLOT_COUNT,
-    MIN_SLOT_SIZE,
-};
+use vecring_core::abi::{MAX_QUEUES, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_SLOT_COUNT, MIN_SLOT_SIZE};
 use vecring_core::geometry::check_queues;
-use vecring_core::memory::AttachError;
-use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, LinkError, RegionBudget, Role};
+use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, RegionBudget, Role};
 
 /// The text after `--help`: logging and how the modes end.
 const AFTER_HELP: &str = "\
@@ -45,7 +41,10 @@ uid, the socket path a side waits on, refusals), on stderr. -v: debug, -vv:
 trace; -q: warnings only, -qq: errors only. RUST_LOG (env_logger syntax, e.g.
 RUST_LOG=vecring_core=debug) overrides both.
 
-rxonly ends when its stdin closes or on Ctrl-C, and then prints a summary.
+rxonly ends when its stdin closes or on Ctrl-C, txonly when it has sent for
+--seconds of link up or on Ctrl-C; both print a summary then, also when
+they were still waiting for a peer. Their rates count only the time the
+link was up.
 
 Exit status: 0 on success, 1 on any error (bad option, link refused, peer
 not there in time), 2 on a usage error.";
@@ -80,23 +79,14 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         frames: u64,
     },
-    /// Send frames of one size as fast as the peer takes them, then wait
-    /// (at most --drain seconds) for the peer to read them, and report the
-    /// frames sent, taken by the peer and left in the ring (per queue and
-    /// in total).
-    Txonly {
-        #[command(flatten)]
-        link: LinkArgs,
-        /// Frame size in bytes.
-        #[arg(long, default_value_t = 64, help = frame_size_help())]
-        size: usize,
-        /// How long to send.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-        /// Longest wait, after sending, for the peer to read the ring.
-        #[arg(long, default_value_t = 5.0)]
-        drain: f64,
-    },
+    /// Send Ethernet frames of one size (ethertype 0x88b5, from this end's
+    /// MAC to the peer's, as the DPDK driver assigns them; --src-mac and
+    /// --dst-mac set them) as fast as the peer takes them, for --seconds
+    /// of link up: when the peer leaves, report its generation and wait
+    /// for the next one. Then wait (at most --drain seconds) for the peer
+    /// to read them, and report the frames sent, taken by the peer and
+    /// left in the ring (per queue and in total).
+    Txonly(traffic::TxonlyArgs),
     /// Receive and count frames. Prints labelled counts and rates every
     /// --interval seconds and on link up/down (stderr), answers each line
     /// on stdin with `rx <frames> <bytes>` (stdout; with several queues,
@@ -228,7 +218,10 @@ fn parse_budget(s: &str) -> Result<RegionBudget, String> {
     if n == 0 || !(secs > 0.0 && secs.is_finite()) {
         return Err(format!("'{s}': the burst and the seconds must be positive"));
     }
-    Ok(RegionBudget::new(n, Duration::from_secs_f64(secs)))
+    Ok(RegionBudget::new(
+        n,
+        std::time::Duration::from_secs_f64(secs),
+    ))
 }
 
 fn slots_help() -> String {
@@ -249,10 +242,6 @@ fn queues_help() -> String {
     format!(
         "Queue pairs, 1..={MAX_QUEUES}, one data-path thread each (stress: two). Master: the link's count (default 1); slave: the count required of the master (default: the master's)"
     )
-}
-
-fn frame_size_help() -> String {
-    format!("Frame size in bytes, {MIN_FRAME_LEN}..={MAX_FRAME_LEN}")
 }
 
 impl LinkArgs {
@@ -343,63 +332,6 @@ impl LinkArgs {
         }
         Ok(b)
     }
-
-    /// Opens the link and waits for the peer, saying so (with the socket
-    /// path) at once and again every [`WAIT_REPORT`].
-    fn open_up(&self) -> Result<Link, String> {
-        self.check()?;
-        let link = self.builder()?.open().map_err(|e| e.to_string())?;
-        let path = link
-            .socket_path()
-            .map_or_else(String::new, |p| p.display().to_string());
-        let timeout = Duration::from_secs_f64(self.up_timeout);
-        let peer = match self.role {
-            Role::Master => "slave",
-            Role::Slave => "master",
-        };
-        if !link.state().is_up() {
-            log::info!(
-                "waiting for the {peer} on {path} (up to {:.0} s)",
-                self.up_timeout
-            );
-        }
-        let start = std::time::Instant::now();
-        loop {
-            let left = timeout.saturating_sub(start.elapsed());
-            match link.wait_up(left.min(WAIT_REPORT)) {
-                Ok(_) => return Ok(link),
-                Err(LinkError::Timeout(_)) if start.elapsed() < timeout => log::warn!(
-                    "still waiting for the {peer} on {path} after {:.0} s",
-                    start.elapsed().as_secs_f64()
-                ),
-                Err(LinkError::Timeout(_)) => {
-                    return Err(format!(
-                        "no {peer} on {path} after {:.0} s (--up-timeout): is it running, with the same --domain, --link and --run-dir?",
-                        self.up_timeout
-                    ))
-                }
-                Err(e) => return Err(self.refusal(&path, e)),
-            }
-        }
-    }
-
-    /// Why the link did not come up, in the tool's terms: a slave whose
-    /// `--queues` differs from the master's count is told both counts and
-    /// what to give instead.
-    fn refusal(&self, path: &str, e: LinkError) -> String {
-        match e {
-            // The field vecring-core's region check names when the
-            // master's count is not the one this slave required.
-            LinkError::Attach(AttachError::Mismatch {
-                field: "queue count",
-                ours,
-                theirs,
-            }) => format!(
-                "--queues {ours}: the master on {path} has {theirs} queue pairs; give --queues {theirs}, or leave --queues out to take the master's count"
-            ),
-            e => format!("{path}: {e}"),
-        }
-    }
 }
 
 /// The queue count of a link that is (or was) up: the master's.
@@ -411,9 +343,6 @@ pub fn queues_of(link: &Link) -> Result<u16, String> {
     link.queues()
         .ok_or_else(|| "the link's queue count is not known before it is up".to_string())
 }
-
-/// How often a side waiting for its peer says so.
-const WAIT_REPORT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -429,12 +358,7 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Stress { link, frames } => traffic::stress(&link, frames),
-        Command::Txonly {
-            link,
-            size,
-            seconds,
-            drain,
-        } => traffic::txonly(&link, size, seconds, drain),
+        Command::Txonly(args) => traffic::txonly(&args),
         Command::Rxonly {
             link,
             interval,

@@ -79,8 +79,8 @@ fn options_are_checked_before_the_link_opens() {
     let cases: &[(&str, &[&str], &str)] = &[
         (
             "txonly",
-            &["--size", "0"],
-            "--size 0: a frame is 1 to 9216 bytes",
+            &["--size", "13"],
+            "--size 13: a frame is 14 (an Ethernet header) to 9216 bytes",
         ),
         ("txonly", &["--size", "9217"], "--size 9217"),
         ("rxonly", &["--cpu", "4000"], "--cpu 4000: no such CPU"),
@@ -140,12 +140,14 @@ fn help_states_limits_and_logging() {
     );
 }
 
+/// (txonly: an rxonly whose stdin is closed, as here, ends its wait at
+/// once.)
 #[test]
 fn waiting_side_names_its_socket_path() {
     let run_dir = scratch("wait");
     let rd = run_dir.to_str().unwrap();
     let args = [
-        "rxonly",
+        "txonly",
         "--domain",
         "dom",
         "--link",

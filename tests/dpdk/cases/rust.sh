@@ -1,11 +1,11 @@
 # shellcheck shell=bash
 # Group "rust", sourced by tests/dpdk/run.sh: the ignored Rust tests that
 # need root, testpmd and the PMD (tests/dpdk_interop.rs, dpdk_hostile.rs,
-# dpdk_port.rs, dpdk_tools.rs, dpdk_intr.rs), built with cargo and run here; each passing
+# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs), built with cargo and run here; each passing
 # Rust test is one PASS, and each binary must list and pass exactly the
 # expected number of tests.
 
-group rust rust_interop rust_hostile rust_port rust_tools rust_intr
+group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr
 
 # rust_tests LABEL TEST COUNT: runs the ignored tests of tests/TEST.rs (each
 # counts as one check here). The binary must list exactly COUNT ignored
@@ -71,6 +71,9 @@ test_rust_port() { rust_tests "rust port" dpdk_port 7; }
 
 # tests/dpdk_tools.rs
 test_rust_tools() { rust_tests "rust tools" dpdk_tools 5; }
+# The vecring tool's frames through a testpmd port's MAC filter
+# (tests/dpdk_tool.rs).
+test_rust_tool() { rust_tests "rust tool" dpdk_tool 1; }
 
 # A C DPDK program sleeps in rte_epoll_wait with Rx interrupts (as
 # l3fwd-power does), woken by a Rust peer's frames, by its leaving and by

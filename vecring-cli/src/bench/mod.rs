@@ -20,6 +20,7 @@ mod search;
 mod slave;
 
 use crate::cpus;
+use crate::traffic::frame::{ethernet, Addresses};
 use crate::traffic::{on_each_queue, send_for, send_paced, Failure};
 use clap::Args;
 use report::{Count, Row, Setup};
@@ -209,13 +210,19 @@ fn measure(
                 args.seconds
             );
         }
+        let frame = ethernet(size, &Addresses::BENCH);
+        let send =
+            |tx: &mut Sender, stop, abort: &AtomicBool| match send_for(tx, &frame, stop, abort)? {
+                b if b.down => Err("link went down".to_string()),
+                b => Ok((b.frames, b.full)),
+            };
         // Warm-up, not counted.
         let warm = Instant::now() + Duration::from_millis(200);
-        each_queue(&mut txs, cpus, |tx, abort| send_for(tx, size, warm, abort))?;
+        each_queue(&mut txs, cpus, |tx, abort| send(tx, warm, abort))?;
         let rx0 = slave.settled(&mut txs)?;
         let start = Instant::now();
         let stop = start + Duration::from_secs_f64(args.seconds);
-        let sent = each_queue(&mut txs, cpus, |tx, abort| send_for(tx, size, stop, abort))?;
+        let sent = each_queue(&mut txs, cpus, |tx, abort| send(tx, stop, abort))?;
         let secs = start.elapsed().as_secs_f64();
         let rx1 = slave.settled(&mut txs)?;
         let queues: Vec<Count> = sent
@@ -277,7 +284,8 @@ fn loss_at(
 ) -> Result<f64, String> {
     let rx0 = slave.settled(txs)?;
     let share = rate / txs.len().max(1) as f64;
-    let paced = each_queue(txs, cpus, |tx, _| send_paced(tx, size, share, trial))?;
+    let frame = ethernet(size, &Addresses::BENCH);
+    let paced = each_queue(txs, cpus, |tx, _| send_paced(tx, &frame, share, trial))?;
     let rx1 = slave.settled(txs)?;
     let offered: u64 = paced.iter().map(|p| p.offered).sum();
     if !paced.iter().all(|p| p.kept_rate) || offered == 0 {

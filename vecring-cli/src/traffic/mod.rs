@@ -7,15 +7,17 @@
 //! Each mode reports per queue (when the link has more than one) and in
 //! total; a link of one queue prints what it always printed.
 
+pub mod frame;
+mod interrupt;
 mod rxonly;
 mod send;
 mod stress;
 mod txonly;
 
 pub use rxonly::rxonly;
-pub use send::{send_for, send_paced};
+pub use send::{send_for, send_paced, Burst};
 pub use stress::stress;
-pub use txonly::txonly;
+pub use txonly::{txonly, TxonlyArgs};
 
 use crate::cpus;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,21 +2,14 @@
 //! each) until stdin closes or Ctrl-C, answering queries on stdin and
 //! reporting on stderr, per queue and in total.
 
-use super::{Failure, BATCH};
+use super::{interrupt, Failure, BATCH};
+use crate::wait::Waited;
 use crate::{cpus, queues_of, LinkArgs};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{HoldBack, Link, Receiver, RecvError};
-
-/// Set by the SIGINT handler of [`rxonly`].
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    // Async-signal-safe: one atomic store.
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
+use vecring_core::{HoldBack, Link, LinkState, Receiver, RecvError};
 
 /// Frames and bytes one queue's thread has received so far.
 #[derive(Default)]
@@ -79,8 +72,52 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
             "--interval {interval}: must be a non-negative number"
         ));
     }
-    let link = args.open_up()?;
+    // Before the link opens: once its socket exists, Ctrl-C ends a wait
+    // with a summary.
+    interrupt::install();
+    let link = args.open()?;
+    let tallies: Arc<Vec<Tally>> = Arc::new(
+        (0..vecring_core::abi::MAX_QUEUES)
+            .map(|_| Tally::default())
+            .collect(),
+    );
+    // Stdin: queries answered at once; its end ends the run, the wait for
+    // the peer too. The thread stays blocked on stdin until the process
+    // exits.
+    let queues_known = Arc::new(AtomicU64::new(1));
+    let stdin_closed = Arc::new(AtomicBool::new(false));
+    {
+        let (tallies, closed, known) = (
+            Arc::clone(&tallies),
+            Arc::clone(&stdin_closed),
+            Arc::clone(&queues_known),
+        );
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                if line.is_err() {
+                    break;
+                }
+                let n = known.load(Ordering::Relaxed) as usize;
+                println!("{}", answer(&tallies[..n]));
+            }
+            closed.store(true, Ordering::Relaxed);
+        });
+    }
+    let ended = || {
+        if stdin_closed.load(Ordering::Relaxed) {
+            Some("stdin closed")
+        } else if interrupt::interrupted() {
+            Some("interrupted")
+        } else {
+            None
+        }
+    };
+    if let Waited::Stopped(why) = args.wait_for_peer(&link, &ended)? {
+        eprintln!("rxonly: summary ({why}, before the peer came): frames 0, bytes 0 in 0.0 s");
+        return Ok(());
+    }
     let queues = queues_of(&link)?;
+    queues_known.store(u64::from(queues), Ordering::Relaxed);
     let mut rxs = (0..queues)
         .map(|q| link.receiver_on(q))
         .collect::<Result<Vec<_>, _>>()
@@ -90,29 +127,11 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
             rx.set_hold_back(Some(HoldBack::STREAMING));
         }
     }
-    // SAFETY: installs a handler that only stores to an atomic.
-    unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
-    let tallies: Arc<Vec<Tally>> = Arc::new((0..queues).map(|_| Tally::default()).collect());
-    // Stdin: queries answered at once; its end ends the run. The thread
-    // stays blocked on stdin until the process exits.
-    let stdin_closed = Arc::new(AtomicBool::new(false));
-    {
-        let (tallies, closed) = (Arc::clone(&tallies), Arc::clone(&stdin_closed));
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                if line.is_err() {
-                    break;
-                }
-                println!("{}", answer(&tallies));
-            }
-            closed.store(true, Ordering::Relaxed);
-        });
-    }
+    let tallies_used = &tallies[..usize::from(queues)];
     let done = AtomicBool::new(false);
     let failure = Failure::default();
-    let start = Instant::now();
-    let why = std::thread::scope(|s| {
-        for ((q, mut rx), tally) in (0u16..).zip(rxs).zip(tallies.iter()) {
+    let (why, up) = std::thread::scope(|s| {
+        for ((q, mut rx), tally) in (0u16..).zip(rxs).zip(tallies_used.iter()) {
             let (cpu, done, failure) = (cpus::for_queue(&args.cpu, q), &done, &failure);
             s.spawn(move || {
                 cpus::pin(cpu);
@@ -121,12 +140,12 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
                 }
             });
         }
-        let why = watch(&link, &tallies, interval, &stdin_closed, &failure);
+        let ended = watch(&link, tallies_used, interval, &stdin_closed, &failure);
         done.store(true, Ordering::Relaxed);
-        why
+        ended
     });
-    let secs = start.elapsed().as_secs_f64().max(1e-9);
-    let (each, (nf, nb)) = snapshot(&tallies);
+    let secs = up.as_secs_f64();
+    let (each, (nf, nb)) = snapshot(tallies_used);
     if each.len() > 1 {
         for (q, (qf, qb)) in each.iter().enumerate() {
             eprintln!("rxonly: queue {q}: frames {qf}, bytes {qb}");
@@ -134,7 +153,7 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
     }
     eprintln!(
         "rxonly: summary ({why}): frames {nf}, bytes {nb} in {secs:.1} s ({:.0} pps average)",
-        nf as f64 / secs
+        nf as f64 / secs.max(1e-9)
     );
     failure.take().map_or(Ok(()), Err)
 }
@@ -197,41 +216,105 @@ fn receive(
     Ok(())
 }
 
+/// The generation being received: its id, when it came up, and the
+/// totals then.
+struct Generation {
+    id: u64,
+    at: Instant,
+    frames: u64,
+    bytes: u64,
+}
+
+impl Generation {
+    /// The link's current generation, counted from the totals `frames`
+    /// and `bytes`, up since now; None if the link is down.
+    fn start(link: &Link, frames: u64, bytes: u64) -> Option<Generation> {
+        match link.state() {
+            LinkState::Up { generation } => Some(Generation {
+                id: generation,
+                at: Instant::now(),
+                frames,
+                bytes,
+            }),
+            LinkState::Down => None,
+        }
+    }
+
+    /// Says what this generation received, now that it ended with the
+    /// totals `frames` and `bytes`.
+    fn report(&self, frames: u64, bytes: u64) {
+        let secs = self.at.elapsed().as_secs_f64();
+        let n = frames.saturating_sub(self.frames);
+        eprintln!(
+            "rxonly: generation {}: frames {n}, bytes {} in {secs:.1} s ({:.0} pps)",
+            self.id,
+            bytes.saturating_sub(self.bytes),
+            n as f64 / secs.max(1e-9)
+        );
+    }
+}
+
 /// Reports on stderr until stdin closes, Ctrl-C, or a queue fails: link
-/// up and down, and every `interval` seconds (0: never) the totals and
-/// their rates. Returns why it ended.
+/// up and down (with what each generation received), and every
+/// `interval` seconds (0: never) the totals and their rates over the time
+/// the link was up in it. Returns why it ended and how long the link was
+/// up.
 fn watch(
     link: &Link,
     tallies: &[Tally],
     interval: f64,
     stdin_closed: &AtomicBool,
     failure: &Failure,
-) -> &'static str {
+) -> (&'static str, Duration) {
     let every = (interval > 0.0).then(|| Duration::from_secs_f64(interval));
     let (mut last_at, mut last_f, mut last_b) = (Instant::now(), 0u64, 0u64);
-    let mut was_up = true;
+    // Time up in the generations that ended, and the current one.
+    let mut up_before = Duration::ZERO;
+    let mut current = Generation::start(link, 0, 0);
+    // The totals when the last generation ended: nothing arrives while
+    // the link is down, so the next generation counts from them (frames
+    // that arrive before this loop sees the link up are the next one's).
+    let mut base = (0u64, 0u64);
+    let mut up_at_report = Duration::ZERO;
+    let up_total = |before: Duration, current: &Option<Generation>| {
+        before + current.as_ref().map_or(Duration::ZERO, |g| g.at.elapsed())
+    };
     loop {
-        if stdin_closed.load(Ordering::Relaxed) {
-            return "stdin closed";
-        }
-        if INTERRUPTED.load(Ordering::Relaxed) {
-            return "interrupted";
-        }
-        if failure.is_set() {
-            return "receive failed";
+        let why = if stdin_closed.load(Ordering::Relaxed) {
+            Some("stdin closed")
+        } else if interrupt::interrupted() {
+            Some("interrupted")
+        } else if failure.is_set() {
+            Some("receive failed")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return (why, up_total(up_before, &current));
         }
         std::thread::sleep(Duration::from_millis(20));
-        let up = link.state().is_up();
+        let state = link.state();
+        let up = state.is_up();
         let (_, (nf, nb)) = snapshot(tallies);
-        if up != was_up {
-            eprintln!(
-                "rxonly: link {}: frames {nf}, bytes {nb}",
-                if up { "up" } else { "down" }
-            );
-            was_up = up;
+        match (current.take(), state) {
+            (Some(g), LinkState::Up { generation }) if generation == g.id => current = Some(g),
+            // Down, or down and up again between two looks.
+            (Some(g), _) => {
+                eprintln!("rxonly: link down: frames {nf}, bytes {nb}");
+                g.report(nf, nb);
+                up_before += g.at.elapsed();
+                base = (nf, nb);
+            }
+            (None, LinkState::Down) => {}
+            (None, LinkState::Up { .. }) => {
+                eprintln!("rxonly: link up: frames {nf}, bytes {nb}");
+                current = Generation::start(link, base.0, base.1);
+            }
         }
         if every.is_some_and(|e| last_at.elapsed() >= e) {
-            let dt = last_at.elapsed().as_secs_f64();
+            let up_now = up_total(up_before, &current);
+            let dt = (up_now - up_at_report).as_secs_f64().max(1e-9);
+            up_at_report = up_now;
             eprintln!(
                 "rxonly: frames {nf} ({:.0} pps), bytes {nb} ({:.1} Mbit/s), link {}",
                 nf.saturating_sub(last_f) as f64 / dt,

@@ -1,38 +1,54 @@
 //! The sending loops of `txonly` and `bench`: as fast as the ring takes
 //! frames ([`send_for`]), and at a constant offered rate ([`send_paced`]).
-//! Every frame of a run is the same buffer of `size` bytes: the loops
-//! measure the link, not the making of frames.
+//! Every frame of a run is the same buffer (`frame.rs`): the loops measure
+//! the link, not the making of frames.
 
 use super::BATCH;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use vecring_core::SendError;
 
-/// Sends frames of `size` bytes until `stop` or `abort`; returns frames
-/// sent and the number of times the ring was full.
+/// What [`send_for`] sent until it stopped.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Burst {
+    /// Frames the ring took.
+    pub frames: u64,
+    /// Times the ring was full when a batch was offered.
+    pub full: u64,
+    /// Whether it stopped because the link went down (the peer left).
+    pub down: bool,
+}
+
+/// Sends `frame` until `stop`, `abort`, or the link goes down.
 pub fn send_for(
     tx: &mut vecring_core::Sender,
-    size: usize,
+    frame: &[u8],
     stop: Instant,
     abort: &AtomicBool,
-) -> Result<(u64, u64), String> {
-    let frame = vec![0x5au8; size];
-    let (mut sent, mut full) = (0u64, 0u64);
+) -> Result<Burst, String> {
+    let mut b = Burst::default();
     let mut n = 0u32;
     loop {
         n = n.wrapping_add(1);
         if n % 1024 == 0 && (Instant::now() >= stop || abort.load(Ordering::Relaxed)) {
             break;
         }
-        let k = send_batch(tx, &frame, BATCH)?;
+        let k = match tx.send_batch(std::iter::repeat_n(frame, BATCH)) {
+            Ok(k) => k,
+            Err(SendError::LinkDown) => {
+                b.down = true;
+                break;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         if k == 0 {
-            full += 1;
+            b.full += 1;
             std::hint::spin_loop();
         }
-        sent += k as u64;
+        b.frames += k as u64;
     }
     tx.flush_counters();
-    Ok((sent, full))
+    Ok(b)
 }
 
 /// Sends up to `n` copies of `frame` in one batch; returns how many the
@@ -56,17 +72,16 @@ pub struct Paced {
     pub kept_rate: bool,
 }
 
-/// Offers frames of `size` bytes at a constant `rate` (frames per second)
+/// Offers `frame` at a constant `rate` (frames per second)
 /// for `duration`, each batch as soon as it falls due; a frame that finds
 /// the ring full is dropped and counted, not retried, as a NIC would drop
 /// it (the trial of an RFC 2544 throughput search).
 pub fn send_paced(
     tx: &mut vecring_core::Sender,
-    size: usize,
+    frame: &[u8],
     rate: f64,
     duration: Duration,
 ) -> Result<Paced, String> {
-    let frame = vec![0x5au8; size];
     let total = (rate * duration.as_secs_f64()).ceil() as u64;
     let mut offered = 0u64;
     let start = Instant::now();
@@ -77,7 +92,7 @@ pub fn send_paced(
             continue;
         }
         let n = (due - offered).min(BATCH as u64) as usize;
-        send_batch(tx, &frame, n)?;
+        send_batch(tx, frame, n)?;
         offered += n as u64;
     }
     let kept_rate = start.elapsed().as_secs_f64() <= duration.as_secs_f64() * 1.02;

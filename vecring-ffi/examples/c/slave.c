@@ -32,6 +32,8 @@ int main(int argc, char **argv)
 	opts.role = VECRING_ROLE_SLAVE; /* the default; either side may start first */
 	if (check(vecring_open(&opts, &link), "open"))
 		goto out;
+	/* Say what this side waits for: a silent slave looks hung. */
+	fprintf(stderr, "slave: waiting for the master of demo/eth0 (up to 30 s)\n");
 	if (check(vecring_wait_up(link, 30000, NULL), "wait for the master"))
 		goto out;
 

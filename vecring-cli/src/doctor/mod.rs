@@ -8,6 +8,9 @@ use serde_json::json;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+mod dpdk_lxc;
+mod lxc;
+
 /// Options of `vecring doctor`.
 #[derive(Args)]
 pub struct DoctorArgs {
@@ -264,8 +267,13 @@ fn run_dir(r: &mut Report, dir: &Path) {
         }
     }
     for p in v["problems"].as_array().into_iter().flatten() {
+        // A lock a dead master left is harmless (the next master takes
+        // it): a note, as `list` calls it; anything else is not vecring's.
+        let harmless = p["problem"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("lock without a socket"));
         r.add(
-            Level::Warn,
+            if harmless { Level::Note } else { Level::Warn },
             "run-dir",
             format!(
                 "{}: {}",
@@ -401,105 +409,6 @@ fn dpdk(r: &mut Report) {
     }
 }
 
-/// The host uid a container's root maps to, from its `lxc.idmap` lines.
-fn mapped_root(config: &str) -> Option<u32> {
-    config.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        if k.trim() != "lxc.idmap" {
-            return None;
-        }
-        let f: Vec<&str> = v.split_whitespace().collect();
-        (f.len() == 4 && f[0] == "u" && f[1] == "0")
-            .then(|| f[2].parse().ok())
-            .flatten()
-    })
-}
-
-fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
-    if let Err(e) = vecring_core::name::validate("domain", domain) {
-        r.add(Level::Fail, "lxc", e.to_string(), None);
-        return;
-    }
-    let path = args.lxc_path.join(name).join("config");
-    let dir = args.run_dir.join(domain);
-    let target = dir.strip_prefix("/").unwrap_or(&dir).display().to_string();
-    let mount = format!(
-        "lxc.mount.entry = {} {target} none bind,create=dir 0 0",
-        dir.display()
-    );
-    let config = match std::fs::read_to_string(&path) {
-        Ok(c) => c,
-        Err(e) => {
-            r.add(
-                Level::Fail,
-                "lxc",
-                format!(
-                    "cannot read {}: {e} (is '{name}' a container here?)",
-                    path.display()
-                ),
-                Some(format!("add to its config: {mount}")),
-            );
-            return;
-        }
-    };
-    let has_mount = config.lines().any(|l| {
-        let l = l.trim();
-        l.starts_with("lxc.mount.entry")
-            && l.split_once('=').is_some_and(|(_, v)| {
-                v.split_whitespace().next() == Some(&dir.display().to_string())
-            })
-    });
-    if has_mount {
-        r.add(
-            Level::Ok,
-            "lxc",
-            format!("{name}: mounts {}", dir.display()),
-            None,
-        );
-    } else {
-        r.add(
-            Level::Fail,
-            "lxc",
-            format!(
-                "{name}: its config does not mount {}: the container cannot reach the link",
-                dir.display()
-            ),
-            Some(format!("add to {}: {mount}", path.display())),
-        );
-    }
-    match mapped_root(&config) {
-        Some(uid) => r.add(
-            Level::Ok,
-            "lxc",
-            format!(
-                "{name} is unprivileged: its root is uid {uid} on the host; give the master --owner {uid}:{uid} (driver: owner={uid}:{uid}) so only it may attach"
-            ),
-            None,
-        ),
-        None => r.add(
-            Level::Note,
-            "lxc",
-            format!("{name} has no lxc.idmap: a privileged container (its root is the host's root)"),
-            Some("for an unprivileged one add: lxc.idmap = u 0 100000 65536 and lxc.idmap = g 0 100000 65536 (and root:100000:65536 in /etc/subuid and /etc/subgid)".into()),
-        ),
-    }
-    let md = std::fs::symlink_metadata(&dir);
-    if !matches!(&md, Ok(m) if m.is_dir()) {
-        r.add(
-            Level::Warn,
-            "lxc",
-            format!(
-                "{} does not exist yet: a container started before its master cannot mount it",
-                dir.display()
-            ),
-            Some(format!(
-                "mkdir -m 0711 -p {} (owned by the master's user), or start the master first",
-                dir.display()
-            )),
-        );
-    }
-}
-
 /// `vecring doctor`.
 pub fn doctor(args: &DoctorArgs) -> Result<bool, String> {
     let mut r = Report::default();
@@ -508,7 +417,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<bool, String> {
     run_dir(&mut r, &args.run_dir);
     dpdk(&mut r);
     if let (Some(domain), Some(name)) = (&args.domain, &args.lxc) {
-        lxc(&mut r, args, domain, name);
+        lxc::lxc(&mut r, args, domain, name);
     }
     let healthy = r.0.iter().all(|f| f.level != Level::Fail);
     if args.json {

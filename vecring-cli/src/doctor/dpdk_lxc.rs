@@ -1,0 +1,374 @@
+//! What a DPDK application inside an LXC container needs besides the
+//! link (`docs/dpdk-container.md`), checked in the container's root file
+//! system and configuration: EAL's runtime directory (`/var/run`), the
+//! mempool driver and the vecring driver where EAL loads plugins, and
+//! memory for its mbufs (a hugetlbfs in the container, or `--no-huge`).
+//!
+//! The checks apply to a container whose root file system has DPDK in it
+//! (`librte_eal`); a container that shares the host's root file system sees
+//! the host's runtime directory and drivers, and only its hugepages are
+//! checked.
+
+use super::{DoctorArgs, Level, Report};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+const CHECK: &str = "dpdk-lxc";
+
+/// Where the libraries of a root file system live, relative to it.
+const LIB_DIRS: &[&str] = &[
+    "lib",
+    "lib64",
+    "usr/lib",
+    "usr/lib64",
+    "usr/local/lib",
+    "lib/x86_64-linux-gnu",
+    "usr/lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+];
+
+/// The fix for a container whose DPDK applications have no hugepages.
+const NO_HUGE: &str = "dpdk-testpmd --no-huge -m 512 ... -- --total-num-mbufs=32768 --no-mlockall";
+
+/// The value of the last `key = value` line of an LXC configuration.
+fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
+    config
+        .lines()
+        .rev()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == key)
+        .map(|(_, v)| v.trim())
+}
+
+/// EAL's driver directory on the host (`.../dpdk/pmds-<ABI>`): the path
+/// built into Debian's and DPDK's own `librte_eal`, the same inside a root
+/// file system made from the host's files. The newest ABI when several.
+fn driver_dir() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    for top in ["/usr/lib", "/usr/lib64", "/usr/local/lib"] {
+        let arch = std::fs::read_dir(top)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("dpdk"));
+        for dpdk in std::iter::once(Path::new(top).join("dpdk")).chain(arch) {
+            let pmds = std::fs::read_dir(&dpdk).into_iter().flatten().flatten();
+            found.extend(pmds.map(|e| e.path()).filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("pmds-"))
+            }));
+        }
+    }
+    found.sort_by_key(|p| {
+        abi(p).map(|a| {
+            a.split('.')
+                .map(|n| n.parse::<u32>().unwrap_or(0))
+                .collect::<Vec<_>>()
+        })
+    });
+    found.pop()
+}
+
+/// The ABI version of a driver directory (`pmds-23.0` → `23.0`).
+fn abi(dir: &Path) -> Option<String> {
+    dir.file_name()?
+        .to_str()?
+        .strip_prefix("pmds-")
+        .map(str::to_string)
+}
+
+/// `path` (absolute, as the container sees it) resolved inside `root`:
+/// symbolic links are followed as the container would follow them, never
+/// out of `root`. None when a component is missing.
+fn resolve(root: &Path, path: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::from("/");
+    let mut todo: Vec<PathBuf> = vec![path.to_path_buf()];
+    let mut links = 0;
+    while let Some(p) = todo.pop() {
+        let mut comps: Vec<Component> = p.components().collect();
+        comps.reverse();
+        while let Some(c) = comps.pop() {
+            match c {
+                Component::RootDir => at = PathBuf::from("/"),
+                Component::CurDir | Component::Prefix(_) => {}
+                Component::ParentDir => {
+                    at.pop();
+                }
+                Component::Normal(n) => {
+                    let next = at.join(n);
+                    let host = root.join(next.strip_prefix("/").ok()?);
+                    let md = std::fs::symlink_metadata(&host).ok()?;
+                    if md.file_type().is_symlink() {
+                        links += 1;
+                        if links > 40 {
+                            return None;
+                        }
+                        let target = std::fs::read_link(&host).ok()?;
+                        let rest: PathBuf = comps.iter().rev().collect();
+                        todo.push(rest);
+                        comps.clear();
+                        todo.push(target);
+                    } else {
+                        at = next;
+                    }
+                }
+            }
+        }
+    }
+    Some(root.join(at.strip_prefix("/").ok()?))
+}
+
+/// The container's root file system on the host: `Ok(None)` when it
+/// shares the host's, `Err` with the reason when it cannot be looked at.
+fn rootfs(args: &DoctorArgs, name: &str, config: &str) -> Result<Option<PathBuf>, String> {
+    let value = match config_value(config, "lxc.rootfs.path") {
+        None => return Ok(Some(args.lxc_path.join(name).join("rootfs"))),
+        Some("") => return Ok(None),
+        Some(v) => v,
+    };
+    let path = value.strip_prefix("dir:").unwrap_or(value);
+    if path.starts_with('/') {
+        Ok(Some(PathBuf::from(path)))
+    } else {
+        Err(format!(
+            "its root file system '{value}' is not a directory this check can read"
+        ))
+    }
+}
+
+/// Whether the root file system has DPDK's EAL library.
+fn has_eal(root: &Path) -> bool {
+    LIB_DIRS.iter().any(|d| {
+        std::fs::read_dir(root.join(d))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("librte_eal.so"))
+    })
+}
+
+/// The checks of this module, for container `name`, whose root is `root_uid`
+/// on the host.
+pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str, root_uid: u32) {
+    match rootfs(args, name, config) {
+        Err(why) => r.add(Level::Note, CHECK, format!("{name}: {why}; its DPDK applications are not checked"), None),
+        Ok(None) => r.add(
+            Level::Note,
+            CHECK,
+            format!("{name} shares the host's root file system: its DPDK applications use the host's runtime directory and drivers"),
+            None,
+        ),
+        Ok(Some(root)) if !has_eal(&root) => {
+            r.add(
+                Level::Note,
+                CHECK,
+                format!("{name}: no DPDK (librte_eal) in {}: the checks for a DPDK application in it do not apply", root.display()),
+                None,
+            );
+            return;
+        }
+        Ok(Some(root)) => {
+            runtime_dir(r, name, &root, root_uid);
+            drivers(r, name, &root);
+        }
+    }
+    hugepages(r, name, config, root_uid != 0);
+}
+
+/// EAL (as root) makes `/var/run/dpdk/<file-prefix>`: `/var/run` must be
+/// a directory the container's root may write.
+fn runtime_dir(r: &mut Report, name: &str, root: &Path, root_uid: u32) {
+    let fix = format!(
+        "mkdir -p {0}/run {0}/var && ln -s ../run {0}/var/run && chown -h {root_uid}:{root_uid} {0}/run {0}/var/run",
+        root.display()
+    );
+    match resolve(root, Path::new("/var/run")).and_then(|p| Some((std::fs::metadata(&p).ok()?, p))) {
+        Some((md, _)) if md.is_dir() && (md.uid() == root_uid || md.mode() & 0o002 != 0) => r.add(
+            Level::Ok,
+            CHECK,
+            format!("{name}: EAL's runtime directory /var/run/dpdk can be made (/var/run in the root file system)"),
+            None,
+        ),
+        Some((md, p)) if md.is_dir() => r.add(
+            Level::Fail,
+            CHECK,
+            format!(
+                "{name}: /var/run ({}) belongs to uid {}, not the container's root (uid {root_uid} here): EAL cannot make /var/run/dpdk",
+                p.display(),
+                md.uid()
+            ),
+            Some(format!("chown {root_uid}:{root_uid} {}", p.display())),
+        ),
+        _ => r.add(
+            Level::Fail,
+            CHECK,
+            format!("{name}: no /var/run in its root file system: EAL fails with \"Error creating '/var/run/dpdk'\""),
+            Some(fix),
+        ),
+    }
+}
+
+/// The mempool driver and the vecring driver: in EAL's driver directory
+/// under a name its scan loads (`*.so`, `*.so.<ABI>`), or at least
+/// somewhere in the root file system for `-d`.
+fn drivers(r: &mut Report, name: &str, root: &Path) {
+    let Some(dir) = driver_dir() else {
+        r.add(
+            Level::Note,
+            CHECK,
+            format!(
+                "{name}: the host has no DPDK driver directory (.../dpdk/pmds-*) to compare with"
+            ),
+            None,
+        );
+        return;
+    };
+    let abi = abi(&dir).unwrap_or_default();
+    let inside = root.join(dir.strip_prefix("/").unwrap_or(&dir));
+    for (what, lib, effect) in [
+        (
+            "the mempool driver",
+            "librte_mempool_ring",
+            "mbuf pools fail (\"Creation of mbuf pool for socket 0 failed: Invalid argument\")",
+        ),
+        (
+            "the vecring driver",
+            "librte_net_vecring",
+            "--vdev=eth_vecring0,... finds no driver",
+        ),
+    ] {
+        let scanned = [format!("{lib}.so"), format!("{lib}.so.{abi}")];
+        if let Some(n) = scanned.iter().find(|n| inside.join(n).exists()) {
+            r.add(
+                Level::Ok,
+                CHECK,
+                format!(
+                    "{name}: {what} is in EAL's driver directory ({})",
+                    dir.join(n).display()
+                ),
+                None,
+            );
+            continue;
+        }
+        // Not where the scan loads it: any other copy can only be given
+        // with -d.
+        let elsewhere = std::iter::once(inside.clone())
+            .chain(LIB_DIRS.iter().map(|d| root.join(d)))
+            .chain(std::iter::once(root.join("usr/local/lib/vecring")))
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{lib}.so")))
+            });
+        // The host's file under a name the scan loads.
+        let source = if dir.join(&scanned[1]).exists() {
+            dir.join(&scanned[1])
+        } else {
+            dir.join(&scanned[0])
+        };
+        let copy = format!("cp -L {} {}/", source.display(), inside.display());
+        match elsewhere {
+            Some(p) => {
+                let seen = Path::new("/").join(p.strip_prefix(root).unwrap_or(&p));
+                r.add(
+                    Level::Warn,
+                    CHECK,
+                    format!(
+                        "{name}: {what} is {} in its root file system, a name EAL's scan of {} skips (it loads *.so and *.so.{abi}): unless the application is given -d {}, {effect}",
+                        seen.display(),
+                        dir.display(),
+                        seen.display()
+                    ),
+                    Some(copy),
+                );
+            }
+            None => r.add(
+                Level::Fail,
+                CHECK,
+                format!("{name}: no {lib} in its root file system: {effect}; it is a plugin, so ldd does not list it"),
+                Some(copy),
+            ),
+        }
+    }
+}
+
+/// A hugetlbfs in the container: mounted by an `lxc.mount.entry` of type
+/// hugetlbfs (a privileged container only), bound from the host's, or none
+/// (`--no-huge`).
+fn hugepages(r: &mut Report, name: &str, config: &str, unprivileged: bool) {
+    let entries: Vec<Vec<&str>> = config
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.trim() == "lxc.mount.entry")
+        .map(|(_, v)| v.split_whitespace().collect())
+        .collect();
+    let own = entries.iter().any(|f| f.get(2) == Some(&"hugetlbfs"));
+    let bound = entries.iter().any(|f| {
+        f.first().is_some_and(|s| s.starts_with("/dev/hugepages"))
+            && f.get(3).is_some_and(|o| o.contains("bind"))
+    });
+    let host_dev = config_value(config, "lxc.autodev") == Some("0");
+    let remove = "remove that lxc.mount.entry line";
+    match (own, bound || host_dev, unprivileged) {
+        (true, _, true) => r.add(
+            Level::Fail,
+            CHECK,
+            format!("{name} is unprivileged and mounts a hugetlbfs: the kernel allows that only to the host, so the container does not start"),
+            Some(format!("{remove}, and run its DPDK applications without hugepages: {NO_HUGE}")),
+        ),
+        (true, _, false) => r.add(
+            Level::Ok,
+            CHECK,
+            format!("{name} mounts a hugetlbfs of its own: its DPDK applications use hugepages"),
+            None,
+        ),
+        (false, true, true) => r.add(
+            Level::Warn,
+            CHECK,
+            format!("{name} sees the host's /dev/hugepages, which its root (an unprivileged uid on the host) cannot write: EAL fails with \"Permission denied\""),
+            Some(format!("run its DPDK applications without hugepages: {NO_HUGE}")),
+        ),
+        (false, true, false) => r.add(
+            Level::Note,
+            CHECK,
+            format!("{name} shares the host's /dev/hugepages: give its DPDK applications a --file-prefix no host application uses (EAL's files there are named by it)"),
+            Some("or a hugetlbfs of its own: lxc.mount.entry = hugetlbfs dev/hugepages hugetlbfs rw,pagesize=2M,create=dir 0 0".into()),
+        ),
+        (false, false, unprivileged) => r.add(
+            Level::Note,
+            CHECK,
+            format!("{name}: no hugetlbfs mounted in the container: run DPDK applications there without hugepages"),
+            Some(if unprivileged {
+                format!("{NO_HUGE} (an unprivileged container cannot mount one)")
+            } else {
+                format!("{NO_HUGE}, or mount one: lxc.mount.entry = hugetlbfs dev/hugepages hugetlbfs rw,pagesize=2M,create=dir 0 0")
+            }),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_resolve_inside_the_root() {
+        let root = std::env::temp_dir().join(format!("vecring-resolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("run")).unwrap();
+        std::fs::create_dir_all(root.join("var")).unwrap();
+        std::os::unix::fs::symlink("../run", root.join("var/run")).unwrap();
+        std::os::unix::fs::symlink("/run", root.join("abs")).unwrap();
+        assert_eq!(
+            resolve(&root, Path::new("/var/run")),
+            Some(root.join("run"))
+        );
+        assert_eq!(resolve(&root, Path::new("/abs")), Some(root.join("run")));
+        assert_eq!(resolve(&root, Path::new("/missing/x")), None);
+        std::os::unix::fs::symlink("../../../../..", root.join("up")).unwrap();
+        assert_eq!(resolve(&root, Path::new("/up/run")), Some(root.join("run")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

@@ -1,0 +1,138 @@
+//! Opening a link and waiting for its peer, for every mode: the socket
+//! path said at once and every [`WAIT_REPORT`], the wait ended early when
+//! the caller asks (stdin closed, Ctrl-C), and a timeout that says whether
+//! peers came and were refused.
+
+use crate::LinkArgs;
+use std::time::{Duration, Instant};
+use vecring_core::memory::AttachError;
+use vecring_core::{Link, LinkError, Role};
+
+/// The log target of the waiting lines: the tool's own, as the guides show
+/// them (`INFO  vecring] waiting for the master on ...`).
+const LOG_TARGET: &str = "vecring";
+
+/// How often a side waiting for its peer says so.
+const WAIT_REPORT: Duration = Duration::from_secs(10);
+
+/// How often a wait looks at its stop condition.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// How a wait for the peer ended, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The link is up.
+    Up,
+    /// The caller's stop condition held first; the reason it gave.
+    Stopped(&'static str),
+}
+
+impl LinkArgs {
+    /// The peer's role, for messages.
+    fn peer(&self) -> &'static str {
+        match self.role {
+            Role::Master => "slave",
+            Role::Slave => "master",
+        }
+    }
+
+    /// Checks the options and opens this end of the link (no wait).
+    ///
+    /// # Errors
+    /// A bad option, or a link that cannot open.
+    pub fn open(&self) -> Result<Link, String> {
+        self.check()?;
+        self.builder()?.open().map_err(|e| e.to_string())
+    }
+
+    /// Waits up to `--up-timeout` for the peer, saying so (with the socket
+    /// path) at once and again every [`WAIT_REPORT`]; `stop` is asked
+    /// every [`STOP_POLL`] and ends the wait with its reason.
+    ///
+    /// # Errors
+    /// No peer in time (saying how many were refused, if any), or the
+    /// link refused for good.
+    pub fn wait_for_peer(
+        &self,
+        link: &Link,
+        stop: &dyn Fn() -> Option<&'static str>,
+    ) -> Result<Waited, String> {
+        let path = link
+            .socket_path()
+            .map_or_else(String::new, |p| p.display().to_string());
+        let timeout = Duration::from_secs_f64(self.up_timeout);
+        let peer = self.peer();
+        if link.state().is_up() {
+            return Ok(Waited::Up);
+        }
+        log::info!(
+            target: LOG_TARGET,
+            "waiting for the {peer} on {path} (up to {:.0} s)",
+            self.up_timeout
+        );
+        let start = Instant::now();
+        let mut next_report = WAIT_REPORT;
+        loop {
+            if let Some(why) = stop() {
+                return Ok(Waited::Stopped(why));
+            }
+            let left = timeout.saturating_sub(start.elapsed());
+            match link.wait_up(left.min(STOP_POLL)) {
+                Ok(_) => return Ok(Waited::Up),
+                Err(LinkError::Timeout(_)) if start.elapsed() < timeout => {
+                    if start.elapsed() >= next_report {
+                        next_report += WAIT_REPORT;
+                        log::warn!(
+                            target: LOG_TARGET,
+                            "still waiting for the {peer} on {path} after {:.0} s",
+                            start.elapsed().as_secs_f64()
+                        );
+                    }
+                }
+                Err(LinkError::Timeout(_)) => {
+                    let refused = link.counters().rejected_peers;
+                    return Err(if refused > 0 {
+                        format!(
+                            "no {peer} on {path} was admitted in {:.0} s (--up-timeout): this side refused {refused} since it started (the warnings above say why: its uid, its queue count, ...)",
+                            self.up_timeout
+                        )
+                    } else {
+                        format!(
+                            "no {peer} on {path} after {:.0} s (--up-timeout): is it running, with the same --domain, --link and --run-dir?",
+                            self.up_timeout
+                        )
+                    });
+                }
+                Err(e) => return Err(self.refusal(&path, e)),
+            }
+        }
+    }
+
+    /// Opens the link and waits for the peer (see [`Self::wait_for_peer`]).
+    ///
+    /// # Errors
+    /// As [`Self::open`] and [`Self::wait_for_peer`].
+    pub fn open_up(&self) -> Result<Link, String> {
+        let link = self.open()?;
+        self.wait_for_peer(&link, &|| None)?;
+        Ok(link)
+    }
+
+    /// Why the link did not come up, in the tool's terms: a slave whose
+    /// `--queues` differs from the master's count is told both counts and
+    /// what to give instead.
+    fn refusal(&self, path: &str, e: LinkError) -> String {
+        match e {
+            // The field vecring-core's region check names when the
+            // master's count is not the one this slave required.
+            LinkError::Attach(AttachError::Mismatch {
+                field: "queue count",
+                ours,
+                theirs,
+            }) => format!(
+                "--queues {ours}: the master on {path} has {theirs} queue pairs; give --queues {theirs}, or leave --queues out to take the master's count"
+            ),
+            e => format!("{path}: {e}"),
+        }
+    }
+}

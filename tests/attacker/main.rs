@@ -45,6 +45,11 @@ impl Args {
         }
     }
 
+    /// The value of `key`, if given.
+    pub fn opt(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
     /// The value of `key` as a number.
     pub fn num(&self, key: &str) -> u64 {
         let v = self.get(key);

@@ -18,6 +18,7 @@
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! ```
 
+mod close;
 mod fake_master;
 mod peer;
 mod pin;
@@ -98,6 +99,7 @@ fn main() -> ExitCode {
         "wait-attack" => wait::run(&args),
         "plant" => plant::run(&args),
         "pin" => pin::run(&args),
+        "master-close" => close::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

@@ -6,7 +6,14 @@
 //! - with the first message of a connection, by a uid the master refuses
 //!   and by the one it admits;
 //! - on the slave's end of every doorbell, then leaving the link, with the
-//!   master's receiver asleep (`--interrupt`).
+//!   master's receiver asleep (`--interrupt`);
+//! - on a doorbell the master's sleeping receiver muted after rings for
+//!   nothing, then publishing frames without leaving: the receiver finds
+//!   them by timer, takes the doorbell back and drains the planted
+//!   message on the data path (and the same attack against a polling
+//!   receiver);
+//! - the same on a Rust master without a receiver, which then closes its
+//!   `Link`: the drop returns within a second.
 //!
 //! Each runs twice: on this kernel as it is (Linux 6.16+ refuses the
 //! descriptor: `SO_PASSRIGHTS`) and with `VECRING_NO_PASSRIGHTS=1` in the
@@ -79,7 +86,15 @@ impl Setup {
     /// socket and domain directory open to every local user (the
     /// attacker of the first case must reach them).
     fn master(&self, interrupt: bool) -> Proc {
+        self.master_logging(interrupt, None)
+    }
+
+    /// [`master`](Self::master) with `RUST_LOG` set to `log`.
+    fn master_logging(&self, interrupt: bool, log: Option<&str>) -> Proc {
         let mut cmd = tool();
+        if let Some(l) = log {
+            cmd.env("RUST_LOG", l);
+        }
         cmd.args([
             "rxonly", "--role", "master", "--domain", "dom", "--link", "l0",
         ])
@@ -331,4 +346,214 @@ fn a_blocking_descriptor_on_a_doorbell_then_leaving_cannot_stall_the_master_with
 {
     let _w = Watchdog::new("plant doorbell leave, fallback", LIMIT);
     on_a_doorbell(Path::Fallback, "bell-leave-fb");
+}
+
+/// How long the master may take to count frames published on a muted
+/// doorbell: its timer checks an idle ring at least every 64 ms.
+const FRAMES_BOUND: Duration = Duration::from_secs(5);
+
+/// A real slave rings the master's doorbells for nothing until a sleeping
+/// receiver mutes them, plants on them, then stays and publishes frames.
+/// `interrupt`: the master's receiver sleeps (else it polls).
+fn on_a_muted_doorbell(path: Path, interrupt: bool, name: &str) {
+    vecring_tests::require_root!();
+    let s = Setup::new(name, path);
+    // The mute is a debug line of the receiver's wait set.
+    let mut master = s.master_logging(interrupt, Some("info,vecring_core::link::wait=debug"));
+    let mut plant = Proc::spawn(
+        "attacker",
+        as_nobody(&mut attacker("plant")).args([
+            "where=doorbell".to_string(),
+            "then=frames".into(),
+            s.run_arg(),
+            "domain=dom".into(),
+            "link=l0".into(),
+        ]),
+    );
+    let mut step = |prefix: &str| {
+        plant
+            .line(prefix, Duration::from_secs(15))
+            .unwrap_or_else(|e| panic!("{e}\n{}", plant.output()))
+    };
+    step("up");
+    step("rang");
+    let planted = step("planted");
+    let sent = num(&step("sent"), "frames");
+    let mut failures = Vec::new();
+    s.check_planted(&planted, &mut failures);
+    if sent == 0 {
+        failures.push("the attacker published no frame".into());
+    }
+    let muted = master.stderr().contains("the peer rings for nothing");
+    if interrupt && !muted {
+        failures.push("the sleeping receiver never muted the doorbell".into());
+    }
+    // The frames arrive although the doorbell is muted, with a descriptor
+    // queued on it.
+    let t0 = Instant::now();
+    let mut got = 0;
+    while t0.elapsed() < FRAMES_BOUND {
+        got = Setup::rx_count(&mut master);
+        if got >= sent {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "{name}: {planted}; muted {muted}; {got} of {sent} frames in {:?}",
+        t0.elapsed()
+    );
+    if got < sent {
+        failures.push(format!(
+            "{got} of the {sent} frames arrived within {FRAMES_BOUND:?}"
+        ));
+    }
+    // A sleeping receiver takes the doorbell back, sleeps on it and drains
+    // what was planted there; on the fallback path the control thread then
+    // says so. Elsewhere nothing is drained: a short pause lets a polling
+    // receiver go on.
+    let drains = interrupt && path == Path::Fallback;
+    let t1 = Instant::now();
+    let reached = loop {
+        let r = master
+            .stderr()
+            .contains("passed file descriptors on a doorbell");
+        if r || !drains || t1.elapsed() > FRAMES_BOUND {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!(
+        "{name}: planted descriptor drained: {reached} after {:?}",
+        t1.elapsed()
+    );
+    if drains && !reached {
+        failures.push("the receiver never drained the planted descriptor".into());
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    if !master.alive() {
+        failures.push("the master died".into());
+    }
+    // Its receiving thread stops within its wait slice, unless it sleeps
+    // in the planted descriptor's close.
+    Setup::master_exits(&mut master, Duration::from_secs(3), &mut failures);
+    plant.close_stdin();
+    assert!(
+        failures.is_empty(),
+        "{}\nattacker: {}\nmaster: {}",
+        failures.join("\n"),
+        plant.output(),
+        master.output()
+    );
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_muted_doorbell_cannot_stall_a_sleeping_receiver() {
+    let _w = Watchdog::new("plant muted doorbell, interrupt", LIMIT);
+    on_a_muted_doorbell(Path::Refused, true, "bell-muted-intr");
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_muted_doorbell_cannot_stall_a_sleeping_receiver_without_so_passrights(
+) {
+    let _w = Watchdog::new("plant muted doorbell, interrupt, fallback", LIMIT);
+    on_a_muted_doorbell(Path::Fallback, true, "bell-muted-intr-fb");
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_doorbell_cannot_stall_a_polling_receiver() {
+    let _w = Watchdog::new("plant doorbell, polling", LIMIT);
+    on_a_muted_doorbell(Path::Refused, false, "bell-muted-poll");
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_doorbell_cannot_stall_a_polling_receiver_without_so_passrights() {
+    let _w = Watchdog::new("plant doorbell, polling, fallback", LIMIT);
+    on_a_muted_doorbell(Path::Fallback, false, "bell-muted-poll-fb");
+}
+
+/// What closing a `Link` may take, whatever the peer holds (the C API's
+/// `vecring_close` promises the same).
+const CLOSE_BUDGET_MS: u64 = 1000;
+
+/// A slave plants on its doorbell ends and stays attached with frames
+/// queued; the Rust master (`vecring-attack master-close`) then drops its
+/// `Link`, closing the doorbell ends that hold the planted message.
+fn closing_after_a_plant(path: Path, name: &str) {
+    vecring_tests::require_root!();
+    let s = Setup::new(name, path);
+    let mut cmd = attacker("master-close");
+    cmd.args([
+        s.run_arg(),
+        "domain=dom".into(),
+        "link=l0".into(),
+        format!("allow-uid={NOBODY}"),
+    ]);
+    if path == Path::Fallback {
+        cmd.env("VECRING_NO_PASSRIGHTS", "1");
+    }
+    let mut master = Proc::spawn("rust master", &mut cmd);
+    master
+        .line("listening", Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("{e}"));
+    vecring_tests::hostile::set_mode(&s.run.join("dom"), 0o711);
+    let mut plant = Proc::spawn(
+        "attacker",
+        as_nobody(&mut attacker("plant")).args([
+            "where=doorbell".to_string(),
+            "then=frames".into(),
+            s.run_arg(),
+            "domain=dom".into(),
+            "link=l0".into(),
+        ]),
+    );
+    let mut step = |prefix: &str| {
+        plant
+            .line(prefix, Duration::from_secs(15))
+            .unwrap_or_else(|e| panic!("{e}\n{}", plant.output()))
+    };
+    let planted = step("planted");
+    step("sent");
+    let mut failures = Vec::new();
+    s.check_planted(&planted, &mut failures);
+    master
+        .line("up", Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("{e}"));
+    master.say("close");
+    match master.line("closed", Duration::from_secs(10)) {
+        Ok(l) => {
+            let ms = num(&l, "ms");
+            eprintln!("{name}: {planted}; Link drop took {ms} ms");
+            if ms >= CLOSE_BUDGET_MS {
+                failures.push(format!("dropping the Link took {ms} ms"));
+            }
+        }
+        Err(e) => failures.push(format!("dropping the Link did not return: {e}")),
+    }
+    if master.stderr().contains("left behind") {
+        failures.push("the control thread was left behind, blocked".into());
+    }
+    if master.wait(Duration::from_secs(3)).is_none() {
+        failures.push("the master did not exit after closing".into());
+    }
+    plant.close_stdin();
+    assert!(
+        failures.is_empty(),
+        "{}\nattacker: {}\nmaster: {}",
+        failures.join("\n"),
+        plant.output(),
+        master.output()
+    );
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_doorbell_cannot_stall_closing_the_link() {
+    let _w = Watchdog::new("plant doorbell, close", LIMIT);
+    closing_after_a_plant(Path::Refused, "bell-close");
+}
+
+#[test]
+fn a_blocking_descriptor_on_a_doorbell_cannot_stall_closing_the_link_without_so_passrights() {
+    let _w = Watchdog::new("plant doorbell, close, fallback", LIMIT);
+    closing_after_a_plant(Path::Fallback, "bell-close-fb");
 }

@@ -18,6 +18,7 @@
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! ```
 
+mod close;
 mod fake_master;
 mod peer;
 mod pin;
@@ -43,6 +44,11 @@ impl Args {
                 std::process::exit(2);
             }
         }
+    }
+
+    /// The value of `key`, if given.
+    pub fn opt(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
     }
 
     /// The value of `key` as a number.
@@ -93,6 +99,7 @@ fn main() -> ExitCode {
         "wait-attack" => wait::run(&args),
         "plant" => plant::run(&args),
         "pin" => pin::run(&args),
+        "master-close" => close::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

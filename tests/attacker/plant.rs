@@ -5,7 +5,12 @@
 //!   uid or not, the master has to close what it received);
 //! - `where=doorbell run-dir=R domain=D link=L`: as a real slave, on its
 //!   end of every ring's doorbell (among them the one the master's
-//!   receiver drains), then drops the link at once.
+//!   receiver drains), then drops the link at once;
+//! - `where=doorbell then=frames ...`: as a real slave, first rings every
+//!   doorbell for nothing, a wakeup at a time, until a sleeping receiver
+//!   mutes it (it then checks the ring by timer only), plants on every
+//!   doorbell, then stays and publishes frames: the receiver finds them by
+//!   timer, unmutes the doorbell and drains what was planted on it.
 //!
 //! The planted file is a loopback TCP socket with `SO_LINGER {1, 3600}`
 //! and megabytes queued against a peer that never reads: whichever thread
@@ -13,8 +18,8 @@
 //! process keeps only the never-reading end.
 //!
 //! Reports `planted ok` (the kernel took the descriptor) or `planted
-//! refused errno=E`, then `left` (doorbell), then holds everything until
-//! stdin closes.
+//! refused errno=E`, then `left` (doorbell) or `sent frames=N` (the frames
+//! published, `then=frames`), then holds everything until stdin closes.
 
 use crate::{report, until_stdin_closes, Args};
 use std::io::{self, Write};
@@ -240,13 +245,57 @@ fn doorbell(args: &Args) -> bool {
         .iter()
         .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
         .collect();
+    let frames = args.opt("then") == Some("frames");
+    if frames {
+        ring_for_nothing(&socks);
+    }
     let server = plant(&socks, b"!", made);
     report(&format!("bells {}", socks.len()));
     drop(socks);
+    if frames {
+        let mut tx = tx;
+        let sent = (0..FRAMES)
+            .filter(|i| tx.send(&[*i as u8; 60]).is_ok())
+            .count();
+        report(&format!("sent frames={sent}"));
+        until_stdin_closes();
+        drop((tx, region, link, server));
+        return true;
+    }
     drop((tx, region));
     drop(link);
     report("left");
     until_stdin_closes();
     drop(server);
     true
+}
+
+/// Frames published after planting (`then=frames`): fewer than a ring
+/// holds, so that every one is published at once.
+const FRAMES: usize = 32;
+
+/// Rings for nothing before planting (`then=frames`): four times the
+/// receiver's mute threshold (eight wakeups in a row that find nothing),
+/// each ring apart from the next, so that each is a wakeup of its own.
+const MUTE_RINGS: usize = 32;
+const MUTE_GAP: Duration = Duration::from_millis(5);
+
+/// Rings each of `bells` [`MUTE_RINGS`] times, a wakeup at a time.
+fn ring_for_nothing(bells: &[BorrowedFd<'_>]) {
+    for _ in 0..MUTE_RINGS {
+        for b in bells {
+            // SAFETY: a one-byte buffer live for the call on an open
+            // socket; MSG_DONTWAIT: a full queue only drops this ring.
+            unsafe {
+                libc::send(
+                    b.as_raw_fd(),
+                    b"!".as_ptr().cast(),
+                    1,
+                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                )
+            };
+        }
+        std::thread::sleep(MUTE_GAP);
+    }
+    report("rang");
 }

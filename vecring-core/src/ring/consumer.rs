@@ -177,6 +177,7 @@ impl<S: RingStorage> Consumer<S> {
             &self.storage,
             &ctl.consumer_wait,
             &ctl.producer_wait,
+            &ctl.head.index,
             Bell::Space,
         );
     }

@@ -249,6 +249,7 @@ impl<S: RingStorage> Producer<S> {
             &self.storage,
             &ctl.producer_wait,
             &ctl.consumer_wait,
+            &ctl.tail.index,
             Bell::Data,
         );
         self.stats.frames += frames as u64;

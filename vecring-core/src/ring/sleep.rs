@@ -62,6 +62,12 @@ impl<S: RingStorage> Consumer<S> {
     pub fn signals_sent(&self) -> u64 {
         self.wait.signals
     }
+
+    /// Signals held back because the producer kept asking for them without
+    /// ever publishing (see `ring::wait_line`).
+    pub fn signals_held_back(&self) -> u64 {
+        self.wait.held_back
+    }
 }
 
 impl<S: RingStorage> Producer<S> {
@@ -116,5 +122,11 @@ impl<S: RingStorage> Producer<S> {
     /// Doorbell signals this producer sent the consumer.
     pub fn signals_sent(&self) -> u64 {
         self.wait.signals
+    }
+
+    /// Signals held back because the consumer kept asking for them without
+    /// ever reading (see `ring::wait_line`).
+    pub fn signals_held_back(&self) -> u64 {
+        self.wait.held_back
     }
 }

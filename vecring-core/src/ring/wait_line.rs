@@ -23,10 +23,32 @@
 //! for one decision (signal or not, sleep or nap) and nothing else: the
 //! worst it can cause is one signal for nothing, or a signal not sent,
 //! which the sleeper's own timeouts bound.
+//!
+//! A signal for nothing costs a `send()`. A side that writes a fresh odd
+//! sequence after every store of ours, and never moves its own index (an
+//! honest sleeper woken reads frames or uses the room it waited for),
+//! would get one per store. After [`UNANSWERED_MAX`] fresh sequences in a
+//! row during which its index stayed still, signals are spaced at least
+//! [`THROTTLE_GAP`] apart and those held back are counted; the first
+//! movement of its index ends that. The check runs only when a fresh
+//! sequence is seen, on the fenced path: a side whose peer never sleeps
+//! pays nothing for it.
 
 use super::storage::{Bell, RingStorage};
 use crate::abi::{WaitLine, WAIT_ARMED, WAIT_PRESENT, WAIT_SEQ_MASK};
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Fresh sleep sequences of the other side in a row, each seen while its
+/// index had not moved since the one before, after which our signals are
+/// throttled (see the module documentation). An honest sleeper's index
+/// moves after nearly every wakeup; a producer waiting for room for a
+/// large frame may wake a few times before it fits.
+const UNANSWERED_MAX: u32 = 64;
+/// Least time between two signals while throttled: a side that asks for
+/// signals and never answers them gets at most a thousand `send()`s a
+/// second.
+const THROTTLE_GAP: Duration = Duration::from_millis(1);
 
 /// What a side that found nothing to do should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +77,17 @@ pub(super) struct WaitState {
     signaled: u32,
     /// Doorbell signals sent.
     pub(super) signals: u64,
+    /// The other side's odd sequence last looked at for an answer.
+    counted: u32,
+    /// The other side's index then.
+    peer_index: u64,
+    /// Fresh sequences in a row seen while its index stood still.
+    unanswered: u32,
+    /// When the last signal sent while throttled went.
+    throttled_at: Option<Instant>,
+    /// Signals held back by the throttle (one per store that would have
+    /// signalled).
+    pub(super) held_back: u64,
 }
 
 impl WaitState {
@@ -78,8 +111,7 @@ impl WaitState {
         WaitState {
             fenced,
             seq,
-            signaled: 0,
-            signals: 0,
+            ..WaitState::default()
         }
     }
 
@@ -94,18 +126,21 @@ impl WaitState {
     /// After each store of our index: signal the other side if it sleeps.
     /// One predicted branch on a field and one load of a line that changes
     /// only when the other side sleeps or wakes, until the protocol is on.
+    /// `peer_index` is the index the other side moves (read only on the
+    /// fenced path, for the throttle).
     #[inline(always)]
     pub(super) fn after_store<S: RingStorage>(
         &mut self,
         storage: &S,
         mine: &WaitLine,
         peer: &WaitLine,
+        peer_index: &AtomicU64,
         bell: Bell,
     ) {
         // Relaxed: only a hint that the other side uses the protocol; the
         // fenced load in `signal` is the one that counts.
         if self.fenced || peer.state.load(Ordering::Relaxed) & WAIT_ARMED != 0 {
-            self.signal(storage, mine, peer, bell);
+            self.signal(storage, mine, peer, peer_index, bell);
         }
     }
 
@@ -117,6 +152,7 @@ impl WaitState {
         storage: &S,
         mine: &WaitLine,
         peer: &WaitLine,
+        peer_index: &AtomicU64,
         bell: Bell,
     ) {
         if !self.fenced {
@@ -134,11 +170,45 @@ impl WaitState {
         fence(Ordering::SeqCst);
         // Relaxed: ordered by the fence above.
         let seq = peer.state.load(Ordering::Relaxed) as u32;
-        if seq & 1 == 1 && seq != self.signaled {
-            self.signaled = seq;
-            self.signals += 1;
-            storage.ring_doorbell(bell);
+        if seq & 1 == 0 || seq == self.signaled {
+            return;
         }
+        if seq != self.counted {
+            self.counted = seq;
+            // Relaxed: a hint, compared with the value seen at the last
+            // fresh sequence and used for nothing else; a stale view only
+            // throttles or releases the throttle one sequence late.
+            let index = peer_index.load(Ordering::Relaxed);
+            if index == self.peer_index {
+                self.unanswered = self.unanswered.saturating_add(1);
+            } else {
+                self.unanswered = 0;
+                self.peer_index = index;
+            }
+        }
+        if self.unanswered >= UNANSWERED_MAX && !self.throttle_passes() {
+            // Not marked signalled: a later store past the gap signals
+            // this sequence still.
+            self.held_back += 1;
+            return;
+        }
+        self.signaled = seq;
+        self.signals += 1;
+        storage.ring_doorbell(bell);
+    }
+
+    /// While throttled: whether a signal may go now (and notes it).
+    #[cold]
+    fn throttle_passes(&mut self) -> bool {
+        let now = Instant::now();
+        if self
+            .throttled_at
+            .is_some_and(|t| now.saturating_duration_since(t) < THROTTLE_GAP)
+        {
+            return false;
+        }
+        self.throttled_at = Some(now);
+        true
     }
 
     /// Says we are about to sleep; the caller then re-checks the other
@@ -186,4 +256,87 @@ pub(super) fn present(line: &WaitLine) -> bool {
     // Acquire: pairs with the Release stores in `WaitState::attach` and
     // `WaitState::detach`.
     line.state.load(Ordering::Acquire) & WAIT_PRESENT != 0
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::geometry::Geometry;
+    use crate::ring::heap::HeapRing;
+
+    /// The producer's wait state and a ring whose consumer line the test
+    /// writes as a hostile (or honest) consumer would.
+    fn producer() -> (WaitState, HeapRing) {
+        let ring = HeapRing::new(Geometry::DEFAULT);
+        let ctl = ring.control();
+        let state = WaitState::attach(&ctl.producer_wait);
+        (state, ring)
+    }
+
+    /// The consumer says it sleeps with a fresh odd sequence, then the
+    /// producer stores; returns whether that store signalled.
+    fn burst(w: &mut WaitState, ring: &HeapRing, seq: u32) -> bool {
+        let ctl = ring.control();
+        ctl.consumer_wait.state.store(
+            WAIT_PRESENT | WAIT_ARMED | u64::from(seq),
+            Ordering::Relaxed,
+        );
+        let before = w.signals;
+        w.after_store(
+            ring,
+            &ctl.producer_wait,
+            &ctl.consumer_wait,
+            &ctl.tail.index,
+            Bell::Data,
+        );
+        w.signals > before
+    }
+
+    #[test]
+    fn a_consumer_that_sleeps_and_reads_is_signalled_every_time() {
+        let (mut w, ring) = producer();
+        for i in 0..10 * UNANSWERED_MAX {
+            assert!(burst(&mut w, &ring, 2 * i + 1), "sleep {i}");
+            // It woke and read: its tail moved.
+            ring.control()
+                .tail
+                .index
+                .store(u64::from(i) + 1, Ordering::Relaxed);
+        }
+        assert_eq!(w.held_back, 0);
+    }
+
+    #[test]
+    fn a_consumer_that_asks_and_never_reads_is_throttled_then_released() {
+        let (mut w, ring) = producer();
+        let mut seq = 1;
+        let mut fresh = || {
+            seq += 2;
+            seq
+        };
+        let mut sent = 0;
+        let t0 = Instant::now();
+        let tries = 100 * UNANSWERED_MAX;
+        for _ in 0..tries {
+            sent += u32::from(burst(&mut w, &ring, fresh()));
+        }
+        let gaps = (t0.elapsed().as_nanos() / THROTTLE_GAP.as_nanos()) as u32;
+        // The first UNANSWERED_MAX go (the first of them sets the index
+        // seen), then one per gap at most.
+        assert!(
+            sent <= UNANSWERED_MAX + gaps + 1,
+            "{sent} signals of {tries} in {gaps} gaps"
+        );
+        assert!(w.held_back > 0 && w.held_back == u64::from(tries - sent));
+        // A sequence held back is signalled once the gap has passed.
+        let held = fresh();
+        let at_once = burst(&mut w, &ring, held);
+        std::thread::sleep(THROTTLE_GAP);
+        assert!(at_once || burst(&mut w, &ring, held));
+        // Reading ends the throttle.
+        ring.control().tail.index.store(7, Ordering::Relaxed);
+        for _ in 0..UNANSWERED_MAX / 2 {
+            assert!(burst(&mut w, &ring, fresh()));
+        }
+    }
 }

@@ -142,7 +142,9 @@ pub(super) fn pause(shared: &LinkShared, d: Duration) {
 /// How long dropping a [`Link`](super::Link) waits for its control thread.
 /// The thread never blocks on a peer (descriptors a peer passes are closed
 /// apart: [`crate::closer`]), so this bounds only what should not happen.
-pub(crate) const JOIN_BOUND: Duration = Duration::from_secs(1);
+/// Half a second, so that a close (a port close, `vecring_close`) returns
+/// within the second the documentation promises even then.
+pub(crate) const JOIN_BOUND: Duration = Duration::from_millis(500);
 
 /// A running control thread, with a way to wait for it within a bound.
 pub(crate) struct ControlThread {

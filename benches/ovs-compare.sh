@@ -159,12 +159,15 @@ ports() {
 	memif)
 		# shellcheck disable=SC2086
 		vsctl add-port br0 pa -- set Interface pa type=dpdk $rxq \
-			options:dpdk-devargs="net_memif$((2 * n)),role=server,socket=$WORK/ma$n.sock" ofport_request=1
+			options:dpdk-devargs="net_memif$((2 * n)),role=server,socket=$WORK/ma$n.sock,socket-abstract=no" ofport_request=1
 		vsctl add-port br0 pb -- set Interface pb type=dpdk options:n_rxq=2 \
-			options:dpdk-devargs="net_memif$((2 * n + 1)),role=server,socket=$WORK/mb$n.sock" ofport_request=2
-		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock,rsize=$MEMIF_RSIZE"
-		B_VDEV="net_memif$bi,role=client,socket=$WORK/mb$n.sock,rsize=$MEMIF_RSIZE"
-		# memif needs EAL's multi-process support: no --in-memory.
+			options:dpdk-devargs="net_memif$((2 * n + 1)),role=server,socket=$WORK/mb$n.sock,socket-abstract=no" ofport_request=2
+		A_VDEV="net_memif0,role=client,socket=$WORK/ma$n.sock,socket-abstract=no,rsize=$MEMIF_RSIZE"
+		B_VDEV="net_memif$bi,role=client,socket=$WORK/mb$n.sock,socket-abstract=no,rsize=$MEMIF_RSIZE"
+		# memif needs EAL's multi-process support: no --in-memory. Its
+		# socket is a file (socket-abstract=no): DPDK's default, an
+		# abstract socket, belongs to a network namespace, and the
+		# container has one of its own.
 		A_EAL=""
 		B_EAL=""
 		B_APP="--rxq=2 --txq=2"

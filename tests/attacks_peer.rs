@@ -199,14 +199,20 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
 const PIN_SLOTS: u32 = 65536;
 const PIN_SLOT_SIZE: u32 = 128;
 /// How long the `vmsplice` attacker runs, and the regions past which it
-/// stops (twice the default burst: reached only without a budget).
+/// stops (twice the test's burst: reached only without a budget).
 const PIN_SECS: u64 = 15;
-const PIN_STOP_ABOVE: u64 = 2 * 16;
+const PIN_STOP_ABOVE: u64 = 2 * PIN_BURST as u64;
+/// The master's region budget in the `vmsplice` test: smaller than the
+/// default (16, then one a minute) so that the refill the legitimate slave
+/// waits for comes within 20 s; the default's numbers are the budget's
+/// unit tests'.
+const PIN_BURST: u32 = 8;
+const PIN_EVERY_SECS: u64 = 20;
 
 /// A slave that attaches, `vmsplice`s one byte of each page of its region
 /// into a pipe it keeps, unmaps, closes and leaves, in a loop, against a
-/// root master on hugepages with the default region budget (16 at once,
-/// then one a minute). The pages it keeps are invisible to the master's
+/// root master on hugepages with a region budget of 8 at once, then one
+/// every 20 s. The pages it keeps are invisible to the master's
 /// count of held regions, so only the budget bounds them: the attacker
 /// gets at most the burst (and one refill) within the attack, the pool
 /// loses no more, and a legitimate slave attaches once the budget refills.
@@ -214,7 +220,7 @@ const PIN_STOP_ABOVE: u64 = 2 * 16;
 fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
     let _w = Watchdog::alone("vmsplice pin", LIMIT);
     vecring_tests::require_root!();
-    let budget = vecring_core::RegionBudget::DEFAULT;
+    let budget = vecring_core::RegionBudget::new(PIN_BURST, Duration::from_secs(PIN_EVERY_SECS));
     let geometry = Geometry::new(PIN_SLOTS, PIN_SLOT_SIZE).expect("a valid geometry");
     let region = abi::align_up(geometry.min_region_size(1), HUGEPAGE_SIZE);
     let region_pages = region / HUGEPAGE_SIZE;
@@ -227,6 +233,7 @@ fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
     let s = Setup::new("vmsplice");
     let owner = owner();
     let (slots, slot_size) = (PIN_SLOTS.to_string(), PIN_SLOT_SIZE.to_string());
+    let budget_arg = format!("{PIN_BURST}/{PIN_EVERY_SECS}");
     let mut master = s.master(
         "rxonly",
         &[
@@ -240,6 +247,8 @@ fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
             &slots,
             "--slot-size",
             &slot_size,
+            "--region-budget",
+            &budget_arg,
         ],
     );
     let free_before = hugepages_free();
@@ -275,7 +284,7 @@ fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
             "the attacker held {pages} pages of {regions} regions of {region_pages} pages"
         ));
     }
-    // The budget refills one region a minute after the burst began; the
+    // The budget refills one region 20 s after the burst began; the
     // legitimate slave gets it (the attacker keeps its pipes meanwhile).
     let mut slave = Proc::spawn(
         "legitimate slave",
@@ -283,10 +292,10 @@ fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
             &s.run_arg(),
             "domain=dom",
             "link=l0",
-            "timeout-ms=75000",
+            "timeout-ms=45000",
         ]),
     );
-    let attach = slave.line("up", Duration::from_secs(90));
+    let attach = slave.line("up", Duration::from_secs(60));
     let log = master.stderr();
     let spent_lines = log.matches("region budget spent").count();
     eprintln!(

@@ -108,6 +108,7 @@ pub mod geometry;
 pub mod handshake;
 #[cfg(not(loom))]
 pub mod link;
+pub mod mac;
 #[cfg(not(loom))]
 pub mod memory;
 pub mod name;

@@ -11,14 +11,14 @@
 //!
 //! Changes are coalesced: a peer that attaches and leaves in a loop must
 //! not flood the application with events. Only the newest state waits, and
-//! the event thread delivers at most one per [`MIN_INTERVAL`]; a down and
+//! the event thread delivers at most one per `MIN_INTERVAL`; a down and
 //! up folded into one delivery still raises the event (the generation
 //! changed), so the application never misses a new peer.
 //!
 //! Protocol, under `Inner`'s mutex (never held across a callback):
 //! - the control thread replaces `pending` with the new state, counts it,
 //!   and signals;
-//! - the event thread, once [`MIN_INTERVAL`] has passed since its last
+//! - the event thread, once `MIN_INTERVAL` has passed since its last
 //!   delivery, takes the pending state and, with the lock released,
 //!   updates the port and runs the callbacks, then takes the lock again and
 //!   looks at `stopped` before anything else;

@@ -13,6 +13,7 @@
 //! Every frame of a run is the same buffer: the sending loops measure the
 //! link, not the making of frames.
 
+pub use vecring_core::mac::default_mac;
 use vecring_core::Role;
 
 /// The ethertype of the tool's frames: IEEE 802 Local Experimental
@@ -45,28 +46,6 @@ impl Addresses {
             dst: default_mac(domain, link, !master),
         }
     }
-}
-
-/// The default MAC of one end of a link, as the DPDK driver computes it
-/// (`vecring-pmd`'s `devargs::default_mac`): a locally administered unicast
-/// address from an FNV-1a hash of domain, link and role, whose last bit is
-/// the role, so the two ends always differ.
-pub fn default_mac(domain: &str, link: &str, master: bool) -> [u8; 6] {
-    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-    let role: &[u8] = if master { b"master" } else { b"slave" };
-    let mut h = FNV_OFFSET;
-    for part in [domain.as_bytes(), b"\0", link.as_bytes(), b"\0", role] {
-        for &b in part {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(FNV_PRIME);
-        }
-    }
-    let b = h.to_be_bytes();
-    let mut mac = [b[0], b[1], b[2], b[3], b[4], b[5]];
-    mac[0] = (mac[0] & 0xfc) | 0x02; // unicast, locally administered
-    mac[5] = (mac[5] & 0xfe) | u8::from(master);
-    mac
 }
 
 /// Parses `xx:xx:xx:xx:xx:xx`, a unicast address (a sender's source must

@@ -29,7 +29,19 @@
 //!    be woken by [`FRAMES`]` / 4` more frames on the new link.
 //!
 //! Each case runs with the program's port in role master and in role
-//! slave. They need root, a C compiler, DPDK's `pkg-config` file and the
+//! slave.
+//!
+//! Then the program's lcore against a hostile slave (`vecring-attack plant
+//! where=doorbell then=frames`, a separate process running as `nobody`):
+//! it rings every doorbell for nothing until a sleeping receiver mutes it,
+//! plants a socket whose last close sleeps for an hour on each, publishes
+//! frames and stays. The program (mode `watch`: asleep in
+//! `rte_epoll_wait`; mode `poll`: polling, no Rx interrupts) must count
+//! the frames, keep making rounds (none longer than a second) and stop and
+//! close its port within a second; each with the kernel refusing the
+//! descriptors (`SO_PASSRIGHTS`, Linux 6.16+) and with
+//! `VECRING_NO_PASSRIGHTS=1` in its environment, the path of older kernels
+//! where the descriptors arrive. They need root, a C compiler, DPDK's `pkg-config` file and the
 //! built PMD, so they are `#[ignore]`d and run by `tests/dpdk/run.sh`
 //! (group `rust`, case `rust_intr`), or by hand:
 //!
@@ -45,6 +57,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::{Link, PushError, Role, SendError};
+use vecring_tests::hostile::{as_nobody, attacker, num, set_mode, wait_for_path, Proc, NOBODY};
 use vecring_tests::testpmd::{build_dpdk_program, Env, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
@@ -104,6 +117,15 @@ impl Program {
         }
     }
 
+    /// The last line of its stdout starting with `prefix`, if any.
+    fn last_line(&self, prefix: &str) -> Option<String> {
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        text.lines()
+            .rev()
+            .find(|l| l.starts_with(prefix))
+            .map(str::to_string)
+    }
+
     fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
@@ -125,7 +147,10 @@ impl Program {
 impl Drop for Program {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
+            // SIGTERM, which `timeout` passes on to the program (a SIGKILL
+            // would end `timeout` alone); it SIGKILLs the program 5 s later.
+            // SAFETY: signalling our own child by pid, not yet reaped.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
             let _ = self.child.wait();
         }
     }
@@ -414,4 +439,218 @@ fn slave_port_sleeping_wakes_when_its_link_is_set_down_and_up() {
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn master_port_sleeping_does_not_spin_when_the_slave_rings_for_nothing() {
     sleeps_and_wakes_on_frames("intr-storm-m", Role::Master, Idle::Storm, Then::Stop);
+}
+
+/// What stopping and closing the port may take, whatever the peer holds.
+const CLOSE_BUDGET_MS: u64 = 1000;
+/// The longest round the watching lcore may make: a sleep is 50 ms at
+/// most, and a round blocked in a planted descriptor's close lasts an hour.
+const ROUND_BUDGET_MS: u64 = 1000;
+/// How long the frames of a hostile peer may take to be counted: a muted
+/// doorbell's receiver checks its ring by timer at least every 64 ms.
+const FRAMES_BOUND: Duration = Duration::from_secs(5);
+
+/// The program (`rx_intr ... watch|poll`) is the master with [`QUEUES`]
+/// queues, `vecring-attack plant where=doorbell then=frames` the slave
+/// (see the module documentation). `sleep`: the lcore sleeps in
+/// `rte_epoll_wait` (else it polls); `fallback`: the program runs with
+/// `VECRING_NO_PASSRIGHTS=1`.
+fn lcore_survives_a_planted_doorbell(test: &str, sleep: bool, fallback: bool) {
+    let _w = Watchdog::new(
+        "dpdk lcore under a planted doorbell",
+        Duration::from_secs(120),
+    );
+    let env = Env::new(test);
+    let exe = build_dpdk_program(&env, "rx_intr");
+    // The attacker runs as nobody: the port admits it and its socket is
+    // open to it.
+    let vdev = format!(
+        "--vdev=eth_vecring0,{},queues={QUEUES},socket_mode=0666,allow_uid={NOBODY}",
+        env.vdev(test, true)
+    );
+    let (out, err) = (env.work.join("rx_intr.out"), env.work.join("rx_intr.err"));
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--kill-after=5", "100"])
+        .arg(&exe)
+        .arg("-d")
+        .arg(&env.so)
+        .arg("--no-pci")
+        .arg(format!(
+            "--file-prefix=vrintr_{test}_{}",
+            std::process::id()
+        ))
+        .arg("--lcores=0@0")
+        // The receiver's mute and the drained descriptors are debug and
+        // warning lines of the driver's log.
+        .arg("--log-level=pmd.net.vecring:debug")
+        .args(&env.mem_args)
+        .arg(vdev)
+        .arg("--")
+        .args([QUEUES.to_string(), "0".into(), "0".into()])
+        .arg(if sleep { "watch" } else { "poll" })
+        .stdin(Stdio::piped())
+        .stdout(File::create(&out).unwrap())
+        .stderr(File::create(&err).unwrap());
+    if fallback {
+        cmd.env("VECRING_NO_PASSRIGHTS", "1");
+    }
+    let child = cmd.spawn().expect("start rx_intr");
+    let mut p = Program { child, out, err };
+    let socket = env.run.join("interop").join(format!("{test}.sock"));
+    assert!(
+        wait_for_path(&socket, STALL),
+        "the port does not listen\n{}",
+        p.output()
+    );
+    set_mode(&env.run, 0o755);
+    set_mode(&env.run.join("interop"), 0o711);
+
+    let mut plant = Proc::spawn(
+        "attacker",
+        as_nobody(&mut attacker("plant")).args([
+            "where=doorbell".to_string(),
+            "then=frames".into(),
+            format!("run-dir={}", env.run.display()),
+            "domain=interop".into(),
+            format!("link={test}"),
+        ]),
+    );
+    let mut step = |prefix: &str| {
+        plant
+            .line(prefix, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}\n{}", p.output()))
+    };
+    step("up");
+    step("rang");
+    let planted = step("planted");
+    let sent = num(&step("sent"), "frames");
+    let mut failures = Vec::new();
+    if fallback {
+        if !planted.contains("planted ok") {
+            failures.push(format!(
+                "the descriptor should have reached the port: {planted}"
+            ));
+        }
+    } else if vecring_core::closer::rights_refusable() && !planted.contains("refused errno=EPERM") {
+        failures.push(format!(
+            "SO_PASSRIGHTS should have refused the descriptor: {planted}"
+        ));
+    }
+    if sent == 0 {
+        failures.push("the attacker published no frame".into());
+    }
+    p.wait_line("rx_intr: ready", STALL);
+
+    // The frames arrive although the doorbell is muted, with a descriptor
+    // queued on it.
+    let watch = |p: &Program| p.last_line("rx_intr: watch");
+    let t0 = Instant::now();
+    let mut got = 0;
+    while t0.elapsed() < FRAMES_BOUND {
+        got = watch(&p).map_or(0, |l| num(&l, "frames"));
+        if got >= sent {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if got < sent {
+        failures.push(format!(
+            "{got} of the {sent} frames counted within {FRAMES_BOUND:?}"
+        ));
+    }
+    let muted = p.output().contains("the peer rings for nothing");
+    if sleep && !muted {
+        failures.push("the sleeping lcore never muted the doorbell".into());
+    }
+    // A sleeping receiver takes the doorbell back and drains what was
+    // planted there; on the fallback path the driver then says so.
+    let drains = sleep && fallback;
+    let t1 = Instant::now();
+    let drained = loop {
+        let d = p.output().contains("passed file descriptors on a doorbell");
+        if d || !drains || t1.elapsed() > FRAMES_BOUND {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if drains && !drained {
+        failures.push("the lcore never drained the planted descriptor".into());
+    }
+    // The lcore goes on making rounds, none of them long.
+    let before = watch(&p).map_or(0, |l| num(&l, "rounds"));
+    std::thread::sleep(Duration::from_secs(1));
+    let last = watch(&p).unwrap_or_default();
+    let after = if last.is_empty() {
+        0
+    } else {
+        num(&last, "rounds")
+    };
+    if after <= before {
+        failures.push(format!(
+            "the lcore made no round in a second ({before} before, {after} after)"
+        ));
+    }
+    if !last.is_empty() && num(&last, "max_gap_ms") >= ROUND_BUDGET_MS {
+        failures.push(format!("a round of the lcore took too long: {last}"));
+    }
+    println!("{test}: {planted}; {sent} sent; muted {muted}; drained {drained}; {last}");
+
+    // Stdin closed, the program stops and closes its port while the
+    // attacker still holds everything.
+    drop(p.child.stdin.take());
+    let t2 = Instant::now();
+    let closed = loop {
+        let l = p.last_line("rx_intr: closed");
+        if l.is_some() || t2.elapsed() > Duration::from_secs(10) {
+            break l;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    match closed {
+        Some(l) => {
+            let ms = num(&l, "ms");
+            println!("{test}: closing the port took {ms} ms");
+            if ms >= CLOSE_BUDGET_MS {
+                failures.push(format!("stopping and closing the port took {ms} ms"));
+            }
+            let status = p.wait_exit(Duration::from_secs(10));
+            if !status.success() {
+                failures.push(format!("rx_intr exit {status}"));
+            }
+        }
+        None => failures.push("the lcore did not close its port within 10 s".into()),
+    }
+    plant.close_stdin();
+    assert!(
+        failures.is_empty(),
+        "{}\nattacker: {}\n{}",
+        failures.join("\n"),
+        plant.output(),
+        p.output()
+    );
+    let _ = std::fs::remove_dir_all(&env.work);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn a_planted_doorbell_cannot_block_a_sleeping_lcore() {
+    lcore_survives_a_planted_doorbell("intr-plant-w", true, false);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn a_planted_doorbell_cannot_block_a_sleeping_lcore_without_so_passrights() {
+    lcore_survives_a_planted_doorbell("intr-plant-w-fb", true, true);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn a_planted_doorbell_cannot_block_a_polling_lcore() {
+    lcore_survives_a_planted_doorbell("intr-plant-p", false, false);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn a_planted_doorbell_cannot_block_a_polling_lcore_without_so_passrights() {
+    lcore_survives_a_planted_doorbell("intr-plant-p-fb", false, true);
 }

@@ -26,7 +26,17 @@
  *      then it sleeps until the link is up and receives FRAMES / 4 more
  *      frames, each sleep 5 s at most.
  *
- * usage: rx_intr <EAL args> -- Q FRAMES IDLE [down|relink]
+ * With "watch" or "poll" as the last argument it skips 1 to 3 and watches
+ * a hostile peer instead: with promiscuous mode on, it counts frames of any
+ * content on every queue until stdin has a line or closes, each round
+ * either sleeping in rte_epoll_wait (50 ms at most, "watch") or polling
+ * ("poll", with Rx interrupts not configured), and reports every 100 ms
+ * how many rounds it made, the frames counted and the longest time between
+ * two rounds (a round blocked in the driver shows there, and the reports
+ * stop). Then it times stopping and closing the port. FRAMES and IDLE are
+ * ignored.
+ *
+ * usage: rx_intr <EAL args> -- Q FRAMES IDLE [down|relink|watch|poll]
  *
  * Prints "rx_intr: ready" once the queues are in the epoll set (the peer
  * starts its idle period then), "rx_intr: idle cpu_us=C wall_us=W
@@ -34,11 +44,14 @@
  * "rx_intr: link down after E events, T timeouts" in mode "down",
  * "rx_intr: relink: link up after E events, T timeouts" and
  * "rx_intr: relink: received F frames, E events, T timeouts" in mode
- * "relink", and "rx_intr: ok". Exits 1 on a setup error, a bad frame or a timeout;
+ * "relink", "rx_intr: watch rounds=R frames=F events=E max_gap_ms=G" in
+ * modes "watch" and "poll", then "rx_intr: closed ms=M" (stopping and
+ * closing the port took M ms), and "rx_intr: ok". Exits 1 on a setup error, a bad frame or a timeout;
  * SIGALRM ends it if it is still running after its own watchdog (90 s).
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +138,70 @@ static int frame_ok(struct rte_mbuf *m, uint16_t q)
 	return 1;
 }
 
+/* Drains queue q whatever the frames carry; returns the frames read. */
+static int drain_any(uint16_t port, uint16_t q)
+{
+	struct rte_mbuf *pkts[BURST];
+	int total = 0;
+	uint16_t n, i;
+
+	do {
+		n = rte_eth_rx_burst(port, q, pkts, BURST);
+		for (i = 0; i < n; i++)
+			rte_pktmbuf_free(pkts[i]);
+		total += n;
+	} while (n > 0);
+	return total;
+}
+
+/* Whether stdin has a line or is closed: the end of the watch. */
+static int stdin_says_stop(void)
+{
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/*
+ * Watches a hostile peer until stdin says stop: counts frames of any
+ * content on every queue, sleeping in rte_epoll_wait between rounds
+ * (sleep != 0) or polling, and reports every 100 ms.
+ */
+static void watch(uint16_t port, uint16_t queues, int sleep)
+{
+	struct rte_epoll_event ev[MAX_QUEUES];
+	uint64_t last = now_us(), next_report = last, gap, max_gap = 0, t, rounds = 0;
+	int frames = 0, events = 0, n;
+	uint16_t q;
+
+	while (!stdin_says_stop()) {
+		if (sleep) {
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_enable(port, q);
+			n = rte_epoll_wait(RTE_EPOLL_PER_THREAD, ev, MAX_QUEUES, 50);
+			for (q = 0; q < queues; q++)
+				rte_eth_dev_rx_intr_disable(port, q);
+			if (n > 0)
+				events += n;
+		}
+		for (q = 0; q < queues; q++)
+			frames += drain_any(port, q);
+		rounds++;
+		t = now_us();
+		gap = t - last;
+		last = t;
+		if (gap > max_gap)
+			max_gap = gap;
+		if (t >= next_report) {
+			printf("rx_intr: watch rounds=%" PRIu64 " frames=%d events=%d max_gap_ms=%" PRIu64
+			       "\n",
+			       rounds, frames, events, max_gap / 1000);
+			fflush(stdout);
+			next_report = t + 100000;
+		}
+	}
+}
+
 /* Drains queue q; returns the frames read, or -1 for a bad one. */
 static int drain(uint16_t port, uint16_t q)
 {
@@ -153,6 +230,7 @@ int main(int argc, char **argv)
 	uint16_t port, queues, q;
 	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
 	int down = 0, relink = 0, paused = 0, woke_for_waiting = 0, short_count = 0;
+	int watching = 0, sleeping = 0;
 
 	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
 	rc = rte_eal_init(argc, argv);
@@ -166,9 +244,14 @@ int main(int argc, char **argv)
 	} else if (argc == 5 && strcmp(argv[4], "relink") == 0) {
 		relink = 1;
 		argc--;
+	} else if (argc == 5 && (strcmp(argv[4], "watch") == 0 || strcmp(argv[4], "poll") == 0)) {
+		watching = 1;
+		sleeping = strcmp(argv[4], "watch") == 0;
+		argc--;
 	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S [down|relink]\n");
+		fprintf(stderr,
+			"usage: rx_intr <EAL args> -- QUEUES FRAMES IDLE_S [down|relink|watch|poll]\n");
 		return 1;
 	}
 	queues = (uint16_t)atoi(argv[1]);
@@ -184,7 +267,8 @@ int main(int argc, char **argv)
 	if (pool == NULL)
 		die("rte_pktmbuf_pool_create", -rte_errno);
 	memset(&conf, 0, sizeof(conf));
-	conf.intr_conf.rxq = 1;
+	/* "poll" is a plain polling application: no Rx interrupts at all. */
+	conf.intr_conf.rxq = !watching || sleeping;
 	rc = rte_eth_dev_configure(port, queues, queues, &conf);
 	if (rc != 0)
 		die("rte_eth_dev_configure", rc);
@@ -207,7 +291,7 @@ int main(int argc, char **argv)
 			die("waiting for the link", -ETIMEDOUT);
 		usleep(10000);
 	}
-	for (q = 0; q < queues; q++) {
+	for (q = 0; q < queues && conf.intr_conf.rxq; q++) {
 		rc = rte_eth_dev_rx_intr_ctl_q(port, q, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_ADD,
 					       (void *)(uintptr_t)q);
 		if (rc != 0)
@@ -215,6 +299,23 @@ int main(int argc, char **argv)
 	}
 	printf("rx_intr: ready\n");
 	fflush(stdout);
+
+	if (watching) {
+		uint64_t t0;
+
+		rc = rte_eth_promiscuous_enable(port);
+		if (rc != 0)
+			die("rte_eth_promiscuous_enable", rc);
+		watch(port, queues, sleeping);
+		t0 = now_us();
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
+		printf("rx_intr: closed ms=%" PRIu64 "\n", (now_us() - t0) / 1000);
+		fflush(stdout);
+		rte_eal_cleanup();
+		printf("rx_intr: ok\n");
+		return 0;
+	}
 
 	/* 1. Idle: nothing arrives; the thread should sleep. */
 	cpu0 = thread_cpu_us();

@@ -29,7 +29,8 @@
 # VECRING_BENCH_NO_LXC=1 runs them as plain host processes instead.
 #
 # Usage: benches/ovs-compare.sh [ROUNDS] [SECONDS] [SIZES] [SHAPE]
-#        (as root, after scripts/build-pmd.sh /usr; default 3 rounds of
+#        (as root, after scripts/build-pmd.sh /usr and, for the placement
+#        tags, cargo build --release -p vecring-benches; default 3 rounds of
 #        5 s, sizes "64 1514", shape oneway)
 # Prints one line per run and a table of medians with ranges.
 set -euo pipefail
@@ -95,6 +96,25 @@ in_ctr() {
 # stop_ctr PREFIX: SIGINT to the container's testpmd (a host process too,
 # found by its EAL file prefix), which prints its statistics and exits.
 stop_ctr() { pkill -INT -f -- "--file-prefix=$1( |$)" 2>/dev/null || true; }
+
+# Placement: the two vCPUs' cache-line round trip (benches' core-latency,
+# ns), measured before and after every run. On a VM the host places the
+# two CPUs on cores that share a cache or not, and may move them during a
+# run; a 1514-byte frame crosses between the CPUs as 24 lines, so a far
+# placement (about 4x the near round trip here) multiplies the cycles per
+# packet of every kind by up to 3.6. Each run is tagged: near (both
+# measurements under C2C_FAR ns), far (both at or over) or moved; the
+# tables take near and far runs apart and leave moved runs out.
+C2C=$ROOT/target/release/core-latency
+C2C_FAR=${C2C_FAR:-100}
+c2c() { if [ -x "$C2C" ]; then "$C2C" 2>/dev/null || echo 0; else echo 0; fi; }
+# placement BEFORE AFTER: the tag of a run.
+placement() {
+	if [ "$1" -eq 0 ] || [ "$2" -eq 0 ]; then echo unknown
+	elif [ "$1" -lt "$C2C_FAR" ] && [ "$2" -lt "$C2C_FAR" ]; then echo near
+	elif [ "$1" -ge "$C2C_FAR" ] && [ "$2" -ge "$C2C_FAR" ]; then echo far
+	else echo moved; fi
+}
 
 # testpmd_opts SIZE: mbufs that hold a SIZE-byte frame in one segment.
 testpmd_opts() {
@@ -191,8 +211,9 @@ field() { sed -n "s/.*$2 *\([0-9.]*\).*/\1/p" <<<"$1" | head -n1; }
 # run KIND SIZE N: one measured run; prints
 # "KIND SIZE ovs_cycles ovs_mpps gen_cycles rx_cycles rx_mpps".
 run() {
-	local kind=$1 size=$2 n=$3
+	local kind=$1 size=$2 n=$3 t0 t1
 	ports "$kind" "$n" "$size"
+	t0=$(c2c)
 	# shellcheck disable=SC2086,SC2046
 	in_ctr "${PREFIX}b" timeout $((SECS + 60)) dpdk-testpmd --no-pci --lcores='(0,1)@0' --file-prefix="${PREFIX}b$n" $B_EAL \
 		--vdev="$B_VDEV" -- --forward-mode=rxonly $B_APP $(testpmd_opts "$size") </dev/null >"$WORK/b.log" 2>&1 &
@@ -221,6 +242,7 @@ run() {
 	stop_ctr "${PREFIX}a$n"
 	stop_ctr "${PREFIX}b$n"
 	wait "$a" "$b" 2>/dev/null || true
+	t1=$(c2c)
 	local ovs_cyc ovs_pkts
 	ovs_cyc=$(field "$stats" "avg processing cycles per packet:")
 	ovs_pkts=$(field "$stats" "packets received:")
@@ -231,7 +253,8 @@ run() {
 	vsctl del-port br0 pa -- del-port br0 pb
 	awk -v k="$kind" -v s="$size" -v oc="${ovs_cyc:-ERR}" -v op="${ovs_pkts:-0}" -v gc="${gen_cyc:-ERR}" \
 		-v rc="${rx_cyc:-ERR}" -v r0="${rx0:-0}" -v r1="${rx1:-0}" -v secs="$SECS" \
-		'BEGIN { printf "%s %s %s %.2f %s %s %.2f\n", k, s, oc, op / secs / 1e6, gc, rc, (r1 - r0) / secs / 1e6 }'
+		-v t0="$t0" -v t1="$t1" -v pl="$(placement "$t0" "$t1")" \
+		'BEGIN { printf "%s %s %s %.2f %s %s %.2f %d %d %s\n", k, s, oc, op / secs / 1e6, gc, rc, (r1 - r0) / secs / 1e6, t0, t1, pl }'
 }
 
 # loop_bursts SIZE: the bursts of 32 frames each port seeds the loop with:
@@ -254,8 +277,9 @@ port_counts() {
 # run_loop KIND SIZE N: one measured run of the loop shape; prints
 # "KIND SIZE ovs_cycles ovs_mpps ctr_cycles dropped".
 run_loop() {
-	local kind=$1 size=$2 n=$3 app=""
+	local kind=$1 size=$2 n=$3 app="" t0 t1
 	ports "$kind" "$n" "$size"
+	t0=$(c2c)
 	case $kind in
 	vhost) app="--total-num-mbufs=65536" ;;
 	memif) app="--rxq=2 --txq=2" ;;
@@ -284,6 +308,7 @@ run_loop() {
 	printf 'stop\nquit\n' >&"$fd"
 	eval "exec $fd>&-"
 	wait "$a" 2>/dev/null || true
+	t1=$(c2c)
 	local ovs_cyc ovs_pkts ctr_cyc drops=0 p c0 c1 rxp=0 rxb=0
 	ovs_cyc=$(field "$stats" "avg processing cycles per packet:")
 	ovs_pkts=$(field "$stats" "packets received:")
@@ -307,19 +332,19 @@ run_loop() {
 	drops=$((drops + ${tpd:-0}))
 	vsctl del-port br0 pa -- del-port br0 pb
 	awk -v k="$kind" -v s="$size" -v oc="${ovs_cyc:-ERR}" -v op="${ovs_pkts:-0}" -v cc="${ctr_cyc:-ERR}" \
-		-v d="$drops" -v secs="$SECS" \
-		'BEGIN { printf "%s %s %s %.2f %s %d\n", k, s, oc, op / secs / 1e6, cc, d }'
+		-v d="$drops" -v secs="$SECS" -v t0="$t0" -v t1="$t1" -v pl="$(placement "$t0" "$t1")" \
+		'BEGIN { printf "%s %s %s %.2f %s %d %d %d %s\n", k, s, oc, op / secs / 1e6, cc, d, t0, t1, pl }'
 }
 
 ovs_start
 vsctl add-br br0 -- set bridge br0 datapath_type=netdev
 echo "ovs-compare: $($VSWITCHD --version | head -n1), ${ROUNDS} rounds of ${SECS} s, sizes $SIZES, placement pmd1/ctr0, containers $([ "${VECRING_BENCH_NO_LXC:-0}" = 1 ] && echo "on the host" || echo "in LXC")" >&2
 if [ "$SHAPE" = loop ]; then
-	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps ctr_cycles/pkt dropped"
-	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | container cycles/pkt | frames dropped |"
+	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps ctr_cycles/pkt dropped c2c_before_ns c2c_after_ns placement"
+	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | container cycles/pkt | frames dropped | c2c ns before | c2c ns after |"
 else
-	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps gen_cycles/pkt rx_cycles/pkt delivered_Mpps"
-	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | generator cycles/pkt | receiver cycles/pkt | delivered M pps |"
+	echo "# kind size ovs_cycles/pkt ovs_rx_Mpps gen_cycles/pkt rx_cycles/pkt delivered_Mpps c2c_before_ns c2c_after_ns placement"
+	HEAD="| size | port | OVS cycles/pkt | OVS rx M pps | generator cycles/pkt | receiver cycles/pkt | delivered M pps | c2c ns before | c2c ns after |"
 fi
 n=0
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -342,21 +367,27 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	done
 done
 
-# Medians and ranges per kind and size.
-echo
-echo "$HEAD"
-echo "$HEAD" | sed 's/[^|]*|/---|/g; s/^---//'
-for size in $SIZES; do
-	for kind in "${KINDS[@]}"; do
-		awk -v k="$kind" -v s="$size" '
-			# A run that failed a check (ERR) is left out.
-			$1 == k && $2 == s && $3 != "ERR" { r = n + 0; for (c = 3; c <= NF; c++) v[c, r] = $c; nf = NF; n = r + 1 }
-			function med(c,   i, j, t, a) {
-				for (i = 0; i < n; i++) a[i] = v[c, i] + 0
-				for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-				return sprintf("%.1f (%.1f-%.1f)", (n % 2) ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2, a[0], a[n - 1])
-			}
-			END { if (n) { printf "| %s | %s |", s, k; for (c = 3; c <= nf; c++) printf " %s |", med(c); printf "\n" } }
-		' "$WORK/results"
+# Medians and ranges per placement, kind and size; moved runs are left out.
+for pl in near far; do
+	grep -q " $pl\$" "$WORK/results" || continue
+	echo
+	echo "placement $pl (c2c round trip $([ $pl = near ] && echo "under" || echo "at least") $C2C_FAR ns before and after), runs: $(grep -c " $pl\$" "$WORK/results")"
+	echo "$HEAD"
+	echo "$HEAD" | sed 's/[^|]*|/---|/g; s/^---//'
+	for size in $SIZES; do
+		for kind in "${KINDS[@]}"; do
+			awk -v k="$kind" -v s="$size" -v pl="$pl" '
+				# A run that failed a check (ERR) is left out.
+				$1 == k && $2 == s && $3 != "ERR" && $NF == pl { r = n + 0; for (c = 3; c < NF; c++) v[c, r] = $c; nf = NF - 1; n = r + 1 }
+				function med(c,   i, j, t, a) {
+					for (i = 0; i < n; i++) a[i] = v[c, i] + 0
+					for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+					return sprintf("%.1f (%.1f-%.1f)", (n % 2) ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2, a[0], a[n - 1])
+				}
+				END { if (n) { printf "| %s | %s |", s, k; for (c = 3; c <= nf; c++) printf " %s |", med(c); printf "\n" } }
+			' "$WORK/results"
+		done
 	done
 done
+moved=$(grep -c -E " (moved|unknown)\$" "$WORK/results" || true)
+[ "$moved" -eq 0 ] || echo "ovs-compare: $moved runs left out: the placement moved during the run (or core-latency is not built)" >&2

@@ -515,30 +515,14 @@ fn lcore_survives_a_planted_doorbell(test: &str, sleep: bool, fallback: bool) {
             format!("link={test}"),
         ]),
     );
-    let mut step = |prefix: &str| {
-        plant
-            .line(prefix, Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("{e}\n{}", p.output()))
-    };
-    step("up");
-    step("rang");
-    let planted = step("planted");
-    let sent = num(&step("sent"), "frames");
     let mut failures = Vec::new();
-    if fallback {
-        if !planted.contains("planted ok") {
-            failures.push(format!(
-                "the descriptor should have reached the port: {planted}"
-            ));
-        }
-    } else if vecring_core::closer::rights_refusable() && !planted.contains("refused errno=EPERM") {
-        failures.push(format!(
-            "SO_PASSRIGHTS should have refused the descriptor: {planted}"
-        ));
-    }
-    if sent == 0 {
-        failures.push("the attacker published no frame".into());
-    }
+    let (sent, planted) = vecring_tests::hostile::muted_plant_steps(
+        &mut plant,
+        fallback,
+        "port",
+        &|| p.output(),
+        &mut failures,
+    );
     p.wait_line("rx_intr: ready", STALL);
 
     // The frames arrive although the doorbell is muted, with a descriptor

@@ -406,3 +406,43 @@ pub fn ensure_free_hugepages(pages: u64) -> Result<(), String> {
         ))
     }
 }
+
+/// Reads what the muted-doorbell planter (`plant where=doorbell
+/// then=frames`) says, in order (`up`, `rang`, `planted`, `sent`), and
+/// checks that the attack took the kernel path asked for: the descriptor
+/// reached `victim` on the fallback (`VECRING_NO_PASSRIGHTS=1`), or the
+/// kernel refused it with EPERM where it can; and that frames were
+/// published. `context` is added to a panic (the victim's output).
+/// Returns the frames published and the `planted` line.
+pub fn muted_plant_steps(
+    plant: &mut Proc,
+    fallback: bool,
+    victim: &str,
+    context: &dyn Fn() -> String,
+    failures: &mut Vec<String>,
+) -> (u64, String) {
+    let mut step = |prefix: &str| {
+        plant
+            .line(prefix, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}\n{}", context()))
+    };
+    step("up");
+    step("rang");
+    let planted = step("planted");
+    let sent = num(&step("sent"), "frames");
+    if fallback {
+        if !planted.contains("planted ok") {
+            failures.push(format!(
+                "the descriptor should have reached the {victim}: {planted}"
+            ));
+        }
+    } else if vecring_core::closer::rights_refusable() && !planted.contains("refused errno=EPERM") {
+        failures.push(format!(
+            "SO_PASSRIGHTS should have refused the descriptor: {planted}"
+        ));
+    }
+    if sent == 0 {
+        failures.push("the attacker published no frame".into());
+    }
+    (sent, planted)
+}

@@ -56,6 +56,8 @@ mod storage;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
 mod wait_line;
+#[cfg(all(test, not(loom)))]
+mod wait_throttle_tests;
 mod write_chunk;
 
 pub use consumer::Consumer;

@@ -44,11 +44,11 @@ use std::time::{Duration, Instant};
 /// throttled (see the module documentation). An honest sleeper's index
 /// moves after nearly every wakeup; a producer waiting for room for a
 /// large frame may wake a few times before it fits.
-const UNANSWERED_MAX: u32 = 64;
+pub(super) const UNANSWERED_MAX: u32 = 64;
 /// Least time between two signals while throttled: a side that asks for
 /// signals and never answers them gets at most a thousand `send()`s a
 /// second.
-const THROTTLE_GAP: Duration = Duration::from_millis(1);
+pub(super) const THROTTLE_GAP: Duration = Duration::from_millis(1);
 
 /// What a side that found nothing to do should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,87 +256,4 @@ pub(super) fn present(line: &WaitLine) -> bool {
     // Acquire: pairs with the Release stores in `WaitState::attach` and
     // `WaitState::detach`.
     line.state.load(Ordering::Acquire) & WAIT_PRESENT != 0
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::geometry::Geometry;
-    use crate::ring::heap::HeapRing;
-
-    /// The producer's wait state and a ring whose consumer line the test
-    /// writes as a hostile (or honest) consumer would.
-    fn producer() -> (WaitState, HeapRing) {
-        let ring = HeapRing::new(Geometry::DEFAULT);
-        let ctl = ring.control();
-        let state = WaitState::attach(&ctl.producer_wait);
-        (state, ring)
-    }
-
-    /// The consumer says it sleeps with a fresh odd sequence, then the
-    /// producer stores; returns whether that store signalled.
-    fn burst(w: &mut WaitState, ring: &HeapRing, seq: u32) -> bool {
-        let ctl = ring.control();
-        ctl.consumer_wait.state.store(
-            WAIT_PRESENT | WAIT_ARMED | u64::from(seq),
-            Ordering::Relaxed,
-        );
-        let before = w.signals;
-        w.after_store(
-            ring,
-            &ctl.producer_wait,
-            &ctl.consumer_wait,
-            &ctl.tail.index,
-            Bell::Data,
-        );
-        w.signals > before
-    }
-
-    #[test]
-    fn a_consumer_that_sleeps_and_reads_is_signalled_every_time() {
-        let (mut w, ring) = producer();
-        for i in 0..10 * UNANSWERED_MAX {
-            assert!(burst(&mut w, &ring, 2 * i + 1), "sleep {i}");
-            // It woke and read: its tail moved.
-            ring.control()
-                .tail
-                .index
-                .store(u64::from(i) + 1, Ordering::Relaxed);
-        }
-        assert_eq!(w.held_back, 0);
-    }
-
-    #[test]
-    fn a_consumer_that_asks_and_never_reads_is_throttled_then_released() {
-        let (mut w, ring) = producer();
-        let mut seq = 1;
-        let mut fresh = || {
-            seq += 2;
-            seq
-        };
-        let mut sent = 0;
-        let t0 = Instant::now();
-        let tries = 100 * UNANSWERED_MAX;
-        for _ in 0..tries {
-            sent += u32::from(burst(&mut w, &ring, fresh()));
-        }
-        let gaps = (t0.elapsed().as_nanos() / THROTTLE_GAP.as_nanos()) as u32;
-        // The first UNANSWERED_MAX go (the first of them sets the index
-        // seen), then one per gap at most.
-        assert!(
-            sent <= UNANSWERED_MAX + gaps + 1,
-            "{sent} signals of {tries} in {gaps} gaps"
-        );
-        assert!(w.held_back > 0 && w.held_back == u64::from(tries - sent));
-        // A sequence held back is signalled once the gap has passed.
-        let held = fresh();
-        let at_once = burst(&mut w, &ring, held);
-        std::thread::sleep(THROTTLE_GAP);
-        assert!(at_once || burst(&mut w, &ring, held));
-        // Reading ends the throttle.
-        ring.control().tail.index.store(7, Ordering::Relaxed);
-        for _ in 0..UNANSWERED_MAX / 2 {
-            assert!(burst(&mut w, &ring, fresh()));
-        }
-    }
 }

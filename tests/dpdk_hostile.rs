@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::abi::RING_MASTER_TO_SLAVE;
-use vecring_core::{Geometry, Link, PushError, RecvError, RingStorage, Role, SendError};
+use vecring_core::{Geometry, Link, LinkRecvError, LinkSendError, PushError, RingStorage, Role};
 use vecring_tests::testpmd::{build_dpdk_program, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
@@ -145,7 +145,7 @@ fn mac_flips_never_reach_the_application(test: &str, len: usize, devargs: &str, 
                 sent += 1;
                 progress = Instant::now();
             }
-            Err(SendError::Push(PushError::Full)) => {}
+            Err(LinkSendError::Push(PushError::Full)) => {}
             Err(e) => panic!("send frame {sent}: {e}\n{}", pmd.tail()),
         }
         while let Ok(n) = rx.recv(&mut rbuf) {
@@ -168,7 +168,7 @@ fn mac_flips_never_reach_the_application(test: &str, len: usize, devargs: &str, 
     loop {
         match tx.send(&end) {
             Ok(()) => break,
-            Err(SendError::Push(PushError::Full)) => {}
+            Err(LinkSendError::Push(PushError::Full)) => {}
             Err(e) => panic!("send the end marker: {e}\n{}", pmd.tail()),
         }
         while let Ok(n) = rx.recv(&mut rbuf) {
@@ -180,7 +180,7 @@ fn mac_flips_never_reach_the_application(test: &str, len: usize, devargs: &str, 
         match rx.recv(&mut rbuf) {
             Ok(n) if rbuf[..n] == end[..] => break,
             Ok(n) => check(&rbuf[..n], &mut returned),
-            Err(RecvError::Empty) => {
+            Err(LinkRecvError::Empty) => {
                 assert!(
                     Instant::now() < deadline,
                     "the end marker did not come back\n{}",

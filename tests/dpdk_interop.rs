@@ -28,7 +28,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{RecvError, Role};
+use vecring_core::{LinkRecvError, Role};
 use vecring_tests::testpmd::{echo, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
@@ -152,7 +152,7 @@ fn check_txonly_frames(
                 seen.frames += 1;
                 count.store(seen.frames, Ordering::Relaxed);
             }
-            Err(RecvError::Empty) | Err(RecvError::LinkDown) => {
+            Err(LinkRecvError::Empty) | Err(LinkRecvError::NoPeer) => {
                 if stop.load(Ordering::Relaxed) {
                     return seen;
                 }

@@ -56,7 +56,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{Link, PushError, Role, SendError};
+use vecring_core::{Link, LinkSendError, PushError, Role};
 use vecring_tests::hostile::{as_nobody, attacker, num, set_mode, wait_for_path, Proc, NOBODY};
 use vecring_tests::testpmd::{build_dpdk_program, Env, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
@@ -179,7 +179,7 @@ fn send(tx: &mut vecring_core::Sender, f: &[u8], p: &Program) {
     loop {
         match tx.send(f) {
             Ok(()) => return,
-            Err(SendError::Push(PushError::Full) | SendError::LinkDown) => {}
+            Err(LinkSendError::Push(PushError::Full) | LinkSendError::NoPeer) => {}
             Err(e) => panic!("send: {e}\n{}", p.output()),
         }
         assert!(Instant::now() < deadline, "ring stays full\n{}", p.output());

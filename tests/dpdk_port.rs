@@ -29,7 +29,7 @@
 //! ```
 
 use std::time::{Duration, Instant};
-use vecring_core::{Geometry, Link, LinkError, PushError, Role, SendError};
+use vecring_core::{Geometry, Link, LinkError, LinkSendError, PushError, Role};
 use vecring_tests::testpmd::{mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
@@ -70,7 +70,7 @@ fn wait_port_link(t: &mut Testpmd, status: &str) {
 fn assert_peer_down(link: &Link, tx: &mut vecring_core::Sender, t: &Testpmd, what: &str) {
     assert!(link.wait_down(STALL), "{what}: peer still up\n{}", t.tail());
     assert!(
-        matches!(tx.send(&[0u8; 64]), Err(SendError::LinkDown)),
+        matches!(tx.send(&[0u8; 64]), Err(LinkSendError::NoPeer)),
         "{what}: the peer can still fill the ring"
     );
 }
@@ -86,7 +86,9 @@ fn send_to(tx: &mut vecring_core::Sender, dst: [u8; 6], n: usize, t: &Testpmd) {
     while sent < n {
         match tx.send(&f) {
             Ok(()) => sent += 1,
-            Err(SendError::Push(PushError::Full)) => std::thread::sleep(Duration::from_millis(1)),
+            Err(LinkSendError::Push(PushError::Full)) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
             Err(e) => panic!("send: {e}\n{}", t.tail()),
         }
         assert!(Instant::now() < deadline, "ring stayed full\n{}", t.tail());

@@ -30,7 +30,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use vecring_core::{Link, PushError, Role, SendError, Sender};
+use vecring_core::{Link, LinkSendError, PushError, Role, Sender};
 use vecring_tests::testpmd::{file_prefix, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
@@ -63,7 +63,7 @@ fn send_frames(tx: &mut Sender, from: u32, to: u32) {
         loop {
             match tx.send(&f) {
                 Ok(()) => break,
-                Err(SendError::Push(PushError::Full)) => {
+                Err(LinkSendError::Push(PushError::Full)) => {
                     assert!(Instant::now() < deadline, "ring full for {STALL:?}");
                     std::thread::sleep(Duration::from_micros(100));
                 }

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_options_t};
-use vecring_core::{pattern, Link, PushError, RecvError, Role, SendError};
+use vecring_core::{pattern, Link, LinkRecvError, LinkSendError, PushError, Role};
 use vecring_tests::Watchdog;
 
 #[path = "ffi_wait.rs"]
@@ -670,10 +670,10 @@ fn rust_send(mut tx: vecring_core::Sender, n: u64) -> Result<(), String> {
         loop {
             match tx.send(&buf[..len]) {
                 Ok(()) => break,
-                Err(SendError::Push(PushError::Full)) if last.elapsed() < STALL => {
+                Err(LinkSendError::Push(PushError::Full)) if last.elapsed() < STALL => {
                     std::thread::yield_now()
                 }
-                Err(SendError::Push(PushError::Full)) => {
+                Err(LinkSendError::Push(PushError::Full)) => {
                     return Err(format!("the C peer stopped reading at frame {seq}"))
                 }
                 Err(e) => return Err(format!("send of frame {seq}: {e}")),
@@ -703,7 +703,7 @@ fn rust_receive(rx: &mut vecring_core::Receiver, n: u64) -> Result<(), String> {
                 expected += 1;
                 last = Instant::now();
             }
-            Err(RecvError::Empty) if last.elapsed() < STALL => std::thread::yield_now(),
+            Err(LinkRecvError::Empty) if last.elapsed() < STALL => std::thread::yield_now(),
             Err(e) => return Err(format!("receive of frame {expected}: {e:?}")),
         }
     }

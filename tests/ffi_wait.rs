@@ -15,7 +15,7 @@ use super::{c_source, compile, run, scratch, show};
 use std::ops::Range;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use vecring_core::{pattern, HugepagePolicy, Link, PushError, RecvError, Role, SendError};
+use vecring_core::{pattern, HugepagePolicy, Link, LinkRecvError, LinkSendError, PushError, Role};
 use vecring_tests::hostile::{num, Proc};
 use vecring_tests::Watchdog;
 
@@ -69,7 +69,7 @@ fn send_paced(tx: &mut vecring_core::Sender, seqs: Range<u64>) {
         loop {
             match tx.send(&buf[..len]) {
                 Ok(()) => break,
-                Err(SendError::Push(PushError::Full)) if t0.elapsed() < STEP => {
+                Err(LinkSendError::Push(PushError::Full)) if t0.elapsed() < STEP => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
                 Err(e) => panic!("send of frame {seq}: {e}"),
@@ -134,7 +134,7 @@ fn c_receiver_sleeps_in_its_own_epoll_and_wakes_for_frames() {
     let mut tx = second.sender().unwrap();
     let mut rx = second.receiver().unwrap();
     // Attached to the generation from here on: `wait.c` asks whether it is.
-    assert_eq!(rx.recv(&mut [0u8; 64]), Err(RecvError::Empty));
+    assert_eq!(rx.recv(&mut [0u8; 64]), Err(LinkRecvError::Empty));
     std::thread::sleep(Duration::from_millis(300));
     send_paced(&mut tx, ROUND..2 * ROUND);
     step(&mut c, "wait: round 2 ok");

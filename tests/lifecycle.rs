@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use vecring_core::{pattern, HugepagePolicy, Link, RecvError, RegionBudget, Role};
+use vecring_core::{pattern, HugepagePolicy, Link, LinkRecvError, RegionBudget, Role};
 use vecring_tests::{assert_no_leak, built_binary, resources, run_dir, Watchdog};
 
 /// How long the survivor may take to see its peer die: a hang-up on the
@@ -48,8 +48,8 @@ fn receive_generation(rx: &mut vecring_core::Receiver, generation: u64, frames: 
                 assert_eq!(seq, expected, "generation {generation}: frame {seq} out of sequence (dead generation leaking?)");
                 expected += 1;
             }
-            Err(RecvError::Empty) => std::thread::yield_now(),
-            Err(RecvError::LinkDown) => {
+            Err(LinkRecvError::Empty) => std::thread::yield_now(),
+            Err(LinkRecvError::NoPeer) => {
                 panic!("generation {generation}: link down after {expected} frames")
             }
             Err(e) => panic!("{e}"),
@@ -102,7 +102,7 @@ fn master_survives_slaves_killed_and_restarted() {
         // Anything still queued from the dead slave is not delivered now.
         assert!(matches!(
             rx.recv(&mut [0u8; 9216]),
-            Err(RecvError::LinkDown)
+            Err(LinkRecvError::NoPeer)
         ));
     }
     let c = master.counters();

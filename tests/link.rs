@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::AttachError;
 use vecring_core::{
-    Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkState, RecvError, RegionBudget, Role,
-    SendError,
+    Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkRecvError, LinkSendError, LinkState,
+    RegionBudget, Role,
 };
 use vecring_tests::{assert_no_leak, region_mappings, resources, run_dir, Watchdog};
 
@@ -36,7 +36,7 @@ fn recv_one(rx: &mut vecring_core::Receiver) -> Vec<u8> {
     for _ in 0..10_000 {
         match rx.recv(&mut buf) {
             Ok(n) => return buf[..n].to_vec(),
-            Err(RecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
+            Err(LinkRecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => panic!("recv: {e}"),
         }
     }
@@ -74,7 +74,7 @@ fn frames_flow_both_ways() {
     let sock = m.socket_path().unwrap().to_path_buf();
     drop(s);
     assert!(m.wait_down(UP));
-    assert_eq!(mtx.send(b"x"), Err(SendError::LinkDown));
+    assert_eq!(mtx.send(b"x"), Err(LinkSendError::NoPeer));
     drop(m);
     assert!(!sock.exists(), "clean shutdown removes the socket");
     assert!(
@@ -255,7 +255,7 @@ fn reconnects_many_times_with_fresh_generations() {
         while sent < 3 {
             match mtx.send(&round.to_le_bytes()) {
                 Ok(()) => sent += 1,
-                Err(SendError::LinkDown) => std::thread::sleep(Duration::from_millis(1)),
+                Err(LinkSendError::NoPeer) => std::thread::sleep(Duration::from_millis(1)),
                 Err(e) => panic!("{e}"),
             }
         }
@@ -325,7 +325,7 @@ fn recv_batch_some(rx: &mut vecring_core::Receiver) -> (usize, Duration) {
     let mut lens = [0usize; 32];
     loop {
         match rx.recv_batch(&mut bufs, &mut lens) {
-            Ok(0) | Err(RecvError::LinkDown) => std::hint::spin_loop(),
+            Ok(0) | Err(LinkRecvError::NoPeer) => std::hint::spin_loop(),
             Ok(n) => return (n, started.elapsed()),
             Err(e) => panic!("recv_batch: {e}"),
         }

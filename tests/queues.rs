@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 use vecring_core::memory::AttachError;
 use vecring_core::{
-    Geometry, GeometryError, HugepagePolicy, Link, LinkError, RecvError, Role, SendError,
+    Geometry, GeometryError, HugepagePolicy, Link, LinkError, LinkRecvError, LinkSendError, Role,
 };
 use vecring_tests::{run_dir, Watchdog};
 
@@ -80,7 +80,7 @@ fn exchange(link: &Link, me: Role) -> Result<(), String> {
                         sent[qi] += 1;
                         idle = false;
                     }
-                    Err(SendError::Push(_)) => break,
+                    Err(LinkSendError::Push(_)) => break,
                     Err(e) => return Err(format!("send on queue {q}: {e}")),
                 }
             }
@@ -104,7 +104,7 @@ fn exchange(link: &Link, me: Role) -> Result<(), String> {
                             return Err(format!("queue {q}: more frames than sent"));
                         }
                     }
-                    Err(RecvError::Empty) => break,
+                    Err(LinkRecvError::Empty) => break,
                     Err(e) => return Err(format!("recv on queue {q}: {e}")),
                 }
             }
@@ -250,7 +250,7 @@ fn a_full_queue_does_not_hold_the_others() {
         filled += 1;
     }
     assert!(filled > 0);
-    assert!(matches!(stuck.send(&big), Err(SendError::Push(_))));
+    assert!(matches!(stuck.send(&big), Err(LinkSendError::Push(_))));
     let mut buf = vec![0u8; 9216];
     for q in [0u16, 2] {
         let mut tx = m.sender_on(q).unwrap();
@@ -266,7 +266,7 @@ fn a_full_queue_does_not_hold_the_others() {
     for _ in 0..filled {
         assert_eq!(rx1.recv(&mut buf), Ok(9000));
     }
-    assert_eq!(rx1.recv(&mut buf), Err(RecvError::Empty));
+    assert_eq!(rx1.recv(&mut buf), Err(LinkRecvError::Empty));
     assert_eq!(m.queue_counters(1).unwrap().tx_ring_full, 2);
 }
 
@@ -404,7 +404,7 @@ fn a_queue_the_master_does_not_offer_carries_nothing() {
     let mut tx5 = s.sender_on(5).unwrap();
     let m = open(&dir, Role::Master, Some(2));
     assert_eq!(s.wait_up(UP).unwrap(), m.wait_up(UP).unwrap());
-    assert_eq!(tx5.send(b"nowhere"), Err(SendError::LinkDown));
+    assert_eq!(tx5.send(b"nowhere"), Err(LinkSendError::NoPeer));
     assert!(!tx5.is_up());
     let mut tx1 = s.sender_on(1).unwrap();
     tx1.send(b"somewhere").unwrap();

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use vecring_core::{Link, LinkError, PushError, RecvError, Role, SendError};
+use vecring_core::{Link, LinkError, LinkRecvError, LinkSendError, PushError, Role};
 
 /// testpmd's port MAC (devarg `mac`), the source of its txonly frames.
 pub const PMD_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x01];
@@ -439,7 +439,7 @@ pub fn echo(link: &Link, frames: u64, tail: &dyn Fn() -> String) -> u64 {
                     sent += 1;
                     bytes += len as u64;
                 }
-                Err(SendError::Push(PushError::Full)) => break,
+                Err(LinkSendError::Push(PushError::Full)) => break,
                 Err(e) => panic!("send frame {sent}: {e}\n{}", tail()),
             }
         }
@@ -456,7 +456,7 @@ pub fn echo(link: &Link, frames: u64, tail: &dyn Fn() -> String) -> u64 {
                 received += 1;
                 progress = Instant::now();
             }
-            Err(RecvError::Empty) => {
+            Err(LinkRecvError::Empty) => {
                 assert!(
                     progress.elapsed() < STALL,
                     "no frame back for {STALL:?}: sent {sent}, received {received}\n{}",
@@ -473,7 +473,7 @@ pub fn echo(link: &Link, frames: u64, tail: &dyn Fn() -> String) -> u64 {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(
         rx.recv(&mut rbuf),
-        Err(RecvError::Empty),
+        Err(LinkRecvError::Empty),
         "an extra frame came back\n{}",
         tail()
     );

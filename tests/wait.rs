@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use vecring_core::{HugepagePolicy, Link, PushError, RecvError, Role, SendError};
+use vecring_core::{HugepagePolicy, Link, LinkRecvError, LinkSendError, PushError, Role};
 use vecring_tests::hostile::{attacker, Proc};
 use vecring_tests::{run_dir, Watchdog};
 
@@ -152,7 +152,7 @@ fn the_wait_descriptor_survives_a_killed_peer_and_a_new_one() {
                     got.push(buf[..n].to_vec());
                     break;
                 }
-                Err(RecvError::Empty | RecvError::LinkDown) => {}
+                Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {}
                 Err(e) => panic!("round {round}: {e}"),
             }
             assert!(t0.elapsed() < UP, "round {round}: no frame within {UP:?}");
@@ -193,7 +193,7 @@ fn closing_the_link_wakes_a_sleeping_receiver() {
     let closed = Instant::now();
     drop(m);
     let (r, _) = waiter.join().unwrap();
-    assert_eq!(r, Err(RecvError::LinkDown));
+    assert_eq!(r, Err(LinkRecvError::Closed));
     assert!(
         closed.elapsed() < Duration::from_secs(2),
         "woke {:?} after close",
@@ -223,13 +223,13 @@ fn a_sender_waits_for_room_and_a_receiver_waits_through_link_up() {
     loop {
         match tx.send(&[7u8; 1500]) {
             Ok(()) => filled += 1,
-            Err(SendError::Push(PushError::Full)) => break,
+            Err(LinkSendError::Push(PushError::Full)) => break,
             Err(e) => panic!("{e}"),
         }
     }
     assert_eq!(
         tx.send_timeout(&[7u8; 1500], Duration::from_millis(200)),
-        Err(SendError::Push(PushError::Full)),
+        Err(LinkSendError::Timeout),
         "no room comes while nobody reads"
     );
     let mut rx = m.receiver().unwrap();
@@ -282,7 +282,7 @@ fn a_peer_that_never_rings_delays_a_frame_by_a_bounded_time() {
     let t0 = Instant::now();
     assert_eq!(
         rx.recv_timeout(&mut buf, Duration::from_millis(300)),
-        Err(RecvError::Empty)
+        Err(LinkRecvError::Timeout)
     );
     let short = t0.elapsed();
     assert!(
@@ -340,7 +340,7 @@ fn a_peer_scribbling_over_the_wait_lines_cannot_hang_either_side() {
     while t0.elapsed() < Duration::from_secs(2) {
         match tx.send_timeout(&[1u8; 200], Duration::from_millis(50)) {
             Ok(()) => sent += 1,
-            Err(SendError::Push(PushError::Full)) => {}
+            Err(LinkSendError::Timeout) => {}
             Err(e) => panic!("{e}"),
         }
         let w0 = Instant::now();

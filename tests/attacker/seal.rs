@@ -13,7 +13,7 @@ use crate::{report, Args};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use vecring_core::memory::HUGEPAGE_SIZE;
-use vecring_core::{Link, RecvError, Role};
+use vecring_core::{Link, LinkRecvError, Role};
 
 pub fn run(args: &Args) -> bool {
     let link = match Link::builder(args.get("domain"), args.get("link"))
@@ -116,7 +116,7 @@ fn receive(rx: &mut vecring_core::Receiver, dur: Duration) -> u64 {
     while Instant::now() < end {
         match rx.recv(&mut buf) {
             Ok(_) => n += 1,
-            Err(RecvError::Empty) => std::thread::yield_now(),
+            Err(LinkRecvError::Empty) => std::thread::yield_now(),
             Err(_) => break,
         }
     }

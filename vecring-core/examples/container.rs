@@ -6,7 +6,7 @@
 //! ```
 
 use std::time::Duration;
-use vecring_core::{Link, RecvError, Role};
+use vecring_core::{Link, LinkRecvError, Role};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
@@ -31,8 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     eprintln!("container: send: {e}");
                 }
             }
-            Err(RecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
-            Err(RecvError::LinkDown) => {
+            Err(LinkRecvError::Empty) => std::thread::sleep(Duration::from_millis(1)),
+            Err(LinkRecvError::NoPeer) => {
                 println!("container: host gone; waiting for it");
                 link.wait_up(Duration::from_secs(3600))?;
                 println!("container: host back");

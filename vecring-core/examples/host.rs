@@ -10,7 +10,7 @@
 //! when the container side stops and starts again.
 
 use std::time::Duration;
-use vecring_core::{Link, LinkState, RecvError, Role, SendError};
+use vecring_core::{Link, LinkRecvError, LinkSendError, LinkState, Role};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
@@ -32,14 +32,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut buf = vec![0u8; 9216];
     for n in 0u64.. {
         match tx.send(format!("hello #{n} from the host").as_bytes()) {
-            Ok(()) | Err(SendError::LinkDown) => {}
+            Ok(()) | Err(LinkSendError::NoPeer) => {}
             Err(e) => eprintln!("host: send: {e}"),
         }
         std::thread::sleep(Duration::from_millis(500));
         loop {
             match rx.recv(&mut buf) {
                 Ok(len) => println!("host: got '{}'", String::from_utf8_lossy(&buf[..len])),
-                Err(RecvError::Empty | RecvError::LinkDown) => break,
+                Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => break,
                 Err(e) => {
                     eprintln!("host: receive: {e}");
                     break;

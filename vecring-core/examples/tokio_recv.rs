@@ -14,24 +14,24 @@
 use std::time::Duration;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-use vecring_core::{HugepagePolicy, Link, Receiver, RecvError, Role};
+use vecring_core::{HugepagePolicy, Link, LinkRecvError, Receiver, Role};
 
 /// Frames the slave sends in each of its two visits.
 const FRAMES: u32 = 5;
 
 /// Receives one frame, sleeping in tokio's reactor while none is ready.
-async fn recv(rx: &mut AsyncFd<Receiver>, buf: &mut [u8]) -> Result<usize, RecvError> {
+async fn recv(rx: &mut AsyncFd<Receiver>, buf: &mut [u8]) -> Result<usize, LinkRecvError> {
     loop {
         match rx.get_mut().recv(buf) {
             Ok(n) => return Ok(n),
             // Down: sleep as well; the link's next change wakes the set.
-            Err(RecvError::Empty | RecvError::LinkDown) => {}
+            Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {}
             Err(e) => return Err(e),
         }
         // Say we are about to sleep and look once more; sleep only if
         // nothing came meanwhile.
         if rx.get_mut().prepare_wait()? {
-            let mut ready = rx.readable_mut().await.map_err(|_| RecvError::LinkDown)?;
+            let mut ready = rx.readable_mut().await.map_err(|_| LinkRecvError::NoPeer)?;
             ready.clear_ready();
             ready.get_inner_mut().cancel_wait();
         }

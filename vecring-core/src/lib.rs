@@ -125,8 +125,8 @@ mod sync;
 pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use link::{
-    Link, LinkBuilder, LinkCounters, LinkError, LinkState, QueueCounters, Receiver, RegionBudget,
-    Role, Sender,
+    Link, LinkBuilder, LinkCounters, LinkError, LinkRecvError, LinkSendError, LinkState,
+    QueueCounters, Receiver, RegionBudget, Role, Sender,
 };
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};

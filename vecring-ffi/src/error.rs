@@ -11,8 +11,9 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use vecring_core::memory::RegionError;
-use vecring_core::ring::{Corruption, PushError, RecvError, SendError};
+use vecring_core::ring::{Corruption, PushError};
 use vecring_core::LinkError;
+use vecring_core::{LinkRecvError, LinkSendError};
 
 /// A `&'static CStr` from a string literal (`c"..."` needs Rust 1.77).
 macro_rules! cstr {
@@ -247,6 +248,7 @@ pub(crate) fn corruption(c: Corruption) -> Error {
 pub(crate) const LINK_DOWN: &CStr = cstr!("link is down: no peer attached");
 pub(crate) const FULL: &CStr = cstr!("ring is full");
 const EMPTY_RING: &CStr = cstr!("no frame waiting");
+const LINK_CLOSED: &CStr = cstr!("link is closed");
 
 /// Why a frame could not be queued.
 pub(crate) fn push_error(e: PushError) -> Error {
@@ -257,28 +259,34 @@ pub(crate) fn push_error(e: PushError) -> Error {
     }
 }
 
-/// Why a frame could not be sent.
-pub(crate) fn send_error(e: SendError) -> Error {
+/// Why a frame could not be sent. A closed link is the handle's
+/// `VECRING_E_CLOSED`; a timeout is the C API's `VECRING_E_AGAIN` of a
+/// timed call that found no room.
+pub(crate) fn send_error(e: LinkSendError) -> Error {
     match e {
-        SendError::Push(p) => push_error(p),
-        SendError::Corrupt(c) => corruption(c),
-        SendError::LinkDown => Error::fixed(VECRING_E_LINK_DOWN, LINK_DOWN),
+        LinkSendError::Push(p) => push_error(p),
+        LinkSendError::Corrupt(c) => corruption(c),
+        LinkSendError::NoPeer => Error::fixed(VECRING_E_LINK_DOWN, LINK_DOWN),
+        LinkSendError::Closed => Error::fixed(VECRING_E_CLOSED, LINK_CLOSED),
+        LinkSendError::Timeout => Error::fixed(VECRING_E_AGAIN, FULL),
     }
 }
 
 /// Why a frame could not be received (`BufferTooSmall` is handled by the
-/// callers, which report the length needed).
-pub(crate) fn recv_error(e: RecvError) -> Error {
+/// callers, which report the length needed). A closed link and a timeout
+/// as in [`send_error`].
+pub(crate) fn recv_error(e: LinkRecvError) -> Error {
     match e {
-        RecvError::Empty => Error::fixed(VECRING_E_AGAIN, EMPTY_RING),
-        RecvError::BufferTooSmall { needed } => Error::new(
+        LinkRecvError::Empty | LinkRecvError::Timeout => Error::fixed(VECRING_E_AGAIN, EMPTY_RING),
+        LinkRecvError::BufferTooSmall { needed } => Error::new(
             VECRING_E_NOBUFS,
             format!(
                 "the next frame has {needed} bytes and does not fit the buffer; it stays queued"
             ),
         ),
-        RecvError::Corrupt(c) => corruption(c),
-        RecvError::LinkDown => Error::fixed(VECRING_E_LINK_DOWN, LINK_DOWN),
+        LinkRecvError::Corrupt(c) => corruption(c),
+        LinkRecvError::NoPeer => Error::fixed(VECRING_E_LINK_DOWN, LINK_DOWN),
+        LinkRecvError::Closed => Error::fixed(VECRING_E_CLOSED, LINK_CLOSED),
     }
 }
 

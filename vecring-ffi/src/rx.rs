@@ -11,7 +11,7 @@ use crate::wait::{self, RxWaiter};
 use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
 use std::ffi::{c_int, c_void};
 use std::time::Duration;
-use vecring_core::{Receiver, RecvError};
+use vecring_core::{LinkRecvError, Receiver};
 
 /// Copies the next frame into `buf` (`cap` bytes); its length goes to
 /// `*len`, or the length it needs if it does not fit.
@@ -72,18 +72,18 @@ pub unsafe extern "C" fn vecring_recv_timeout(
                     unsafe { len.write(n) };
                     return Ok(VECRING_OK);
                 }
-                Err(RecvError::BufferTooSmall { needed }) => {
+                Err(LinkRecvError::BufferTooSmall { needed }) => {
                     // SAFETY: as above.
                     unsafe { len.write(needed) };
-                    return Err(recv_error(RecvError::BufferTooSmall { needed }));
+                    return Err(recv_error(LinkRecvError::BufferTooSmall { needed }));
                 }
                 // Nothing yet, or down: wait (unless told not to).
-                Err(e @ (RecvError::Empty | RecvError::LinkDown))
+                Err(e @ (LinkRecvError::Empty | LinkRecvError::NoPeer))
                     if timeout == Some(Duration::ZERO) =>
                 {
                     return Err(recv_error(e))
                 }
-                Err(RecvError::Empty | RecvError::LinkDown) => {}
+                Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {}
                 Err(e) => return Err(recv_error(e)),
             }
             let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
@@ -194,16 +194,16 @@ fn recv_batch_waiting(
     loop {
         match r.recv_batch(bufs, lens) {
             // Nothing yet, or down: wait (unless told not to).
-            Ok(0) | Err(RecvError::LinkDown) if timeout != Some(Duration::ZERO) => {}
+            Ok(0) | Err(LinkRecvError::NoPeer) if timeout != Some(Duration::ZERO) => {}
             Ok(n) => {
                 for (b, &l) in bufs.iter_mut().zip(&lens[..n]) {
                     b.0.len = l as u32;
                 }
                 return Ok(c_count(n));
             }
-            Err(RecvError::BufferTooSmall { needed }) => {
+            Err(LinkRecvError::BufferTooSmall { needed }) => {
                 bufs[0].0.len = u32::try_from(needed).unwrap_or(u32::MAX);
-                return Err(recv_error(RecvError::BufferTooSmall { needed }));
+                return Err(recv_error(LinkRecvError::BufferTooSmall { needed }));
             }
             Err(e) => return Err(recv_error(e)),
         }

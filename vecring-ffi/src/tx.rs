@@ -12,7 +12,7 @@ use crate::vecring_frame_t;
 use crate::wait::{self, TxWaiter};
 use std::ffi::{c_int, c_void};
 use std::time::Duration;
-use vecring_core::{PushError, SendError};
+use vecring_core::{LinkSendError, PushError};
 
 /// The bytes of a C buffer, checked for null and size.
 ///
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn vecring_send_timeout(
             match sender.send(bytes) {
                 Ok(()) => return Ok(VECRING_OK),
                 // No room yet, or down: wait (unless told not to).
-                Err(SendError::Push(PushError::Full) | SendError::LinkDown)
+                Err(LinkSendError::Push(PushError::Full) | LinkSendError::NoPeer)
                     if timeout != Some(Duration::ZERO) => {}
                 Err(e) => return Err(send_error(e)),
             }

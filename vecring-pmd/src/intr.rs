@@ -53,7 +53,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use vecring_core::RecvError;
+use vecring_core::LinkRecvError;
 
 /// The descriptor the application sleeps on for one RX queue (see the
 /// module documentation), kept from the first start with Rx interrupts
@@ -283,7 +283,7 @@ impl RxQueue {
             Ok(false) => intr.kick(),
             // A closed link (the reopened one's hand-off kicks), or a
             // corrupt ring (the link ends the session and pokes): sleep.
-            Err(RecvError::LinkDown | RecvError::Corrupt(_)) => {}
+            Err(LinkRecvError::Closed | LinkRecvError::Corrupt(_)) => {}
             // Not returned by `prepare_wait`; sleeping is safe anyway.
             Err(_) => {}
         }

@@ -45,7 +45,9 @@ use vecring_benches::{
     build, core_to_core_latency, frames_in_flight, hugepage_policy, pin_current_thread,
     signal_then_data_latency, Candidate, Placement, Source, CONSUMER_CPU, PRODUCER_CPU,
 };
-use vecring_core::{HoldBack, Link, PushError, Receiver, RecvError, Role, SendError, Sender};
+use vecring_core::{
+    HoldBack, Link, LinkRecvError, LinkSendError, PushError, Receiver, Role, Sender,
+};
 
 const BATCH: usize = 32;
 const ROUND_TRIPS: u32 = 20_000;
@@ -128,11 +130,11 @@ fn child(run_dir: &str, hold: bool, ice: Option<&str>) {
                     let len = loop {
                         match rx.recv(&mut buf) {
                             Ok(len) => break len,
-                            Err(RecvError::Empty) => std::hint::spin_loop(),
+                            Err(LinkRecvError::Empty) => std::hint::spin_loop(),
                             Err(e) => panic!("{e}"),
                         }
                     };
-                    while let Err(SendError::Push(PushError::Full)) = tx.send(&buf[..len]) {}
+                    while let Err(LinkSendError::Push(PushError::Full)) = tx.send(&buf[..len]) {}
                 }
             }
             #[cfg(feature = "iceoryx2")]
@@ -198,7 +200,7 @@ fn ping_pong(tx: &mut Sender, rx: &mut Receiver, frame: &[u8], trips: u32) {
         loop {
             match rx.recv(&mut buf) {
                 Ok(_) => break,
-                Err(RecvError::Empty) => std::hint::spin_loop(),
+                Err(LinkRecvError::Empty) => std::hint::spin_loop(),
                 Err(e) => panic!("{e}"),
             }
         }

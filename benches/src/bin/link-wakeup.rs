@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 use vecring_benches::{pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
-use vecring_core::{HugepagePolicy, Link, RecvError, Role};
+use vecring_core::{HugepagePolicy, Link, LinkRecvError, Role};
 
 /// Round trips timed per round and mechanism, after [`WARMUP`] untimed.
 const TRIPS: usize = 10_000;
@@ -115,7 +115,7 @@ fn recv_sleeping(rx: &mut vecring_core::Receiver, buf: &mut [u8]) -> bool {
     loop {
         match rx.recv(buf) {
             Ok(_) => return true,
-            Err(RecvError::Empty | RecvError::LinkDown) => {
+            Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {
                 if rx.wait(Some(Duration::from_secs(10))) != Ok(true) {
                     return false;
                 }

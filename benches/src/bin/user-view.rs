@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_benches::{core_to_core_latency, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
-use vecring_core::{Link, RecvError, Role};
+use vecring_core::{Link, LinkRecvError, Role};
 
 const FRAME: usize = 1514;
 const BATCH: usize = 32;
@@ -155,7 +155,7 @@ fn slave(dir: &str) {
                     let len = loop {
                         match rx.recv(&mut buf) {
                             Ok(len) => break len,
-                            Err(RecvError::Empty) => std::hint::spin_loop(),
+                            Err(LinkRecvError::Empty) => std::hint::spin_loop(),
                             Err(e) => panic!("{e}"),
                         }
                     };
@@ -374,7 +374,7 @@ fn link_latency_round(link: &Link, peer: &mut Peer) -> f64 {
         loop {
             match rx.recv(&mut buf) {
                 Ok(_) => break,
-                Err(RecvError::Empty) => std::hint::spin_loop(),
+                Err(LinkRecvError::Empty) => std::hint::spin_loop(),
                 Err(e) => panic!("{e}"),
             }
         }

@@ -16,7 +16,7 @@ use std::io::{BufRead, Write};
 use std::sync::mpsc::{self, Receiver as Lines, TryRecvError};
 use std::time::{Duration, Instant};
 use vecring_core::abi::MAX_FRAME_LEN;
-use vecring_core::{PushError, Receiver, RecvError, SendError, Sender};
+use vecring_core::{LinkRecvError, LinkSendError, PushError, Receiver, Sender};
 
 /// What an agent does with its link.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -233,7 +233,7 @@ impl Agent {
     fn poll(&mut self) -> Result<usize, String> {
         let n = match self.rx.recv_batch(&mut self.bufs, &mut self.lens) {
             Ok(n) => n,
-            Err(RecvError::LinkDown) => return Err("link went down".into()),
+            Err(LinkRecvError::NoPeer) => return Err("link went down".into()),
             Err(e) => return Err(e.to_string()),
         };
         if n == 0 {
@@ -253,8 +253,8 @@ impl Agent {
                     .map(|(b, &l)| &b[..l]);
                 let sent = match self.tx.send_batch(frames) {
                     Ok(k) => k,
-                    Err(SendError::Push(PushError::Full)) => 0,
-                    Err(SendError::LinkDown) => return Err("link went down".into()),
+                    Err(LinkSendError::Push(PushError::Full)) => 0,
+                    Err(LinkSendError::NoPeer) => return Err("link went down".into()),
                     Err(e) => return Err(e.to_string()),
                 };
                 self.opackets += sent as u64;
@@ -435,8 +435,8 @@ impl Agent {
             }
             let k = match self.tx.send_batch(frames.iter().take(n).map(Vec::as_slice)) {
                 Ok(k) => k,
-                Err(SendError::Push(PushError::Full)) => 0,
-                Err(SendError::LinkDown) => return Err("link went down".into()),
+                Err(LinkSendError::Push(PushError::Full)) => 0,
+                Err(LinkSendError::NoPeer) => return Err("link went down".into()),
                 Err(e) => return Err(e.to_string()),
             };
             tx += k as u64;

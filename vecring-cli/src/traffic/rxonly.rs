@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{HoldBack, Link, LinkState, Receiver, RecvError};
+use vecring_core::{HoldBack, Link, LinkRecvError, LinkState, Receiver};
 
 /// Frames and bytes one queue's thread has received so far.
 #[derive(Default)]
@@ -187,7 +187,7 @@ fn receive(
                 }
                 Some(got)
             }
-            Err(RecvError::LinkDown) => None,
+            Err(LinkRecvError::NoPeer) => None,
             Err(e) => return Err(e.to_string()),
         };
         let Some(got) = got else {

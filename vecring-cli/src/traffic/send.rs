@@ -6,7 +6,7 @@
 use super::BATCH;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use vecring_core::SendError;
+use vecring_core::LinkSendError;
 
 /// What [`send_for`] sent until it stopped.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,7 +35,7 @@ pub fn send_for(
         }
         let k = match tx.send_batch(std::iter::repeat_n(frame, BATCH)) {
             Ok(k) => k,
-            Err(SendError::LinkDown) => {
+            Err(LinkSendError::NoPeer) => {
                 b.down = true;
                 break;
             }
@@ -56,7 +56,7 @@ pub fn send_for(
 fn send_batch(tx: &mut vecring_core::Sender, frame: &[u8], n: usize) -> Result<usize, String> {
     match tx.send_batch(std::iter::repeat_n(frame, n)) {
         Ok(k) => Ok(k),
-        Err(SendError::LinkDown) => Err("link went down".into()),
+        Err(LinkSendError::NoPeer) => Err("link went down".into()),
         Err(e) => Err(e.to_string()),
     }
 }

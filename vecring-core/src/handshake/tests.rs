@@ -68,17 +68,16 @@ fn long_reasons_are_cut_at_a_char_boundary() {
 
 #[test]
 fn malformed_messages_are_refused() {
-    assert_eq!(
-        Msg::decode(&[0u8; 10]),
-        Err(DecodeError::Size { len: 10 })
-    );
+    assert_eq!(Msg::decode(&[0u8; 10]), Err(DecodeError::Size { len: 10 }));
     let mut b = Msg::new(Kind::Ack, 1).encode();
     b[0] = b'X';
     assert!(matches!(Msg::decode(&b), Err(DecodeError::Magic { .. })));
     let mut b = Msg::new(Kind::Ack, 1).encode();
     b[4] = 99;
     assert_eq!(Msg::decode(&b), Err(DecodeError::Kind { kind: 99 }));
-    assert!(DecodeError::Kind { kind: 99 }.to_string().contains("kind 99"));
+    assert!(DecodeError::Kind { kind: 99 }
+        .to_string()
+        .contains("kind 99"));
 }
 
 #[test]

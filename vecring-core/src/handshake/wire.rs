@@ -147,10 +147,22 @@ const _: () = {
     assert!(TEXT.at == 64 && TEXT.at + TEXT_LEN == MSG_LEN);
     // Each number's field holds exactly its type.
     assert!(MAGIC.len == core::mem::size_of::<u32>() && KIND.len == core::mem::size_of::<u32>());
-    assert!(VERSION_MAJOR.len == core::mem::size_of::<u16>() && VERSION_MINOR.len == core::mem::size_of::<u16>());
-    assert!(FEATURES.len == core::mem::size_of::<u64>() && GENERATION.len == core::mem::size_of::<u64>());
-    assert!(SLOT_COUNT.len == core::mem::size_of::<u32>() && SLOT_SIZE.len == core::mem::size_of::<u32>());
-    assert!(MAX_FRAME_LEN.len == core::mem::size_of::<u32>() && QUEUE_COUNT.len == core::mem::size_of::<u16>());
+    assert!(
+        VERSION_MAJOR.len == core::mem::size_of::<u16>()
+            && VERSION_MINOR.len == core::mem::size_of::<u16>()
+    );
+    assert!(
+        FEATURES.len == core::mem::size_of::<u64>()
+            && GENERATION.len == core::mem::size_of::<u64>()
+    );
+    assert!(
+        SLOT_COUNT.len == core::mem::size_of::<u32>()
+            && SLOT_SIZE.len == core::mem::size_of::<u32>()
+    );
+    assert!(
+        MAX_FRAME_LEN.len == core::mem::size_of::<u32>()
+            && QUEUE_COUNT.len == core::mem::size_of::<u16>()
+    );
     assert!(REGION_SIZE.len == core::mem::size_of::<u64>());
 };
 

@@ -4,6 +4,7 @@
 //! carrying totals across generations, and giving the queue back when
 //! dropped.
 
+use super::frame_error::Gone;
 use super::shared::{LinkShared, Session, Taken};
 use super::types::Role;
 use super::wait::WaitSet;
@@ -231,7 +232,7 @@ impl<E: Attach> Endpoint<E> {
         }
     }
 
-    /// The ring to use now, or why there is none.
+    /// The ring to use now, if any.
     #[inline]
     pub(super) fn ring(&mut self) -> Option<&mut E> {
         self.sync();
@@ -239,6 +240,30 @@ impl<E: Attach> Endpoint<E> {
             self.report(&c);
         }
         self.ring.as_mut()
+    }
+
+    /// The ring to use now, or why there is none.
+    #[inline]
+    pub(super) fn ring_or_gone(&mut self) -> Result<&mut E, Gone> {
+        self.sync();
+        if let Some(c) = self.ring.as_ref().and_then(|r| r.corruption()) {
+            self.report(&c);
+        }
+        match self.ring {
+            Some(ref mut ring) => Ok(ring),
+            None => Err(self.gone()),
+        }
+    }
+
+    /// Why there is no ring: the link closed, or no peer now.
+    #[cold]
+    pub(super) fn gone(&self) -> Gone {
+        // Acquire: pairs with the Release store in `Link::drop`.
+        if self.shared.shutdown.load(Ordering::Acquire) {
+            Gone::Closed
+        } else {
+            Gone::NoPeer
+        }
     }
 }
 

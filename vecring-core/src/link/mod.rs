@@ -16,6 +16,7 @@ mod builder;
 mod control;
 mod endpoint;
 mod error;
+mod frame_error;
 mod rate_log;
 mod receiver;
 mod sender;
@@ -28,6 +29,7 @@ pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
 pub use error::LinkError;
+pub use frame_error::{LinkRecvError, LinkSendError};
 pub use receiver::Receiver;
 pub use sender::Sender;
 pub use types::{

@@ -1,8 +1,9 @@
 //! [`Receiver`]: the receive side of a link.
 
 use super::endpoint::Endpoint;
+use super::frame_error::{Gone, LinkRecvError};
 use crate::memory::{Region, RegionRing};
-use crate::ring::{Consumer, HoldBack, ReadChunk, RecvError};
+use crate::ring::{Consumer, HoldBack, ReadChunk};
 use std::sync::Arc;
 
 /// The receive side of one queue of a [`Link`](super::Link)
@@ -57,15 +58,15 @@ impl Receiver {
 
     /// The current generation's consumer, with the hold-back applied.
     #[inline]
-    fn consumer(&mut self) -> Option<&mut Consumer<RegionRing>> {
-        self.ep.ring()?;
+    fn consumer(&mut self) -> Result<&mut Consumer<RegionRing>, Gone> {
+        self.ep.ring_or_gone()?;
         let epoch = self.ep.epoch;
-        let ring = self.ep.ring.as_mut()?;
+        let ring = self.ep.ring.as_mut().ok_or(Gone::NoPeer)?;
         if self.hold_epoch != epoch {
             ring.set_hold_back(self.hold);
             self.hold_epoch = epoch;
         }
-        Some(ring)
+        Ok(ring)
     }
 
     /// The geometry of the rings, if the link is up.
@@ -82,16 +83,17 @@ impl Receiver {
     /// Ready frames, read in place and released when the chunk drops.
     ///
     /// # Errors
-    /// [`RecvError::LinkDown`] without a peer, [`RecvError::Corrupt`] if the
-    /// peer corrupted this generation (the link then reconnects).
+    /// [`LinkRecvError::NoPeer`] without a peer, [`LinkRecvError::Closed`]
+    /// once the link is closed, [`LinkRecvError::Corrupt`] if the peer
+    /// corrupted this generation (the link then reconnects).
     #[inline]
     pub fn read_chunk(
         &mut self,
         max_frames: usize,
-    ) -> Result<ReadChunk<'_, RegionRing>, RecvError> {
+    ) -> Result<ReadChunk<'_, RegionRing>, LinkRecvError> {
         // The totals as of the previous chunk (see `Sender::write_chunk`).
         self.publish();
-        let ring = self.consumer().ok_or(RecvError::LinkDown)?;
+        let ring = self.consumer()?;
         Ok(ring.read_chunk(max_frames)?)
     }
 
@@ -121,34 +123,33 @@ impl Receiver {
     /// Copies the next frame into `buf`.
     ///
     /// # Errors
-    /// As [`Consumer::recv`], plus [`RecvError::LinkDown`].
-    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
-        let r = self.ep.ring().ok_or(RecvError::LinkDown)?.recv(buf);
+    /// As [`Consumer::recv`], plus [`LinkRecvError::NoPeer`] and
+    /// [`LinkRecvError::Closed`].
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, LinkRecvError> {
+        let r = self.ep.ring_or_gone()?.recv(buf);
         if r.is_ok() {
             self.publish();
         }
-        r
+        Ok(r?)
     }
 
     /// Copies up to `bufs.len()` frames; see [`Consumer::recv_batch`].
     ///
     /// # Errors
-    /// As [`Consumer::recv_batch`], plus [`RecvError::LinkDown`].
+    /// As [`Consumer::recv_batch`], plus [`LinkRecvError::NoPeer`] and
+    /// [`LinkRecvError::Closed`].
     pub fn recv_batch<B: AsMut<[u8]>>(
         &mut self,
         bufs: &mut [B],
         lens: &mut [usize],
-    ) -> Result<usize, RecvError> {
-        let r = self
-            .consumer()
-            .ok_or(RecvError::LinkDown)?
-            .recv_batch(bufs, lens);
+    ) -> Result<usize, LinkRecvError> {
+        let r = self.consumer()?.recv_batch(bufs, lens);
         // Only when the totals moved: a receiver polling an empty ring
         // calls again at once.
         if matches!(r, Ok(n) if n > 0) {
             self.publish();
         }
-        r
+        Ok(r?)
     }
 
     /// Updates the link's shared RX counters (done by `recv`/`recv_batch`;

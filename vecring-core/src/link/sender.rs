@@ -1,6 +1,7 @@
 //! [`Sender`]: the transmit side of a link.
 
 use super::endpoint::Endpoint;
+use super::frame_error::LinkSendError;
 use crate::memory::RegionRing;
 use crate::ring::{Producer, PushError, SendError, WriteChunk};
 use std::sync::atomic::Ordering;
@@ -85,18 +86,19 @@ impl Sender {
     /// the chunk to send them.
     ///
     /// # Errors
-    /// [`SendError::LinkDown`] without a peer, [`SendError::Corrupt`] if the
-    /// peer corrupted this generation (the link then reconnects).
+    /// [`LinkSendError::NoPeer`] without a peer, [`LinkSendError::Closed`]
+    /// once the link is closed, [`LinkSendError::Corrupt`] if the peer
+    /// corrupted this generation (the link then reconnects).
     #[inline]
     pub fn write_chunk(
         &mut self,
         max_slots: usize,
-    ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+    ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
         // The totals as of the previous chunk, so that the link's counters
         // (`vecring stats`) follow chunk users too: two stores to a line
         // only this thread writes.
         self.publish();
-        let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
+        let ring = self.ep.ring_or_gone()?;
         Ok(ring.write_chunk(max_slots)?)
     }
 
@@ -112,9 +114,9 @@ impl Sender {
     pub fn write_chunk_for(
         &mut self,
         frame_lens: impl IntoIterator<Item = usize>,
-    ) -> Result<WriteChunk<'_, RegionRing>, SendError> {
+    ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
         self.publish();
-        let ring = self.ep.ring().ok_or(SendError::LinkDown)?;
+        let ring = self.ep.ring_or_gone()?;
         let g = ring.geometry();
         let need: usize = frame_lens
             .into_iter()
@@ -126,31 +128,29 @@ impl Sender {
     /// Copies one frame into the link.
     ///
     /// # Errors
-    /// As [`Producer::send`], plus [`SendError::LinkDown`].
-    pub fn send(&mut self, frame: &[u8]) -> Result<(), SendError> {
-        let r = self.ep.ring().ok_or(SendError::LinkDown)?.send(frame);
+    /// As [`Producer::send`], plus [`LinkSendError::NoPeer`] and
+    /// [`LinkSendError::Closed`].
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), LinkSendError> {
+        let r = self.ep.ring_or_gone()?.send(frame);
         match r {
             Ok(()) => self.publish(),
             Err(SendError::Push(PushError::Full)) => self.found_full(),
             Err(_) => {}
         }
-        r
+        Ok(r?)
     }
 
     /// Copies as many frames as fit, with one index update; returns how
     /// many were sent.
     ///
     /// # Errors
-    /// As [`Producer::send_batch`], plus [`SendError::LinkDown`].
-    pub fn send_batch<'f, I>(&mut self, frames: I) -> Result<usize, SendError>
+    /// As [`Producer::send_batch`], plus [`LinkSendError::NoPeer`] and
+    /// [`LinkSendError::Closed`].
+    pub fn send_batch<'f, I>(&mut self, frames: I) -> Result<usize, LinkSendError>
     where
         I: IntoIterator<Item = &'f [u8]>,
     {
-        let r = self
-            .ep
-            .ring()
-            .ok_or(SendError::LinkDown)?
-            .send_batch(frames);
+        let r = self.ep.ring_or_gone()?.send_batch(frames);
         // Only when the totals moved: a sender finding the ring full calls
         // again at once.
         match r {
@@ -158,7 +158,7 @@ impl Sender {
             Ok(_) | Err(SendError::Push(PushError::Full)) => self.found_full(),
             Err(_) => {}
         }
-        r
+        Ok(r?)
     }
 
     /// Frames sent in the current generation that the peer has not read

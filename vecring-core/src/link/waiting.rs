@@ -13,13 +13,16 @@
 //!
 //! Waits follow the link through down and up: a receiver waits for the
 //! next frame whichever generation brings it. They end early only when
-//! the [`Link`](super::Link) is closed ([`RecvError::LinkDown`]).
+//! the [`Link`](super::Link) is closed ([`LinkRecvError::Closed`]); a
+//! wait with a deadline that passes ends with
+//! [`LinkRecvError::Timeout`] or [`LinkSendError::Timeout`].
 
 use super::endpoint::{Attach, Endpoint};
+use super::frame_error::{LinkRecvError, LinkSendError};
 use super::receiver::Receiver;
 use super::sender::Sender;
 use crate::memory::RegionRing;
-use crate::ring::{Consumer, Corruption, Producer, PushError, RecvError, SendError, Sleep};
+use crate::ring::{Consumer, Corruption, Producer, PushError, Sleep};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -151,9 +154,9 @@ impl Receiver {
     /// generation.
     ///
     /// # Errors
-    /// [`RecvError::LinkDown`] once the link is closed,
-    /// [`RecvError::Corrupt`] if the peer corrupted the ring.
-    pub fn prepare_wait(&mut self) -> Result<bool, RecvError> {
+    /// [`LinkRecvError::Closed`] once the link is closed,
+    /// [`LinkRecvError::Corrupt`] if the peer corrupted the ring.
+    pub fn prepare_wait(&mut self) -> Result<bool, LinkRecvError> {
         let ep = self.endpoint();
         ep.wait.woken_elsewhere();
         ep.prepare_wait(1).map_err(recv_stop)
@@ -170,25 +173,29 @@ impl Receiver {
     ///
     /// # Errors
     /// As [`prepare_wait`](Self::prepare_wait).
-    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool, RecvError> {
+    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool, LinkRecvError> {
         self.endpoint().wait(1, timeout).map_err(recv_stop)
     }
 
     /// [`recv`](Self::recv), waiting up to `timeout` for a frame.
     ///
     /// # Errors
-    /// [`RecvError::Empty`] when no frame came in time; otherwise as
+    /// [`LinkRecvError::Timeout`] when no frame came in time; otherwise as
     /// [`recv`](Self::recv), except that a link down is waited through.
-    pub fn recv_timeout(&mut self, buf: &mut [u8], timeout: Duration) -> Result<usize, RecvError> {
+    pub fn recv_timeout(
+        &mut self,
+        buf: &mut [u8],
+        timeout: Duration,
+    ) -> Result<usize, LinkRecvError> {
         let deadline = Instant::now().checked_add(timeout);
         loop {
             match self.recv(buf) {
-                Err(RecvError::Empty | RecvError::LinkDown) => {}
+                Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {}
                 r => return r,
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
             if !self.wait(Some(left))? {
-                return Err(RecvError::Empty);
+                return Err(LinkRecvError::Timeout);
             }
         }
     }
@@ -203,11 +210,11 @@ impl Receiver {
         bufs: &mut [B],
         lens: &mut [usize],
         timeout: Duration,
-    ) -> Result<usize, RecvError> {
+    ) -> Result<usize, LinkRecvError> {
         let deadline = Instant::now().checked_add(timeout);
         loop {
             match self.recv_batch(bufs, lens) {
-                Ok(0) | Err(RecvError::LinkDown) => {}
+                Ok(0) | Err(LinkRecvError::NoPeer) => {}
                 r => return r,
             }
             if bufs.is_empty() || lens.is_empty() {
@@ -215,7 +222,7 @@ impl Receiver {
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
             if !self.wait(Some(left))? {
-                return Err(RecvError::Empty);
+                return Err(LinkRecvError::Timeout);
             }
         }
     }
@@ -232,9 +239,9 @@ impl Sender {
     /// (a frame of that length); as [`Receiver::prepare_wait`].
     ///
     /// # Errors
-    /// [`SendError::LinkDown`] once the link is closed,
-    /// [`SendError::Corrupt`] if the peer corrupted the ring.
-    pub fn prepare_wait(&mut self, len: usize) -> Result<bool, SendError> {
+    /// [`LinkSendError::Closed`] once the link is closed,
+    /// [`LinkSendError::Corrupt`] if the peer corrupted the ring.
+    pub fn prepare_wait(&mut self, len: usize) -> Result<bool, LinkSendError> {
         let slots = self.slots_for(len);
         let ep = self.endpoint();
         ep.wait.woken_elsewhere();
@@ -251,7 +258,11 @@ impl Sender {
     ///
     /// # Errors
     /// As [`prepare_wait`](Self::prepare_wait).
-    pub fn wait_space(&mut self, len: usize, timeout: Option<Duration>) -> Result<bool, SendError> {
+    pub fn wait_space(
+        &mut self,
+        len: usize,
+        timeout: Option<Duration>,
+    ) -> Result<bool, LinkSendError> {
         let slots = self.slots_for(len);
         self.endpoint().wait(slots, timeout).map_err(send_stop)
     }
@@ -259,34 +270,34 @@ impl Sender {
     /// [`send`](Self::send), waiting up to `timeout` for room.
     ///
     /// # Errors
-    /// [`PushError::Full`] when no room came in time; otherwise as
+    /// [`LinkSendError::Timeout`] when no room came in time; otherwise as
     /// [`send`](Self::send), except that a link down is waited through.
-    pub fn send_timeout(&mut self, frame: &[u8], timeout: Duration) -> Result<(), SendError> {
+    pub fn send_timeout(&mut self, frame: &[u8], timeout: Duration) -> Result<(), LinkSendError> {
         let deadline = Instant::now().checked_add(timeout);
         loop {
             match self.send(frame) {
-                Err(SendError::Push(PushError::Full) | SendError::LinkDown) => {}
+                Err(LinkSendError::Push(PushError::Full) | LinkSendError::NoPeer) => {}
                 r => return r,
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
             if !self.wait_space(frame.len(), Some(left))? {
-                return Err(PushError::Full.into());
+                return Err(LinkSendError::Timeout);
             }
         }
     }
 }
 
-fn recv_stop(s: Stop) -> RecvError {
+fn recv_stop(s: Stop) -> LinkRecvError {
     match s {
-        Stop::Closed => RecvError::LinkDown,
-        Stop::Corrupt(c) => RecvError::Corrupt(c),
+        Stop::Closed => LinkRecvError::Closed,
+        Stop::Corrupt(c) => LinkRecvError::Corrupt(c),
     }
 }
 
-fn send_stop(s: Stop) -> SendError {
+fn send_stop(s: Stop) -> LinkSendError {
     match s {
-        Stop::Closed => SendError::LinkDown,
-        Stop::Corrupt(c) => SendError::Corrupt(c),
+        Stop::Closed => LinkSendError::Closed,
+        Stop::Corrupt(c) => LinkSendError::Corrupt(c),
     }
 }
 

@@ -1,5 +1,8 @@
 //! What the ring's calls report: the peer's corruption of the ring, and
-//! why a frame could not be queued, sent or received.
+//! why a frame could not be queued, sent or received. A ring has no peer
+//! to lose and no clock: a link's endpoints add those
+//! ([`LinkSendError`](crate::LinkSendError),
+//! [`LinkRecvError`](crate::LinkRecvError)).
 
 /// Which shared index a corrupt value was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,9 +93,6 @@ pub enum SendError {
     /// The peer corrupted the ring.
     #[error("ring corrupted by peer: {0}")]
     Corrupt(#[from] Corruption),
-    /// The link has no peer (only from [`crate::Sender`]).
-    #[error("link is down")]
-    LinkDown,
 }
 
 /// Why a frame could not be received.
@@ -110,7 +110,4 @@ pub enum RecvError {
     /// The peer corrupted the ring.
     #[error("ring corrupted by peer: {0}")]
     Corrupt(#[from] Corruption),
-    /// The link has no peer (only from [`crate::Receiver`]).
-    #[error("link is down")]
-    LinkDown,
 }

@@ -144,7 +144,7 @@ impl Setup {
     /// with EPERM where the kernel refuses, taken on the fallback path (so
     /// that the attack really reached the master).
     fn check_planted(&self, line: &str, failures: &mut Vec<String>) {
-        let refusable = vecring_core::closer::rights_refusable();
+        let refusable = vecring_core::internal::closer::rights_refusable();
         match self.path {
             Path::Refused if refusable => {
                 if !line.contains("refused errno=EPERM") {

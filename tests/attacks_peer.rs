@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 use vecring_core::memory::HUGEPAGE_SIZE;
-use vecring_core::{abi, Geometry};
+use vecring_core::{internal::abi, Geometry};
 use vecring_tests::hostile::{
     as_nobody, attacker, describe, ensure_free_hugepages, field, hugepages_free, mkdir, num,
     scratch, tool, wait_for_path, Proc, NOBODY,

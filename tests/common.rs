@@ -110,7 +110,9 @@ pub mod hostile;
 pub mod markdown;
 pub mod sandbox;
 
-pub use vecring_core::pattern::{check as check_frame, fill as fill_frame, mixed_len as frame_len};
+pub use vecring_core::test_support::pattern::{
+    check as check_frame, fill as fill_frame, mixed_len as frame_len,
+};
 
 /// `target/<profile>/<name>`, next to the test executable's `deps/`
 /// directory: the workspace's built binaries.

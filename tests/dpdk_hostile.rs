@@ -33,7 +33,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::abi::RING_MASTER_TO_SLAVE;
+use vecring_core::internal::abi::RING_MASTER_TO_SLAVE;
 use vecring_core::{Geometry, Link, LinkRecvError, LinkSendError, PushError, RingStorage, Role};
 use vecring_tests::testpmd::{build_dpdk_program, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;

@@ -5,7 +5,7 @@
 //! - the header agrees with the library: struct sizes, alignments and field
 //!   offsets and every constant, as static assertions compiled in C, and the
 //!   same set of functions declared, implemented and exported;
-//! - the C test helper makes the same frames as `vecring_core::pattern`;
+//! - the C test helper makes the same frames as `vecring_core::test_support::pattern`;
 //! - `tests/c/api.c` checks the API's contract call by call;
 //! - `tests/c/close_race.c` closes handles that other threads are using;
 //! - `tests/c/close_attack.c` closes a link whose hostile slave planted
@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_options_t};
-use vecring_core::{pattern, Link, LinkRecvError, LinkSendError, PushError, Role};
+use vecring_core::{test_support::pattern, Link, LinkRecvError, LinkSendError, PushError, Role};
 use vecring_tests::Watchdog;
 
 #[path = "ffi_wait.rs"]

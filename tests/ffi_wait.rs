@@ -15,7 +15,9 @@ use super::{c_source, compile, run, scratch, show};
 use std::ops::Range;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use vecring_core::{pattern, HugepagePolicy, Link, LinkRecvError, LinkSendError, PushError, Role};
+use vecring_core::{
+    test_support::pattern, HugepagePolicy, Link, LinkRecvError, LinkSendError, PushError, Role,
+};
 use vecring_tests::hostile::{num, Proc};
 use vecring_tests::Watchdog;
 

@@ -436,7 +436,9 @@ pub fn muted_plant_steps(
                 "the descriptor should have reached the {victim}: {planted}"
             ));
         }
-    } else if vecring_core::closer::rights_refusable() && !planted.contains("refused errno=EPERM") {
+    } else if vecring_core::internal::closer::rights_refusable()
+        && !planted.contains("refused errno=EPERM")
+    {
         failures.push(format!(
             "SO_PASSRIGHTS should have refused the descriptor: {planted}"
         ));

@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE};
+use vecring_core::internal::abi::{self, RingControl, SlotDesc, SLOT_FLAG_MORE};
 use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
 use vecring_core::{
     Consumer, Corruption, Geometry, Producer, PushError, RecvError, RingStorage, SendError,
@@ -124,7 +124,7 @@ impl GuardedRing {
             .chain(&all[span.end..])
             .copied()
             .collect();
-        vecring_core::pattern::fnv1a(&outside)
+        vecring_core::test_support::pattern::fnv1a(&outside)
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 use vecring_core::memory::{Region, RegionError, RegionOptions, HUGEPAGE_SIZE};
-use vecring_core::{abi, Consumer, Geometry, HugepagePolicy, Producer, RecvError};
+use vecring_core::{internal::abi, Consumer, Geometry, HugepagePolicy, Producer, RecvError};
 use vecring_tests::{check_frame, fill_frame, hugepages_required, Watchdog};
 
 /// One frame through ring 0 of `region` (a producer and a consumer on the

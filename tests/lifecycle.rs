@@ -5,7 +5,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use vecring_core::{pattern, HugepagePolicy, Link, LinkRecvError, RegionBudget, Role};
+use vecring_core::{
+    test_support::pattern, HugepagePolicy, Link, LinkRecvError, RegionBudget, Role,
+};
 use vecring_tests::{assert_no_leak, built_binary, resources, run_dir, Watchdog};
 
 /// How long the survivor may take to see its peer die: a hang-up on the

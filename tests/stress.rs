@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use vecring_core::memory::{Expectation, Region, RegionOptions, HUGEPAGE_SIZE};
 use vecring_core::ring::EndpointStats;
-use vecring_core::{abi, Consumer, Geometry, Producer, RingStorage};
+use vecring_core::{internal::abi, Consumer, Geometry, Producer, RingStorage};
 use vecring_tests::{check_frame, fill_frame, frame_len, hugepages_required, Watchdog};
 
 const FRAMES: u64 = 10_000_000;

@@ -44,9 +44,9 @@ use rtrb_bytes::rtrb_bytes_pair;
 use rtrb_peer::{rtrb_pair, RtrbMode};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::pattern::fnv1a;
+use vecring_core::test_support::pattern::fnv1a;
 use vecring_core::{
-    abi, Consumer, Geometry, HugepagePolicy, Producer, Region, RegionOptions, RingStorage,
+    internal::abi, Consumer, Geometry, HugepagePolicy, Producer, Region, RegionOptions, RingStorage,
 };
 
 /// Frame lengths measured.

@@ -62,7 +62,7 @@ pub trait Rx: Send + 'static {
     fn recv(&mut self) -> usize;
 
     /// A digest of what was received, for the smoke test: for copying
-    /// receivers [`vecring_core::pattern::fnv1a`] of the last frame copied, for
+    /// receivers [`vecring_core::test_support::pattern::fnv1a`] of the last frame copied, for
     /// in-place receivers the wrapping sum of [`crate::touch`] over every
     /// frame.
     fn digest(&self) -> u64;

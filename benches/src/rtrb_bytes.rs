@@ -22,7 +22,7 @@ use crate::touch;
 use rtrb::chunks::ChunkError;
 use rtrb::RingBuffer;
 use std::mem::MaybeUninit;
-use vecring_core::pattern::fnv1a;
+use vecring_core::test_support::pattern::fnv1a;
 
 /// Bytes of the length before each message.
 pub const PREFIX: usize = 2;

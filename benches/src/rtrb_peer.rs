@@ -16,7 +16,7 @@ use crate::pipeline::{Rx, Tx};
 use crate::touch;
 use rtrb::chunks::ChunkError;
 use rtrb::RingBuffer;
-use vecring_core::pattern::fnv1a;
+use vecring_core::test_support::pattern::fnv1a;
 
 /// What the rtrb consumer does with each frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

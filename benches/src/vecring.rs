@@ -4,7 +4,7 @@
 
 use crate::pipeline::{Rx, Tx};
 use crate::touch;
-use vecring_core::pattern::fnv1a;
+use vecring_core::test_support::pattern::fnv1a;
 use vecring_core::{Consumer, Producer, PushError, RecvError, RingStorage, SendError};
 
 /// Copying producer: `send` for batch 1, `send_batch` otherwise, from an

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use vecring_core::handshake::{Kind, Msg};
+use vecring_core::internal::handshake::{Kind, Msg};
 use vecring_core::{Geometry, HeapRing, Producer, RingStorage};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {

@@ -15,7 +15,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
-use vecring_core::handshake::{Kind, Msg, MSG_LEN};
+use vecring_core::internal::handshake::{Kind, Msg, MSG_LEN};
 
 /// Bytes of text a message carries, asked of `encode` rather than restated.
 fn text_capacity() -> usize {

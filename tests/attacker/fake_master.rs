@@ -26,10 +26,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use vecring_core::doorbell::Doorbell;
-use vecring_core::handshake::{self, Kind, Msg};
+use vecring_core::internal::doorbell::Doorbell;
+use vecring_core::internal::handshake::{self, Kind, Msg};
 use vecring_core::memory::{HugepagePolicy, Region, RegionOptions};
-use vecring_core::{abi, Geometry};
+use vecring_core::{internal::abi, Geometry};
 
 /// How long to wait for the slave's opening request before answering.
 const REQUEST_WAIT: Duration = Duration::from_millis(300);
@@ -42,7 +42,7 @@ pub fn run(args: &Args) -> bool {
         return never_accept(path);
     }
     let listener = match sock::listen(path, 16) {
-        Ok(l) => vecring_core::closer::PeerSocket::new(l, false),
+        Ok(l) => vecring_core::internal::closer::PeerSocket::new(l, false),
         Err(e) => {
             report(&format!("error listening on {}: {e}", path.display()));
             return false;
@@ -58,7 +58,7 @@ pub fn run(args: &Args) -> bool {
     }
     report("listening");
     // Everything handed out stays alive until the end.
-    let mut conns: Vec<vecring_core::closer::PeerSocket> = Vec::new();
+    let mut conns: Vec<vecring_core::internal::closer::PeerSocket> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         if handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false) {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::handshake::{self, Kind};
+use vecring_core::internal::handshake::{self, Kind};
 use vecring_core::{Link, Role};
 
 /// How long one round waits for the master's answer before hanging up.

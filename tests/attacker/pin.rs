@@ -11,7 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use vecring_core::handshake::{self, Kind, Msg};
+use vecring_core::internal::handshake::{self, Kind, Msg};
 use vecring_core::memory::HUGEPAGE_SIZE;
 
 /// How long one round waits for each of the master's answers.

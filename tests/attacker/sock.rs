@@ -1,12 +1,12 @@
 //! Raw socket and descriptor helpers: what an attacker does by hand
-//! rather than through `vecring_core::handshake`.
+//! rather than through `vecring_core::internal::handshake`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
-use vecring_core::handshake::{Kind, Msg, MSG_LEN};
+use vecring_core::internal::handshake::{Kind, Msg, MSG_LEN};
 
 /// The slave's first message, `Kind::Request`.
 pub fn request() -> [u8; MSG_LEN] {
@@ -132,7 +132,7 @@ pub fn send_raw(conn: &OwnedFd, bytes: &[u8]) -> io::Result<()> {
 /// Reads and discards one datagram if one arrives within `timeout`;
 /// returns its length, 0 at EOF, None on timeout.
 pub fn drain_one(conn: &OwnedFd, timeout: Duration) -> Option<usize> {
-    if !vecring_core::handshake::wait_readable(conn, timeout).unwrap_or(false) {
+    if !vecring_core::internal::handshake::wait_readable(conn, timeout).unwrap_or(false) {
         return None;
     }
     let mut buf = [0u8; 1024];

@@ -17,7 +17,7 @@
 use crate::{report, until_stdin_closes, Args};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use vecring_core::abi::{self, Dir};
+use vecring_core::internal::abi::{self, Dir};
 use vecring_core::{Link, Producer, RingStorage, Role};
 
 /// The frame every mode sends.

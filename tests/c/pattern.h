@@ -1,9 +1,9 @@
 /*
- * pattern.h -- vecring_core::pattern in C: self-checking frames made of a
+ * pattern.h -- vecring_core::test_support::pattern in C: self-checking frames made of a
  * sequence number (little-endian), an xorshift payload derived from it and
  * an FNV-1a checksum of both in the last 8 bytes, so that a receiver proves
  * that nothing was lost, duplicated, reordered or altered. Must stay
- * byte-for-byte equal to vecring-core/src/pattern.rs (tests/ffi.rs checks it
+ * byte-for-byte equal to vecring-core/src/test_support/pattern.rs (tests/ffi.rs checks it
  * against the Rust implementation).
  */
 #ifndef VECRING_TEST_PATTERN_H
@@ -14,7 +14,7 @@
 
 #define PATTERN_MIN_LEN 16
 
-/* vecring_core::pattern::fnv1a: 64-bit FNV-1a, as in pattern.rs. */
+/* vecring_core::test_support::pattern::fnv1a: 64-bit FNV-1a, as in pattern.rs. */
 static inline uint64_t pattern_fnv1a(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;

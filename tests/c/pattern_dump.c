@@ -1,7 +1,7 @@
 /*
  * pattern_dump.c -- writes frames 0..1999 of the mixed-size workload as made
  * by tests/c/pattern.h, each as a 32-bit little-endian length and the frame's
- * bytes, for tests/ffi.rs to compare with vecring_core::pattern.
+ * bytes, for tests/ffi.rs to compare with vecring_core::test_support::pattern.
  */
 #include <stdio.h>
 

@@ -4,12 +4,12 @@
 //!
 //! The directory gets what the master gives it when it creates it: this
 //! user's ownership (the master's; run it as the user the master runs as)
-//! and the mode of [`vecring_core::dirs::domain_mode`] (0711 with an owner,
+//! and the mode of [`vecring_core::internal::dirs::domain_mode`] (0711 with an owner,
 //! 0710 otherwise), so that the master accepts it.
 
 use clap::Args;
 use std::path::PathBuf;
-use vecring_core::dirs::{domain_mode, prepare_domain};
+use vecring_core::internal::dirs::{domain_mode, prepare_domain};
 use vecring_core::link::DEFAULT_SOCKET_MODE;
 
 /// Options of `vecring prepare`.
@@ -42,7 +42,7 @@ pub fn run(args: &PrepareArgs) -> Result<(), String> {
     }
     let dir = args.run_dir.join(&args.domain);
     let mode = domain_mode(DEFAULT_SOCKET_MODE, args.owner);
-    // Through descriptors (vecring_core::dirs): a racing rename or symlink
+    // Through descriptors (vecring_core::internal::dirs): a racing rename or symlink
     // in a writable run directory cannot make this chmod another path.
     if prepare_domain(&args.run_dir, &args.domain, mode).map_err(|e| e.to_string())? {
         log::info!("created {}", dir.display());

@@ -55,7 +55,7 @@ pub enum GeometryError {
     },
 }
 
-/// Checks a queue count: `1..=`[`abi::MAX_QUEUES`]. The one place that
+/// Checks a queue count: `1..=`[`MAX_QUEUES`](crate::MAX_QUEUES). The one place that
 /// knows the range (the builder, the header checks and the driver's
 /// devargs ask here).
 ///
@@ -172,7 +172,7 @@ impl Geometry {
     }
 
     /// Checks that `queues` queue pairs of this geometry fit a region a
-    /// slave accepts ([`abi::MAX_REGION_SIZE`]); returns the bytes they need
+    /// slave accepts ([`MAX_REGION_SIZE`](crate::MAX_REGION_SIZE)); returns the bytes they need
     /// (before page rounding, which stays within the cap: it is a multiple
     /// of every page size).
     ///

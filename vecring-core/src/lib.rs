@@ -1,12 +1,14 @@
 //! vecring: a shared-memory virtual Ethernet link between two processes.
 //!
-//! This crate holds everything that is not DPDK: the shared-memory ABI
-//! ([`abi`]), the lock-free single-producer/single-consumer frame ring
-//! ([`ring`]), hugepage/NUMA-aware memory regions ([`memory`], [`numa`]),
-//! and the [`Link`]: two processes (a master, typically on the host, and a
-//! slave, typically in a container) that open the same link by name and
-//! exchange frames, following each other through exits and restarts. A
-//! link carries 1 to [`abi::MAX_QUEUES`] queue pairs, each an independent
+//! This crate holds everything that is not DPDK. Its API: the
+//! [`Link`] ([`link`]): two processes (a master, typically on the host,
+//! and a slave, typically in a container) that open the same link by name
+//! ([`name`]) and exchange frames, following each other through exits and
+//! restarts; the lock-free single-producer/single-consumer frame ring it
+//! is made of ([`ring`]), over the hugepage/NUMA-aware shared-memory
+//! region ([`memory`]) or the heap; the ring's shape ([`geometry`]); and
+//! what a master tells `vecring list` and `vecring stats` ([`status`]). A
+//! link carries 1 to [`MAX_QUEUES`] queue pairs, each an independent
 //! ring per direction ([`LinkBuilder::queues`], [`Link::sender_on`],
 //! [`Link::receiver_on`]).
 //! A receiver need not poll: [`Receiver::wait`] and
@@ -93,35 +95,33 @@
 //! reads such a run as `&[u8; N]`, with no check per frame.
 #![deny(missing_docs)]
 
-pub mod abi;
-#[cfg(not(loom))]
-pub mod closer;
-mod counters;
-#[cfg(not(loom))]
-pub mod dirs;
-#[cfg(not(loom))]
-pub mod doorbell;
-#[cfg(not(loom))]
-pub mod event_set;
 pub mod geometry;
 #[cfg(not(loom))]
-pub mod handshake;
-#[cfg(not(loom))]
 pub mod link;
-pub mod mac;
 #[cfg(not(loom))]
 pub mod memory;
 pub mod name;
-#[cfg(not(loom))]
-pub mod numa;
-pub mod pattern;
-#[cfg(not(loom))]
-mod pinned;
 pub mod ring;
 #[cfg(not(loom))]
 pub mod status;
+
+mod counters;
+#[cfg(not(loom))]
+mod pinned;
 mod sync;
 
+#[doc(hidden)]
+pub mod internal;
+#[cfg(any(test, feature = "test-support"))]
+#[doc(hidden)]
+pub mod test_support;
+
+// The internal modules under their short names, for this crate's own use.
+use internal::abi;
+#[cfg(not(loom))]
+use internal::{closer, dirs, doorbell, event_set, handshake, numa};
+
+pub use abi::{MAX_FRAME_LEN, MAX_QUEUES, MAX_REGION_SIZE};
 pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use link::{

@@ -59,7 +59,7 @@ use vecring_core::LinkRecvError;
 /// module documentation), kept from the first start with Rx interrupts
 /// until the port closes: the core's epoll set with a kick, holding the
 /// current receiver's wait set.
-pub type QueueIntr = vecring_core::event_set::EventSet;
+pub type QueueIntr = vecring_core::internal::event_set::EventSet;
 
 /// The port's `rte_intr_handle` (`dev->intr_handle`): `RTE_INTR_HANDLE_VDEV`,
 /// one vector per RX queue index (`RTE_INTR_VEC_RXTX_OFFSET + q`), `efds[q]`

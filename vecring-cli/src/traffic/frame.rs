@@ -13,7 +13,7 @@
 //! Every frame of a run is the same buffer: the sending loops measure the
 //! link, not the making of frames.
 
-pub use vecring_core::mac::default_mac;
+pub use vecring_core::internal::mac::default_mac;
 use vecring_core::Role;
 
 /// The ethertype of the tool's frames: IEEE 802 Local Experimental

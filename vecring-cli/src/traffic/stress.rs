@@ -1,12 +1,12 @@
 //! `vecring stress`: self-checking frames both ways on every queue (see
-//! `vecring_core::pattern`), each queue's frames verified on arrival:
+//! `vecring_core::test_support::pattern`), each queue's frames verified on arrival:
 //! nothing lost, duplicated, reordered, altered, or delivered on another
 //! queue.
 
 use super::{Failure, BATCH};
 use crate::{cpus, queues_of, LinkArgs};
 use std::time::{Duration, Instant};
-use vecring_core::{pattern, HoldBack, PushError, Receiver, Sender};
+use vecring_core::{test_support::pattern, HoldBack, PushError, Receiver, Sender};
 
 /// Longest a stress run waits without any progress before failing.
 const STALL: Duration = Duration::from_secs(20);

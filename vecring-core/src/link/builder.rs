@@ -89,7 +89,7 @@ impl LinkBuilder {
         self
     }
 
-    /// Queue pairs, 1 to [`MAX_QUEUES`](crate::abi::MAX_QUEUES). The master
+    /// Queue pairs, 1 to [`MAX_QUEUES`](crate::MAX_QUEUES). The master
     /// decides: it offers `queues` pairs (1 when unset). A slave that sets
     /// it refuses a master with another count ("queue count mismatch:
     /// ours 4, theirs 2"); one that does not takes the master's.

@@ -25,6 +25,7 @@ mod types;
 mod wait;
 mod waiting;
 
+pub use crate::dirs::Unsafe;
 pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};

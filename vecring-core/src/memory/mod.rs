@@ -9,7 +9,8 @@
 use crate::abi::{self, RegionHeader, RingControl, SlotDesc};
 use crate::doorbell::Doorbell;
 use crate::geometry::Geometry;
-use crate::numa::{self, NumaError};
+use crate::numa;
+pub use crate::numa::NumaError;
 use crate::ring::{Bell, RingStorage};
 use std::ffi::CStr;
 use std::io;
@@ -180,7 +181,7 @@ impl Region {
     ///
     /// # Errors
     /// [`RegionError::Geometry`] if the queue count is out of range or the
-    /// region would exceed [`abi::MAX_REGION_SIZE`]; otherwise
+    /// region would exceed [`MAX_REGION_SIZE`]; otherwise
     /// [`RegionError`] names the failing step.
     pub fn create(
         geometry: Geometry,
@@ -458,8 +459,8 @@ impl Region {
         self.map.as_ptr()
     }
 
-    /// The NUMA node of each page of the region (see
-    /// [`numa::nodes_of_pages`]).
+    /// The NUMA node of each page of the region (`move_pages(2)` asked
+    /// about one address per page).
     ///
     /// # Errors
     /// The system error if the query fails.
@@ -472,8 +473,9 @@ impl Region {
         numa::nodes_of_pages(self.map.as_ptr(), self.map.len(), page)
     }
 
-    /// Ring `ring` of the region: [`abi::ring_index`]`(queue, dir)`, such
-    /// as [`abi::RING_MASTER_TO_SLAVE`] for queue 0.
+    /// Ring `ring` of the region: `2 * queue + dir` (the ABI's
+    /// `ring_index`), with `dir` 0 for master → slave and 1 for
+    /// slave → master.
     ///
     /// # Panics
     /// If `ring >= 2 * queues()` (a programming error, never peer input:
@@ -622,14 +624,9 @@ impl RegionRing {
     }
 
     /// The ring with `doorbell` as our end of its doorbell pair.
-    pub fn with_doorbell(mut self, doorbell: Arc<Doorbell>) -> Self {
+    pub(crate) fn with_doorbell(mut self, doorbell: Arc<Doorbell>) -> Self {
         self.doorbell = Some(doorbell);
         self
-    }
-
-    /// Our end of the ring's doorbell pair, if it has one.
-    pub fn doorbell(&self) -> Option<&Arc<Doorbell>> {
-        self.doorbell.as_ref()
     }
 }
 

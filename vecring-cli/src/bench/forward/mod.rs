@@ -31,7 +31,7 @@ use container::Isolation;
 use rig::{Context, Direction, Port, Rig, Trial};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use vecring_core::abi::MAX_FRAME_LEN;
+use vecring_core::internal::abi::MAX_FRAME_LEN;
 use vecring_core::HugepagePolicy;
 
 /// Options of `vecring bench --forward`.

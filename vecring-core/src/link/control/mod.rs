@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 pub const MAX_PENDING: usize = 16;
 /// Regions of one link that may exist at once: the one offered or attached,
 /// and those still held by peers that left. Past this, requests wait, then
-/// get [`Kind::Busy`](crate::handshake::Kind::Busy).
+/// get `Kind::Busy` (`handshake::Kind::Busy`).
 pub const MAX_REGIONS: usize = 2;
 /// First wait before the next offer after a peer took a region and left
 /// without completing the handshake; doubles up to [`BACKOFF_MAX`].

@@ -366,7 +366,7 @@ fn on_a_muted_doorbell(path: Path, interrupt: bool, name: &str) {
     vecring_tests::require_root!();
     let s = Setup::new(name, path);
     // The mute is a debug line of the receiver's wait set.
-    let mut master = s.master_logging(interrupt, Some("info,vecring_core::link::wait=debug"));
+    let mut master = s.master_logging(interrupt, Some("info,vecring_core::link::wait_set=debug"));
     let mut plant = Proc::spawn(
         "attacker",
         as_nobody(&mut attacker("plant")).args([

@@ -132,5 +132,6 @@ pub use link::{
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
     heap_channel, Bell, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
-    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, Sleep, WriteChunk,
+    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WaitDecision,
+    WriteChunk,
 };

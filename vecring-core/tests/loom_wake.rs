@@ -7,16 +7,16 @@
 //! spuriously. A side that sleeps blocks in `Notify::wait` without a
 //! timeout; a lost wakeup therefore leaves it blocked after the other side
 //! has finished, which loom reports as a deadlock. A side told to nap
-//! ([`Sleep::Nap`]) yields instead, standing for its short timer.
+//! ([`WaitDecision::Nap`]) yields instead, standing for its short timer.
 //!
 //! The models fail (a deadlock) when either SeqCst fence of the protocol
-//! (`WaitState::signal`, `WaitState::prepare`) is removed. The `ack` word
+//! (`WaitProtocol::signal`, `WaitProtocol::prepare`) is removed. The `ack` word
 //! needs no ordering of its own: it is stored before a fence and loaded
 //! after one.
 #![cfg(loom)]
 
 use vecring_core::{
-    Bell, Consumer, Geometry, HeapRing, Producer, PushError, RecvError, SendError, Sleep,
+    Bell, Consumer, Geometry, HeapRing, Producer, PushError, RecvError, SendError, WaitDecision,
 };
 
 /// The preemption bound when `LOOM_MAX_PREEMPTIONS` is not set.
@@ -74,12 +74,12 @@ fn produce(ring: &HeapRing, tx: &mut Producer<HeapRing>, count: u8, batch: bool,
             match idle {
                 Idle::Poll => loom::thread::yield_now(),
                 Idle::Sleep => match tx.prepare_space_sleep(1).expect("producer") {
-                    Sleep::Ready => {}
-                    Sleep::Nap => {
+                    WaitDecision::Ready => {}
+                    WaitDecision::Nap => {
                         loom::thread::yield_now();
                         tx.cancel_space_sleep();
                     }
-                    Sleep::Sleep => {
+                    WaitDecision::Sleep => {
                         ring.wait_doorbell(Bell::Space);
                         tx.cancel_space_sleep();
                     }
@@ -102,12 +102,12 @@ fn consume(ring: &HeapRing, rx: &mut Consumer<HeapRing>, count: u8, idle: Idle) 
             Err(RecvError::Empty) => match idle {
                 Idle::Poll => loom::thread::yield_now(),
                 Idle::Sleep => match rx.prepare_sleep().expect("consumer") {
-                    Sleep::Ready => {}
-                    Sleep::Nap => {
+                    WaitDecision::Ready => {}
+                    WaitDecision::Nap => {
                         loom::thread::yield_now();
                         rx.cancel_sleep();
                     }
-                    Sleep::Sleep => {
+                    WaitDecision::Sleep => {
                         ring.wait_doorbell(Bell::Data);
                         rx.cancel_sleep();
                     }

@@ -31,7 +31,7 @@ use vecring_core::{Receiver, Sender};
 /// The longest single sleep of a blocking wait: the ring is looked at
 /// again at least this often, so a peer that acknowledges the wait
 /// protocol and never rings delays a frame by at most this long, as the
-/// endpoints' own blocking waits promise (`vecring_core`'s `link::waiting`).
+/// endpoints' own blocking waits promise (`vecring_core`'s `link::blocking`).
 const SLICE: Duration = Duration::from_secs(1);
 
 const CLOSED_WHILE_WAITING: &CStr = cstr!("the link was closed (by vecring_close) while waiting");

@@ -7,7 +7,7 @@
 use super::frame_error::Gone;
 use super::shared::{LinkShared, Session, Taken};
 use super::types::Role;
-use super::wait::WaitSet;
+use super::wait_set::WaitSet;
 use crate::abi::{self, Dir};
 use crate::memory::RegionRing;
 use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
@@ -25,7 +25,7 @@ pub(super) struct Endpoint<E: Attach> {
     pub(super) reported: bool,
     /// Totals of earlier generations' rings.
     pub(super) carried: EndpointStats,
-    /// What this endpoint sleeps on (see `link::wait`).
+    /// What this endpoint sleeps on (see `link::wait_set`).
     pub(super) wait: WaitSet,
 }
 
@@ -128,7 +128,7 @@ impl<E: Attach> Endpoint<E> {
     pub(super) fn new(shared: Arc<LinkShared>, queue: u16, wait: WaitSet) -> Self {
         shared.add_poke(wait.poke());
         // Continues the queue's totals: an earlier endpoint of the queue
-        // may have counted some (its last `publish` ran in its drop).
+        // may have counted some (its last `store_totals` ran in its drop).
         let (frames, bytes) = E::totals(&shared, queue);
         let carried = EndpointStats {
             frames: frames.load(Ordering::Relaxed),
@@ -157,7 +157,7 @@ impl<E: Attach> Endpoint<E> {
     }
 
     /// Stores this endpoint's totals in the link's counters of its queue.
-    pub(super) fn publish(&self) {
+    pub(super) fn store_totals(&self) {
         let (frames, bytes) = self.totals();
         let (f, b) = E::totals(&self.shared, self.queue);
         // Relaxed stores of running totals (this endpoint is the only
@@ -272,7 +272,7 @@ impl<E: Attach> Drop for Endpoint<E> {
         // The totals (chunk users may not have flushed them), then the
         // ring, then the claim: a new endpoint of this queue continues the
         // totals and attaches only once this one let go.
-        self.publish();
+        self.store_totals();
         drop(self.ring.take());
         E::taken(&self.shared).release(self.queue);
     }

@@ -11,6 +11,7 @@
 //! changed, so the hot path takes no lock. A master makes a fresh region for
 //! every generation: nothing of a dead generation can reach the next one.
 
+mod blocking;
 mod budget;
 mod builder;
 mod control;
@@ -22,8 +23,7 @@ mod receiver;
 mod sender;
 mod shared;
 mod types;
-mod wait;
-mod waiting;
+mod wait_set;
 
 pub use crate::dirs::Unsafe;
 pub use budget::RegionBudget;
@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use wait::WaitSet;
+use wait_set::WaitSet;
 
 /// An open link. Dropping it stops the control thread, disconnects the
 /// peer, and (master) removes the socket and lock files, within a moment

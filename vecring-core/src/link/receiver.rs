@@ -39,8 +39,8 @@ impl Receiver {
         self.ep.queue
     }
 
-    fn publish(&mut self) {
-        self.ep.publish();
+    fn store_totals(&mut self) {
+        self.ep.store_totals();
     }
 
     /// Whether the link is up, as this endpoint last saw it.
@@ -92,7 +92,7 @@ impl Receiver {
         max_frames: usize,
     ) -> Result<ReadChunk<'_, RegionRing>, LinkRecvError> {
         // The totals as of the previous chunk (see `Sender::write_chunk`).
-        self.publish();
+        self.store_totals();
         let ring = self.consumer()?;
         Ok(ring.read_chunk(max_frames)?)
     }
@@ -128,7 +128,7 @@ impl Receiver {
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, LinkRecvError> {
         let r = self.ep.ring_or_gone()?.recv(buf);
         if r.is_ok() {
-            self.publish();
+            self.store_totals();
         }
         Ok(r?)
     }
@@ -147,7 +147,7 @@ impl Receiver {
         // Only when the totals moved: a receiver polling an empty ring
         // calls again at once.
         if matches!(r, Ok(n) if n > 0) {
-            self.publish();
+            self.store_totals();
         }
         Ok(r?)
     }
@@ -155,6 +155,6 @@ impl Receiver {
     /// Updates the link's shared RX counters (done by `recv`/`recv_batch`;
     /// call after releasing chunks).
     pub fn flush_counters(&mut self) {
-        self.publish();
+        self.store_totals();
     }
 }

@@ -61,8 +61,8 @@ impl Sender {
             .store(self.full, Ordering::Relaxed);
     }
 
-    fn publish(&mut self) {
-        self.ep.publish();
+    fn store_totals(&mut self) {
+        self.ep.store_totals();
     }
 
     /// Whether the link is up, as this endpoint last saw it.
@@ -97,7 +97,7 @@ impl Sender {
         // The totals as of the previous chunk, so that the link's counters
         // (`vecring stats`) follow chunk users too: two stores to a line
         // only this thread writes.
-        self.publish();
+        self.store_totals();
         let ring = self.ep.ring_or_gone()?;
         Ok(ring.write_chunk(max_slots)?)
     }
@@ -115,7 +115,7 @@ impl Sender {
         &mut self,
         frame_lens: impl IntoIterator<Item = usize>,
     ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
-        self.publish();
+        self.store_totals();
         let ring = self.ep.ring_or_gone()?;
         let g = ring.geometry();
         let need: usize = frame_lens
@@ -133,7 +133,7 @@ impl Sender {
     pub fn send(&mut self, frame: &[u8]) -> Result<(), LinkSendError> {
         let r = self.ep.ring_or_gone()?.send(frame);
         match r {
-            Ok(()) => self.publish(),
+            Ok(()) => self.store_totals(),
             Err(SendError::Push(PushError::Full)) => self.found_full(),
             Err(_) => {}
         }
@@ -154,7 +154,7 @@ impl Sender {
         // Only when the totals moved: a sender finding the ring full calls
         // again at once.
         match r {
-            Ok(n) if n > 0 => self.publish(),
+            Ok(n) if n > 0 => self.store_totals(),
             Ok(_) | Err(SendError::Push(PushError::Full)) => self.found_full(),
             Err(_) => {}
         }
@@ -170,6 +170,6 @@ impl Sender {
     /// Updates the link's shared TX counters from this endpoint's totals
     /// (done by `send`/`send_batch`; call after committing chunks).
     pub fn flush_counters(&mut self) {
-        self.publish();
+        self.store_totals();
     }
 }

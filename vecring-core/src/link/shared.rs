@@ -115,7 +115,7 @@ pub(crate) struct LinkShared {
     pub(crate) senders: Taken,
     pub(crate) receivers: Taken,
     /// The pokes of the endpoints' wait sets, written after every session
-    /// change and at close (see `link::wait`).
+    /// change and at close (see `link::wait_set`).
     pub(crate) pokes: Mutex<Vec<Weak<EventSet>>>,
 }
 

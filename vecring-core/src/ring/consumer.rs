@@ -8,7 +8,7 @@ use super::descriptor::{SeenDesc, Shape};
 use super::error::{Corruption, IndexKind, RecvError};
 use super::stats::EndpointStats;
 use super::storage::{model_read, Bell, RingStorage};
-use super::wait_line::WaitState;
+use super::wait_line::WaitProtocol;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ pub struct Consumer<S: RingStorage> {
     /// When the frames held back now were first held back.
     pub(super) held_since: Option<Instant>,
     /// Our side of the sleep/wake protocol (`ring::wait_line`).
-    pub(super) wait: WaitState,
+    pub(super) wait: WaitProtocol,
 }
 
 impl<S: RingStorage> Drop for Consumer<S> {
@@ -72,7 +72,7 @@ impl<S: RingStorage> Consumer<S> {
                 slot_count: shape.slot_count,
             });
         }
-        let wait = WaitState::attach(&ctl.consumer_wait);
+        let wait = WaitProtocol::attach(&ctl.consumer_wait);
         Ok(Consumer {
             storage,
             shape,

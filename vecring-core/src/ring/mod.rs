@@ -50,11 +50,11 @@ mod heap;
 mod hold_back;
 mod producer;
 mod read_chunk;
-mod sleep;
 mod stats;
 mod storage;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
+mod wait;
 mod wait_line;
 #[cfg(all(test, not(loom)))]
 mod wait_throttle_tests;
@@ -69,5 +69,5 @@ pub use producer::Producer;
 pub use read_chunk::ReadChunk;
 pub use stats::EndpointStats;
 pub use storage::{Bell, RingStorage};
-pub use wait_line::Sleep;
+pub use wait_line::WaitDecision;
 pub use write_chunk::{FrameWriter, WriteChunk, STREAM_MAX_LEN};

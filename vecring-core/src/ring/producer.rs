@@ -8,7 +8,7 @@ use super::descriptor::{put_desc, LenPlan, Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};
-use super::wait_line::WaitState;
+use super::wait_line::WaitProtocol;
 use crate::abi::SlotDesc;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -26,7 +26,7 @@ pub struct Producer<S: RingStorage> {
     pub(super) poisoned: Option<Corruption>,
     stats: EndpointStats,
     /// Our side of the sleep/wake protocol (`ring::wait_line`).
-    pub(super) wait: WaitState,
+    pub(super) wait: WaitProtocol,
 }
 
 // SAFETY: the raw pointers in `Shape` point into `storage`, which is `Send`
@@ -65,7 +65,7 @@ impl<S: RingStorage> Producer<S> {
                 slot_count: shape.slot_count,
             });
         }
-        let wait = WaitState::attach(&ctl.producer_wait);
+        let wait = WaitProtocol::attach(&ctl.producer_wait);
         Ok(Producer {
             storage,
             shape,

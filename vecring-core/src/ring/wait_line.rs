@@ -1,4 +1,52 @@
-//! One endpoint's side of the sleep/wake protocol: its own [`WaitLine`]
+//! The wait protocol, and the one place that names the parts of waiting.
+//!
+//! # Vocabulary
+//!
+//! An endpoint with nothing to do (a consumer without frames, a producer
+//! without room) may *wait* until the other side moves instead of polling.
+//! The words below mean one thing each, in every file that implements
+//! waiting and in `docs/ARCHITECTURE.md`:
+//!
+//! - **wait**: the whole act, from announcing it to waking. A wait
+//!   *sleeps* on a descriptor until it is woken; a **nap** is a sleep
+//!   bounded by a short timer, for when a signal may not come.
+//! - **wait line** ([`WaitLine`], in the region's ABI): a side's shared
+//!   line saying whether it is present, armed and asleep (an odd
+//!   sequence). Each ring has two, the consumer's and the producer's.
+//! - **wait protocol** ([`WaitProtocol`], this module): one endpoint's
+//!   private state in the protocol on the two wait lines: its sequence,
+//!   whether it checks the other side's line after each index store, and
+//!   the throttle on signals for nothing.
+//! - **signal**: what the side that moved sends to a sleeping peer (one
+//!   per sleep), through the ring storage's [`Bell`].
+//! - **wait decision** ([`WaitDecision`]: `Ready`, `Nap`, `Sleep`): what
+//!   a ring end's re-check tells a side about to wait (`ring::wait`:
+//!   `Consumer::prepare_sleep`, `Producer::prepare_space_sleep`, and their
+//!   `cancel_*` on waking).
+//! - **doorbell** (`internal::doorbell::Doorbell`): a ring's socket pair
+//!   that carries the signals between the two processes.
+//! - **event set** (`internal::event_set::EventSet`): an epoll instance
+//!   with a private eventfd, its **kick**; the building block of a wait
+//!   set and of the DPDK driver's interrupt descriptor.
+//! - **wait set** (`link::wait_set::WaitSet`): what a link endpoint
+//!   sleeps on, one descriptor for its whole life: an event set holding
+//!   the current doorbell end, the kick the control thread writes at every
+//!   link change (the **poke**), and a timer for naps.
+//! - **ring waiter** (`link::blocking::RingWaiter`): a ring end the link
+//!   can wait on; a wait that ends without work says why in a
+//!   **wait abort** (`WaitAbort`: the link closed, or the ring corrupt).
+//! - **blocking calls** (`link::blocking`): `Receiver::wait`,
+//!   `recv_timeout`, `Sender::wait_space`, `send_timeout`, and the
+//!   event-loop pair `prepare_wait` / `cancel_wait`.
+//!
+//! In the ring, *publish* means one thing: the Release store of a side's
+//! own index (`head` or `tail`) that hands slots to the other side. The
+//! link copying an endpoint's frame and byte totals into its counters is
+//! *storing totals* (`Endpoint::store_totals`), never publishing.
+//!
+//! # The protocol
+//!
+//! This module is one endpoint's side of it: its own [`WaitLine`]
 //! (attached, armed, asleep) and its check of the other side's line after
 //! each index store.
 //!
@@ -17,7 +65,7 @@
 //! starts when that load first sees [`WAIT_ARMED`] and then stays on (the
 //! `ack` word says so to the sleeper). Until a sleeper sees the ack it
 //! cannot know that the other side's load came after its index store, so
-//! it only naps (see [`Sleep::Nap`]).
+//! it only naps (see [`WaitDecision::Nap`]).
 //!
 //! The other side may be hostile. Every value read from its line is used
 //! for one decision (signal or not, sleep or nap) and nothing else: the
@@ -52,7 +100,7 @@ pub(super) const THROTTLE_GAP: Duration = Duration::from_millis(1);
 
 /// What a side that found nothing to do should do next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sleep {
+pub enum WaitDecision {
     /// The re-check found work (frames, or space): do not sleep.
     Ready,
     /// Sleep until the doorbell rings, *but wake by a short timer* as well:
@@ -66,7 +114,7 @@ pub enum Sleep {
 
 /// An endpoint's private state in the wait protocol.
 #[derive(Debug, Default)]
-pub(super) struct WaitState {
+pub(super) struct WaitProtocol {
     /// We check the other side's line behind a full fence after every index
     /// store of ours (and our line's `ack` says so).
     fenced: bool,
@@ -90,7 +138,7 @@ pub(super) struct WaitState {
     pub(super) held_back: u64,
 }
 
-impl WaitState {
+impl WaitProtocol {
     /// Takes over our line when attaching: present, awake, the sequence
     /// continued (a signal for an earlier endpoint's sequence must not be
     /// mistaken for one for ours) and the fenced path kept if an earlier
@@ -108,10 +156,10 @@ impl WaitState {
         // so a peer that sees us present also sees the ring as we left it.
         mine.state
             .store(WAIT_PRESENT | armed | u64::from(seq), Ordering::Release);
-        WaitState {
+        WaitProtocol {
             fenced,
             seq,
-            ..WaitState::default()
+            ..WaitProtocol::default()
         }
     }
 
@@ -253,7 +301,7 @@ impl WaitState {
 /// Whether the owner of `line` is attached (a consumer: someone reads
 /// this ring now). A hint from the peer, used only for counting.
 pub(super) fn present(line: &WaitLine) -> bool {
-    // Acquire: pairs with the Release stores in `WaitState::attach` and
-    // `WaitState::detach`.
+    // Acquire: pairs with the Release stores in `WaitProtocol::attach` and
+    // `WaitProtocol::detach`.
     line.state.load(Ordering::Acquire) & WAIT_PRESENT != 0
 }

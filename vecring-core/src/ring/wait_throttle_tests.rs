@@ -5,7 +5,7 @@
 
 use super::heap::HeapRing;
 use super::storage::{Bell, RingStorage};
-use super::wait_line::{WaitState, THROTTLE_GAP, UNANSWERED_MAX};
+use super::wait_line::{WaitProtocol, THROTTLE_GAP, UNANSWERED_MAX};
 use crate::abi::{WAIT_ARMED, WAIT_PRESENT};
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -13,16 +13,16 @@ use std::time::Instant;
 
 /// The producer's wait state and a ring whose consumer line the test
 /// writes as a hostile (or honest) consumer would.
-fn producer() -> (WaitState, HeapRing) {
+fn producer() -> (WaitProtocol, HeapRing) {
     let ring = HeapRing::new(Geometry::DEFAULT);
     let ctl = ring.control();
-    let state = WaitState::attach(&ctl.producer_wait);
+    let state = WaitProtocol::attach(&ctl.producer_wait);
     (state, ring)
 }
 
 /// The consumer says it sleeps with a fresh odd sequence, then the
 /// producer stores; returns whether that store signalled.
-fn burst(w: &mut WaitState, ring: &HeapRing, seq: u32) -> bool {
+fn burst(w: &mut WaitProtocol, ring: &HeapRing, seq: u32) -> bool {
     let ctl = ring.control();
     ctl.consumer_wait.state.store(
         WAIT_PRESENT | WAIT_ARMED | u64::from(seq),

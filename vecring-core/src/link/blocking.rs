@@ -1,6 +1,7 @@
-//! Sleeping endpoints: a [`Receiver`] that waits for frames and a
-//! [`Sender`] that waits for room, through the ring's sleep/wake protocol
-//! (`ring::wait_line`) and the endpoint's [`WaitSet`](super::wait::WaitSet).
+//! Blocking calls: a [`Receiver`] that waits for frames and a [`Sender`]
+//! that waits for room, through the ring's wait protocol and the
+//! endpoint's [`WaitSet`](super::wait_set::WaitSet). The words of waiting
+//! are defined once, in `ring::wait_line`.
 //!
 //! Two ways to use it:
 //! - blocking: [`Receiver::wait`], [`Receiver::recv_timeout`],
@@ -22,7 +23,7 @@ use super::frame_error::{LinkRecvError, LinkSendError};
 use super::receiver::Receiver;
 use super::sender::Sender;
 use crate::memory::RegionRing;
-use crate::ring::{Consumer, Corruption, Producer, PushError, Sleep};
+use crate::ring::{Consumer, Corruption, Producer, PushError, WaitDecision};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -34,20 +35,20 @@ use std::time::{Duration, Instant};
 const SLICE: Duration = Duration::from_secs(1);
 
 /// A ring end that can sleep until the other side moves.
-pub(super) trait Sleeper {
+pub(super) trait RingWaiter {
     /// Whether there is work now (frames; room for `slots` slots), with at
     /// most one load of the other side's index and no fence.
     fn ready(&mut self, slots: u64) -> bool;
     /// `slots`: how much room a producer waits for (a consumer ignores it).
-    fn prepare(&mut self, slots: u64) -> Result<Sleep, Corruption>;
+    fn prepare(&mut self, slots: u64) -> Result<WaitDecision, Corruption>;
     fn cancel(&mut self);
 }
 
-impl Sleeper for Consumer<RegionRing> {
+impl RingWaiter for Consumer<RegionRing> {
     fn ready(&mut self, _slots: u64) -> bool {
         self.ready_slots().is_ok_and(|n| n > 0)
     }
-    fn prepare(&mut self, _slots: u64) -> Result<Sleep, Corruption> {
+    fn prepare(&mut self, _slots: u64) -> Result<WaitDecision, Corruption> {
         self.prepare_sleep()
     }
     fn cancel(&mut self) {
@@ -55,11 +56,11 @@ impl Sleeper for Consumer<RegionRing> {
     }
 }
 
-impl Sleeper for Producer<RegionRing> {
+impl RingWaiter for Producer<RegionRing> {
     fn ready(&mut self, slots: u64) -> bool {
         self.has_room(slots)
     }
-    fn prepare(&mut self, slots: u64) -> Result<Sleep, Corruption> {
+    fn prepare(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
         self.prepare_space_sleep(slots)
     }
     fn cancel(&mut self) {
@@ -68,17 +69,17 @@ impl Sleeper for Producer<RegionRing> {
 }
 
 /// Why a wait ended without work.
-pub(super) enum Stop {
+pub(super) enum WaitAbort {
     /// The link was closed.
     Closed,
     /// The peer corrupted the ring.
     Corrupt(Corruption),
 }
 
-impl<E: Attach + Sleeper> Endpoint<E> {
+impl<E: Attach + RingWaiter> Endpoint<E> {
     /// Drains the wait set, follows the link, and says whether to sleep
     /// (true) or look at the ring again (false).
-    pub(super) fn prepare_wait(&mut self, slots: u64) -> Result<bool, Stop> {
+    pub(super) fn prepare_wait(&mut self, slots: u64) -> Result<bool, WaitAbort> {
         // Work already there: no need to empty the set (what is pending
         // stays for the next sleep, which drains it first).
         if self.ring.as_mut().is_some_and(|r| r.ready(slots)) {
@@ -89,7 +90,7 @@ impl<E: Attach + Sleeper> Endpoint<E> {
         let moved = self.totals().0 != self.wait.progress;
         // Acquire: pairs with the Release store in `Link::drop`.
         if self.shared.shutdown.load(Ordering::Acquire) {
-            return Err(Stop::Closed);
+            return Err(WaitAbort::Closed);
         }
         self.sync();
         let Some(ring) = self.ring.as_mut() else {
@@ -99,19 +100,19 @@ impl<E: Attach + Sleeper> Endpoint<E> {
             return Ok(true);
         };
         match ring.prepare(slots) {
-            Ok(Sleep::Ready) => {
+            Ok(WaitDecision::Ready) => {
                 self.wait.after_wake(rang, true);
                 Ok(false)
             }
             Ok(sleep) => {
                 self.wait.after_wake(rang, moved);
                 self.wait.progress = self.totals().0;
-                self.wait.prepare(sleep == Sleep::Nap);
+                self.wait.prepare(sleep == WaitDecision::Nap);
                 Ok(true)
             }
             Err(c) => {
                 self.report(&c);
-                Err(Stop::Corrupt(c))
+                Err(WaitAbort::Corrupt(c))
             }
         }
     }
@@ -124,7 +125,11 @@ impl<E: Attach + Sleeper> Endpoint<E> {
     }
 
     /// Sleeps until the ring has work (true) or `timeout` passes (false).
-    pub(super) fn wait(&mut self, slots: u64, timeout: Option<Duration>) -> Result<bool, Stop> {
+    pub(super) fn wait(
+        &mut self,
+        slots: u64,
+        timeout: Option<Duration>,
+    ) -> Result<bool, WaitAbort> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         loop {
             if !self.prepare_wait(slots)? {
@@ -159,7 +164,7 @@ impl Receiver {
     pub fn prepare_wait(&mut self) -> Result<bool, LinkRecvError> {
         let ep = self.endpoint();
         ep.wait.woken_elsewhere();
-        ep.prepare_wait(1).map_err(recv_stop)
+        ep.prepare_wait(1).map_err(recv_abort)
     }
 
     /// Says the receiver runs again after a sleep (see
@@ -174,7 +179,7 @@ impl Receiver {
     /// # Errors
     /// As [`prepare_wait`](Self::prepare_wait).
     pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool, LinkRecvError> {
-        self.endpoint().wait(1, timeout).map_err(recv_stop)
+        self.endpoint().wait(1, timeout).map_err(recv_abort)
     }
 
     /// [`recv`](Self::recv), waiting up to `timeout` for a frame.
@@ -245,7 +250,7 @@ impl Sender {
         let slots = self.slots_for(len);
         let ep = self.endpoint();
         ep.wait.woken_elsewhere();
-        ep.prepare_wait(slots).map_err(send_stop)
+        ep.prepare_wait(slots).map_err(send_abort)
     }
 
     /// Says the sender runs again after a sleep.
@@ -264,7 +269,7 @@ impl Sender {
         timeout: Option<Duration>,
     ) -> Result<bool, LinkSendError> {
         let slots = self.slots_for(len);
-        self.endpoint().wait(slots, timeout).map_err(send_stop)
+        self.endpoint().wait(slots, timeout).map_err(send_abort)
     }
 
     /// [`send`](Self::send), waiting up to `timeout` for room.
@@ -287,17 +292,17 @@ impl Sender {
     }
 }
 
-fn recv_stop(s: Stop) -> LinkRecvError {
+fn recv_abort(s: WaitAbort) -> LinkRecvError {
     match s {
-        Stop::Closed => LinkRecvError::Closed,
-        Stop::Corrupt(c) => LinkRecvError::Corrupt(c),
+        WaitAbort::Closed => LinkRecvError::Closed,
+        WaitAbort::Corrupt(c) => LinkRecvError::Corrupt(c),
     }
 }
 
-fn send_stop(s: Stop) -> LinkSendError {
+fn send_abort(s: WaitAbort) -> LinkSendError {
     match s {
-        Stop::Closed => LinkSendError::Closed,
-        Stop::Corrupt(c) => LinkSendError::Corrupt(c),
+        WaitAbort::Closed => LinkSendError::Closed,
+        WaitAbort::Corrupt(c) => LinkSendError::Corrupt(c),
     }
 }
 

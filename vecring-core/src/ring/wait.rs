@@ -1,7 +1,7 @@
-//! Sleeping until the other side moves: a consumer that found no frame, or
-//! a producer that found no room, says so in its wait line, re-checks the
-//! other side's index, and then sleeps until the ring's doorbell rings
-//! (the protocol is described in `ring::wait_line`).
+//! A ring end's wait: a consumer that found no frame, or a producer that
+//! found no room, says so in its wait line, re-checks the other side's
+//! index, and then sleeps until the ring's doorbell rings. The protocol,
+//! and the words of waiting, are in `ring::wait_line`.
 //!
 //! The ring does not sleep itself: it has no file descriptor. The caller
 //! waits on whatever its storage's doorbell wakes (the link's
@@ -12,14 +12,14 @@ use super::consumer::Consumer;
 use super::error::Corruption;
 use super::producer::Producer;
 use super::storage::RingStorage;
-use super::wait_line::{present, Sleep};
+use super::wait_line::{present, WaitDecision};
 
 impl<S: RingStorage> Consumer<S> {
     /// Prepares to sleep until frames arrive.
     ///
-    /// Returns [`Sleep::Ready`] when frames are ready after all (do not
-    /// sleep; read them), [`Sleep::Sleep`] when the producer will ring the
-    /// doorbell after its next publish, or [`Sleep::Nap`] when it may not
+    /// Returns [`WaitDecision::Ready`] when frames are ready after all (do not
+    /// sleep; read them), [`WaitDecision::Sleep`] when the producer will ring the
+    /// doorbell after its next publish, or [`WaitDecision::Nap`] when it may not
     /// yet (sleep on the doorbell with a short timeout). After a `Sleep` or
     /// `Nap`, call [`cancel_sleep`](Self::cancel_sleep) on waking, so that
     /// the producer stops checking for a sleeper (forgetting it costs
@@ -31,12 +31,12 @@ impl<S: RingStorage> Consumer<S> {
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring.
-    pub fn prepare_sleep(&mut self) -> Result<Sleep, Corruption> {
+    pub fn prepare_sleep(&mut self) -> Result<WaitDecision, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
         if self.cached_head != self.tail {
-            return Ok(Sleep::Ready);
+            return Ok(WaitDecision::Ready);
         }
         let ctl = self.storage.control();
         let acked = self.wait.prepare(&ctl.consumer_wait, &ctl.producer_wait);
@@ -44,9 +44,13 @@ impl<S: RingStorage> Consumer<S> {
         self.refresh_head()?;
         if self.cached_head != self.tail {
             self.cancel_sleep();
-            return Ok(Sleep::Ready);
+            return Ok(WaitDecision::Ready);
         }
-        Ok(if acked { Sleep::Sleep } else { Sleep::Nap })
+        Ok(if acked {
+            WaitDecision::Sleep
+        } else {
+            WaitDecision::Nap
+        })
     }
 
     /// Says the consumer runs again: the producer stops ringing until the
@@ -72,19 +76,19 @@ impl<S: RingStorage> Consumer<S> {
 
 impl<S: RingStorage> Producer<S> {
     /// Prepares to sleep until at least `slots` slots are free: as
-    /// [`Consumer::prepare_sleep`], with [`Sleep::Ready`] meaning the room
+    /// [`Consumer::prepare_sleep`], with [`WaitDecision::Ready`] meaning the room
     /// is there after all. Call [`cancel_space_sleep`](Self::cancel_space_sleep)
     /// on waking.
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring.
-    pub fn prepare_space_sleep(&mut self, slots: u64) -> Result<Sleep, Corruption> {
+    pub fn prepare_space_sleep(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
         let slots = slots.clamp(1, u64::from(self.shape.slot_count));
         if self.free_slots(slots)? >= slots {
-            return Ok(Sleep::Ready);
+            return Ok(WaitDecision::Ready);
         }
         let ctl = self.storage.control();
         let acked = self.wait.prepare(&ctl.producer_wait, &ctl.consumer_wait);
@@ -92,9 +96,13 @@ impl<S: RingStorage> Producer<S> {
         self.refresh_tail()?;
         if self.free_slots(slots)? >= slots {
             self.cancel_space_sleep();
-            return Ok(Sleep::Ready);
+            return Ok(WaitDecision::Ready);
         }
-        Ok(if acked { Sleep::Sleep } else { Sleep::Nap })
+        Ok(if acked {
+            WaitDecision::Sleep
+        } else {
+            WaitDecision::Nap
+        })
     }
 
     /// Whether `slots` slots are free now (refreshing the consumer's index

@@ -30,10 +30,10 @@ mod wait;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use vecring_core::geometry::check_queues;
-use vecring_core::internal::abi::{
-    MAX_QUEUES, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_SLOT_COUNT, MIN_SLOT_SIZE,
+use vecring_core::geometry::{
+    check_queues, MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_SLOT_COUNT, MIN_SLOT_SIZE,
 };
+use vecring_core::MAX_QUEUES;
 use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, RegionBudget, Role};
 
 /// The text after `--help`: logging and how the modes end.

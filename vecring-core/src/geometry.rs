@@ -3,6 +3,10 @@
 
 use crate::abi;
 
+// The limits a geometry is checked against: slot counts and slot sizes
+// are powers of two in these ranges.
+pub use crate::abi::{MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_SLOT_COUNT, MIN_SLOT_SIZE};
+
 /// The shape of both rings of a link.
 ///
 /// Slot count and slot size are powers of two; a frame larger than one slot

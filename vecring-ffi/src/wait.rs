@@ -25,7 +25,7 @@ use crate::table::{Lane, Ref};
 use std::ffi::{c_int, CStr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
-use vecring_core::internal::abi::MAX_FRAME_LEN;
+use vecring_core::MAX_FRAME_LEN;
 use vecring_core::{Receiver, Sender};
 
 /// The longest single sleep of a blocking wait: the ring is looked at

@@ -12,7 +12,7 @@ use std::ptr::addr_of_mut;
 /// Queues per direction a port may have: the most queue pairs a link
 /// carries (the port's own limit is its link's count, see
 /// [`Port::link_queues`](crate::port::Port::link_queues)).
-pub const MAX_QUEUES: u16 = vecring_core::internal::abi::MAX_QUEUES;
+pub const MAX_QUEUES: u16 = vecring_core::MAX_QUEUES;
 /// `RTE_ETH_QUEUE_STATE_STOPPED`.
 pub const QUEUE_STOPPED: u8 = 0;
 /// `RTE_ETH_QUEUE_STATE_STARTED`.

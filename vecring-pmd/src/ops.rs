@@ -17,7 +17,7 @@ use crate::vlog;
 use crate::xstats;
 
 /// Largest frame the link carries (vecring-core's jumbo limit).
-const MAX_FRAME_LEN: u32 = vecring_core::internal::abi::MAX_FRAME_LEN as u32;
+const MAX_FRAME_LEN: u32 = vecring_core::MAX_FRAME_LEN as u32;
 
 /// The driver's operations table.
 pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {

@@ -91,7 +91,7 @@ pub struct TxCounters {
 }
 
 /// Queue pairs a port may have: the most a link carries.
-pub const MAX_QUEUES: usize = vecring_core::internal::abi::MAX_QUEUES as usize;
+pub const MAX_QUEUES: usize = vecring_core::MAX_QUEUES as usize;
 const _: () = assert!(
     MAX_QUEUES == ffi::QUEUE_STAT_CNTRS,
     "q_ipackets[] and friends cover every queue"

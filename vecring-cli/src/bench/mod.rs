@@ -126,7 +126,7 @@ fn each_queue<T: Send>(
 fn queues_help() -> String {
     format!(
         "Queue pairs of the link, 1..={}: a sending thread per queue in the master and a receiving thread per queue in the slave",
-        vecring_core::internal::abi::MAX_QUEUES
+        vecring_core::MAX_QUEUES
     )
 }
 

@@ -15,7 +15,7 @@ use clap::{Args, ValueEnum};
 use std::io::{BufRead, Write};
 use std::sync::mpsc::{self, Receiver as Lines, TryRecvError};
 use std::time::{Duration, Instant};
-use vecring_core::internal::abi::MAX_FRAME_LEN;
+use vecring_core::MAX_FRAME_LEN;
 use vecring_core::{LinkRecvError, LinkSendError, PushError, Receiver, Sender};
 
 /// What an agent does with its link.

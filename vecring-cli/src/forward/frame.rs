@@ -206,8 +206,8 @@ pub fn write_fields(frame: &mut [u8], trial: u16, seq: u64, stamp: u64, payload:
 
 /// Bytes `j as u8` for every `j` up to 256 past the longest frame: the
 /// payload of any frame is one slice of it.
-static PATTERN: [u8; 256 + vecring_core::internal::abi::MAX_FRAME_LEN] = {
-    let mut p = [0u8; 256 + vecring_core::internal::abi::MAX_FRAME_LEN];
+static PATTERN: [u8; 256 + vecring_core::MAX_FRAME_LEN] = {
+    let mut p = [0u8; 256 + vecring_core::MAX_FRAME_LEN];
     let mut j = 0;
     while j < p.len() {
         p[j] = j as u8;
@@ -258,7 +258,7 @@ pub fn lengths_agree(frame: &[u8]) -> bool {
 
 /// Whether the pattern after the fields is the one `seq` gives.
 pub fn payload_intact(frame: &[u8], seq: u64) -> bool {
-    frame.len() <= vecring_core::internal::abi::MAX_FRAME_LEN
+    frame.len() <= vecring_core::MAX_FRAME_LEN
         && frame
             .get(MIN_SIZE..)
             .is_none_or(|p| p == pattern(seq, frame.len()))

@@ -77,7 +77,7 @@ pub fn rxonly(args: &LinkArgs, interval: f64, interrupt: bool) -> Result<(), Str
     interrupt::install();
     let link = args.open()?;
     let tallies: Arc<Vec<Tally>> = Arc::new(
-        (0..vecring_core::internal::abi::MAX_QUEUES)
+        (0..vecring_core::MAX_QUEUES)
             .map(|_| Tally::default())
             .collect(),
     );

@@ -41,7 +41,7 @@ fn frame_size_help() -> String {
     format!(
         "Frame size in bytes, {}..={} (an Ethernet header and a filler payload)",
         frame::HEADER_LEN,
-        vecring_core::internal::abi::MAX_FRAME_LEN
+        vecring_core::MAX_FRAME_LEN
     )
 }
 
@@ -171,7 +171,7 @@ fn generation(
 /// A bad option, no peer within `--up-timeout` (after the summary, when a
 /// generation had run), or a queue whose sending failed.
 pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
-    let max = vecring_core::internal::abi::MAX_FRAME_LEN;
+    let max = vecring_core::MAX_FRAME_LEN;
     if !(frame::HEADER_LEN..=max).contains(&a.size) {
         return Err(format!(
             "--size {}: a frame is {} (an Ethernet header) to {max} bytes",

@@ -93,13 +93,13 @@ pub const KEY_SOCKET_MODE: &str = "socket_mode";
 pub const MAX_NAME_LEN: usize = vecring_core::name::MAX_NAME_LEN;
 /// Largest accepted `slots`: the ring format's limit (vecring-core's
 /// `abi::MAX_SLOT_COUNT`; the geometry may bound it further).
-pub const MAX_SLOTS: u32 = vecring_core::internal::abi::MAX_SLOT_COUNT;
+pub const MAX_SLOTS: u32 = vecring_core::geometry::MAX_SLOT_COUNT;
 /// Largest accepted `slot_size` in bytes (vecring-core's
 /// `abi::MAX_SLOT_SIZE`).
-pub const MAX_SLOT_SIZE: u32 = vecring_core::internal::abi::MAX_SLOT_SIZE;
+pub const MAX_SLOT_SIZE: u32 = vecring_core::geometry::MAX_SLOT_SIZE;
 /// Largest accepted `queues`: the most queue pairs a link carries
 /// (vecring-core's `abi::MAX_QUEUES`).
-pub const MAX_QUEUES: u16 = vecring_core::internal::abi::MAX_QUEUES;
+pub const MAX_QUEUES: u16 = vecring_core::MAX_QUEUES;
 
 /// Validated device arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -389,13 +389,13 @@ fn parse_u32(key: &'static str, v: &str) -> Result<u32, DevargsError> {
 
 fn parse_slots(key: &'static str, v: &str) -> Result<u32, DevargsError> {
     let n = parse_u32(key, v)?;
-    if n < vecring_core::internal::abi::MIN_SLOT_COUNT || !n.is_power_of_two() || n > MAX_SLOTS {
+    if n < vecring_core::geometry::MIN_SLOT_COUNT || !n.is_power_of_two() || n > MAX_SLOTS {
         return Err(invalid(
             key,
             v,
             format!(
                 "expected a power of two from {} to {MAX_SLOTS}",
-                vecring_core::internal::abi::MIN_SLOT_COUNT
+                vecring_core::geometry::MIN_SLOT_COUNT
             ),
         ));
     }
@@ -404,13 +404,13 @@ fn parse_slots(key: &'static str, v: &str) -> Result<u32, DevargsError> {
 
 fn parse_slot_size(key: &'static str, v: &str) -> Result<u32, DevargsError> {
     let n = parse_u32(key, v)?;
-    if n < vecring_core::internal::abi::MIN_SLOT_SIZE || !n.is_power_of_two() || n > MAX_SLOT_SIZE {
+    if n < vecring_core::geometry::MIN_SLOT_SIZE || !n.is_power_of_two() || n > MAX_SLOT_SIZE {
         return Err(invalid(
             key,
             v,
             format!(
                 "expected a power of two from {} to {MAX_SLOT_SIZE} (bytes)",
-                vecring_core::internal::abi::MIN_SLOT_SIZE
+                vecring_core::geometry::MIN_SLOT_SIZE
             ),
         ));
     }

@@ -31,8 +31,8 @@ use container::Isolation;
 use rig::{Context, Direction, Port, Rig, Trial};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use vecring_core::internal::abi::MAX_FRAME_LEN;
 use vecring_core::HugepagePolicy;
+use vecring_core::MAX_FRAME_LEN;
 
 /// Options of `vecring bench --forward`.
 #[derive(Args)]

@@ -163,3 +163,31 @@ fn fd_passing_over_a_socket_pair() {
     assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_master_refuses_unknown_features_naming_them() {
+    use crate::{HugepagePolicy, Link, Role};
+    let dir = std::env::temp_dir().join(format!("vecring-hs-features-{}", std::process::id()));
+    let master = Link::builder("hs", "features")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .hugepages(HugepagePolicy::Never)
+        .open()
+        .unwrap();
+    let conn = connect(master.socket_path().unwrap()).unwrap();
+    let unknown = !abi::FEATURES_KNOWN & (1 << 40);
+    let request = Msg {
+        features: abi::FEATURES_KNOWN | unknown,
+        ..Msg::new(Kind::Request, 0)
+    };
+    send(&conn, &request, &[]).unwrap();
+    let (answer, fds) = recv(&conn, Duration::from_secs(10)).unwrap();
+    assert_eq!((answer.kind, fds.len()), (Kind::Reject, 0));
+    assert!(
+        answer.text.contains("unknown feature bits 0x10000000000"),
+        "{}",
+        answer.text
+    );
+    drop(master);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,7 +50,8 @@
 //! | `datapath::zerocopy` | zero-copy receive: mbufs attached to ring slots |
 //! | `datapath::stream` | when a TX burst is written with non-temporal stores |
 //! | `datapath::mbuf` | mbuf helpers: segment bytes and room, bulk free |
-//! | `datapath::filter` | the receive filter: MAC addresses and modes |
+//! | `datapath::filter` | the receive filter as one burst sees it, and its decisions |
+//! | `datapath::filter_config` | the filter's modes and address tables, as control operations set them |
 //! | `datapath::counters` | per-queue counters, one writer each |
 //! | `datapath::shared` | what the data path and the control path share |
 //! | `datapath::handoff` | a reopened link's ends on their way to the queues |

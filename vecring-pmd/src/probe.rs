@@ -120,8 +120,8 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
     }
 
     let mac = args.mac();
-    shared.filter.macs.set(0, Some(&mac));
-    shared.filter.set_mode(false, false);
+    shared.macs.set(0, Some(&mac));
+    shared.set_filter(false, false);
     let socket = args.socket;
     let role = args.role_name();
     let port = Box::new(Port {

@@ -1,117 +1,13 @@
-//! The receive filter: which frames an RX queue delivers when promiscuous
-//! mode is off. Control operations write the mode and the addresses
-//! ([`FilterConfig`]); each RX burst reads them once, at its start, into a
-//! [`Filter`] and decides every frame of the burst on that copy.
+//! The receive filter as one RX burst sees it ([`Filter`]): the mode and
+//! the addresses of the port's shared state, read once at the start of the
+//! burst, and the decision for each frame of the burst on that copy. Which
+//! frames pass when promiscuous mode is off: those to one of the port's
+//! MACs, broadcast, and (all-multicast mode, or a subscribed group)
+//! multicast.
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-
-/// Receive filter modes, chosen by promiscuous/all-multicast settings.
-pub mod mode {
-    /// Deliver every frame.
-    pub const PROMISCUOUS: u8 = 0;
-    /// Deliver frames to our MAC, broadcast and every multicast group.
-    pub const ALL_MULTICAST: u8 = 1;
-    /// Deliver frames to our MAC and broadcast.
-    pub const UNICAST: u8 = 2;
-}
-
-/// Unicast addresses a port answers to: its primary MAC (index 0) and those
-/// `mac_addr_add` gave it, at the indexes of ethdev's `mac_addrs` array.
-pub const MAX_MACS: usize = 8;
-/// Multicast groups `set_mc_addr_list` may subscribe to.
-pub const MAX_MC_ADDRS: usize = 16;
-/// An empty [`AddrTable`] entry: no packed 48-bit MAC equals it.
-const NO_ADDR: u64 = u64::MAX;
-
-/// A table of packed MACs (see [`mac_to_u64`]) written by control operations
-/// and read by the RX lcore once per burst ([`FilterConfig::load`]). Entries
-/// are single atomics: a burst that races with an update sees every entry
-/// either before or after it.
-#[derive(Debug)]
-pub struct AddrTable<const N: usize>([AtomicU64; N]);
-
-impl<const N: usize> Default for AddrTable<N> {
-    fn default() -> Self {
-        AddrTable(std::array::from_fn(|_| AtomicU64::new(NO_ADDR)))
-    }
-}
-
-impl<const N: usize> AddrTable<N> {
-    /// Sets entry `i` (`i < N`) to `mac`, or empties it.
-    pub fn set(&self, i: usize, mac: Option<&[u8; 6]>) {
-        self.0[i].store(mac.map_or(NO_ADDR, mac_to_u64), Ordering::Relaxed);
-    }
-
-    /// Replaces the whole table with `macs` (at most `N`), emptying the rest.
-    pub fn replace(&self, macs: &[[u8; 6]]) {
-        debug_assert!(macs.len() <= N);
-        for i in 0..N {
-            self.set(i, macs.get(i));
-        }
-    }
-
-    /// Appends the non-empty entries to `out` from `*len`, advancing `len`.
-    #[inline]
-    fn load_into(&self, out: &mut [u64], len: &mut usize) {
-        for a in &self.0 {
-            let v = a.load(Ordering::Relaxed);
-            if v != NO_ADDR {
-                out[*len] = v;
-                *len += 1;
-            }
-        }
-    }
-}
-
-/// The port's receive filter as control operations set it: the mode and
-/// every address the port answers to.
-#[derive(Debug, Default)]
-pub struct FilterConfig {
-    /// One of the [`mode`]s.
-    pub mode: AtomicU8,
-    /// The port's unicast MACs: the primary at 0, `mac_addr_add`'s after.
-    pub macs: AddrTable<MAX_MACS>,
-    /// The multicast groups of `set_mc_addr_list`.
-    pub mc_addrs: AddrTable<MAX_MC_ADDRS>,
-}
-
-impl FilterConfig {
-    /// Sets the mode from ethdev's promiscuous/all-multicast flags.
-    pub fn set_mode(&self, promiscuous: bool, all_multicast: bool) {
-        let m = if promiscuous {
-            mode::PROMISCUOUS
-        } else if all_multicast {
-            mode::ALL_MULTICAST
-        } else {
-            mode::UNICAST
-        };
-        self.mode.store(m, Ordering::Relaxed);
-    }
-
-    /// The filter now, for one RX burst (only the mode in promiscuous
-    /// mode).
-    #[inline]
-    pub fn load(&self) -> Filter {
-        let mut f = Filter {
-            mode: self.mode.load(Ordering::Relaxed),
-            len: 0,
-            addrs: [NO_ADDR; MAX_MACS + MAX_MC_ADDRS],
-        };
-        if f.mode != mode::PROMISCUOUS {
-            self.macs.load_into(&mut f.addrs, &mut f.len);
-            self.mc_addrs.load_into(&mut f.addrs, &mut f.len);
-        }
-        f
-    }
-}
-
-/// Packs a MAC address into the low 48 bits of a `u64` (byte 0 lowest), the
-/// layout [`Filter`] compares against.
-pub fn mac_to_u64(mac: &[u8; 6]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..6].copy_from_slice(mac);
-    u64::from_le_bytes(b)
-}
+use super::filter_config::{mac_to_u64, mode, MAX_MACS, MAX_MC_ADDRS, NO_ADDR};
+use super::shared::Shared;
+use std::sync::atomic::Ordering;
 
 /// The receive filter as one RX burst sees it: the mode and every address
 /// the port answers to, read once at the start of the burst.
@@ -124,6 +20,21 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// The filter of `shared` now (only the mode in promiscuous mode).
+    #[inline]
+    pub fn load(shared: &Shared) -> Filter {
+        let mut f = Filter {
+            mode: shared.filter.load(Ordering::Relaxed),
+            len: 0,
+            addrs: [NO_ADDR; MAX_MACS + MAX_MC_ADDRS],
+        };
+        if f.mode != mode::PROMISCUOUS {
+            shared.macs.load_into(&mut f.addrs, &mut f.len);
+            shared.mc_addrs.load_into(&mut f.addrs, &mut f.len);
+        }
+        f
+    }
+
     /// A filter in `mode` answering to the packed addresses `addrs`.
     #[cfg(test)]
     fn new(mode: u8, addrs: &[u64]) -> Filter {
@@ -234,20 +145,20 @@ mod tests {
 
     #[test]
     fn extra_unicast_and_multicast_addresses() {
-        let s = FilterConfig::default();
-        s.set_mode(false, false);
+        let s = Shared::default();
+        s.set_filter(false, false);
         s.macs.set(0, Some(&MAC));
         let extra = [0x02, 0, 0, 0, 0, 7];
         let group = [0x01, 0x00, 0x5e, 0, 0, 1];
         let other_group = [0x01, 0x00, 0x5e, 0, 0, 2];
         let zero = frame([0; 6]);
-        let f = s.load();
+        let f = Filter::load(&s);
         assert!(!f.accept(&frame(extra)));
         assert!(!f.accept(&frame(group)));
         assert!(!f.accept(&zero), "empty entries match nothing");
         s.macs.set(3, Some(&extra));
         s.mc_addrs.replace(&[group]);
-        let f = s.load();
+        let f = Filter::load(&s);
         assert!(f.accept(&frame(MAC)));
         assert!(f.accept(&frame(extra)));
         assert!(f.accept_shared(&frame(extra)));
@@ -256,19 +167,8 @@ mod tests {
         assert!(!f.accept(&zero));
         s.macs.set(3, None);
         s.mc_addrs.replace(&[]);
-        let f = s.load();
+        let f = Filter::load(&s);
         assert!(!f.accept(&frame(extra)));
         assert!(!f.accept(&frame(group)));
-    }
-
-    #[test]
-    fn set_mode_maps_flags() {
-        let s = FilterConfig::default();
-        s.set_mode(true, false);
-        assert_eq!(s.mode.load(Ordering::Relaxed), mode::PROMISCUOUS);
-        s.set_mode(false, true);
-        assert_eq!(s.mode.load(Ordering::Relaxed), mode::ALL_MULTICAST);
-        s.set_mode(false, false);
-        assert_eq!(s.mode.load(Ordering::Relaxed), mode::UNICAST);
     }
 }

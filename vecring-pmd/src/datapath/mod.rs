@@ -12,7 +12,8 @@
 //! | `zerocopy` | zero-copy receive: mbufs attached to ring slots |
 //! | `stream` | when a TX burst is written with non-temporal stores |
 //! | `mbuf` | mbuf helpers: segment bytes and room, bulk free |
-//! | `filter` | the receive filter (MAC addresses, modes) |
+//! | `filter` | the receive filter as one burst sees it, and its decisions |
+//! | `filter_config` | the filter's modes and address tables, as control operations set them |
 //! | `counters` | per-queue counters with one writer each |
 //! | `shared` | the state the data path and the control path share |
 //! | `handoff` | a reopened link's ends on their way to the queues |
@@ -20,6 +21,7 @@
 
 pub(crate) mod counters;
 pub(crate) mod filter;
+pub(crate) mod filter_config;
 mod handoff;
 pub(crate) mod mbuf;
 pub(crate) mod rx;

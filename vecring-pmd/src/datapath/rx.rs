@@ -8,15 +8,14 @@
 //!
 //! The burst function is chosen once, at `dev_start` ([`rx_burst_fn`]): the
 //! scatter and zero-copy decisions are const generics, never a per-packet
-//! branch. The filter (mode and addresses,
-//! [`Filter`](super::filter::Filter)) is read once per burst, and so is the
-//! flag saying that a reopened link's end waits for the queue
-//! ([`super::handoff`]).
+//! branch. The filter (mode and addresses, [`Filter`]) is read once per
+//! burst, and so is the flag saying that a reopened link's end waits for
+//! the queue ([`super::handoff`]).
 //!
 //! The peer can write a frame's bytes while they are read, so the MAC filter
 //! decides on one read of them: a copied frame on its copy in the mbuf, a
 //! zero-copy frame on one read of its destination MAC (see
-//! [`Filter::accept_shared`](super::filter::Filter::accept_shared)).
+//! [`Filter::accept_shared`]).
 //!
 //! Drops are counted where they happen (see [`super::counters`]). An RX
 //! queue the link lacks receives nothing.
@@ -26,6 +25,7 @@
 //! ([`RxQueue::intr_enable`], [`RxQueue::intr_disable`]).
 
 use super::counters::add_raw;
+use super::filter::Filter;
 use super::mbuf::{free_bulk, seg_room};
 use super::scatter::{scatter_into, Scatter};
 use super::setup::QueueSetup;
@@ -240,7 +240,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         // The link has no such queue: nothing arrives on it.
         return 0;
     };
-    let filter = q.shared.filter.load();
+    let filter = Filter::load(&q.shared);
     let (pool, buf_space, port_id, nombuf) = (q.pool, q.buf_space, q.port_id, q.nombuf);
     let counters = &q.shared.rx[q.qid];
 

@@ -1,13 +1,14 @@
 //! The state of one port that both the data path and the control path
-//! see ([`Shared`]): the queues' counters, the receive filter, the link's
-//! up flag, the ends of a reopened link on their way to the queues, and
-//! the descriptors RX queues sleep on in Rx interrupt mode.
+//! see ([`Shared`]): the queues' counters, the receive filter's mode and
+//! addresses, the link's up flag, the ends of a reopened link on their way
+//! to the queues, and the descriptors RX queues sleep on in Rx interrupt
+//! mode.
 
 use super::counters::{PerQueue, RxCounters, TxCounters};
-use super::filter::FilterConfig;
+use super::filter_config::{mode, AddrTable, MAX_MACS, MAX_MC_ADDRS};
 use super::handoff::Handoff;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 use vecring_core::abi::MAX_QUEUES;
 use vecring_core::{Receiver, Sender};
@@ -32,8 +33,12 @@ pub struct Shared {
     /// that is down from a queue the session lacks. Relaxed: a hint for
     /// counting, ordered with nothing.
     pub link_up: AtomicBool,
-    /// The receive filter.
-    pub filter: FilterConfig,
+    /// One of the receive filter's [`mode`]s.
+    pub filter: AtomicU8,
+    /// The port's unicast MACs: the primary at 0, `mac_addr_add`'s after.
+    pub macs: AddrTable<MAX_MACS>,
+    /// The multicast groups of `set_mc_addr_list`.
+    pub mc_addrs: AddrTable<MAX_MC_ADDRS>,
     /// Indexed by TX queue: the queue's sending end of a reopened link, for
     /// the queue to take; `None` inside when the new link has no such queue.
     pub tx_next: [Handoff<Option<Sender>>; MAX_QUEUES as usize],
@@ -50,7 +55,9 @@ impl Default for Shared {
             rx: std::array::from_fn(|_| CachePadded::default()),
             tx: std::array::from_fn(|_| CachePadded::default()),
             link_up: AtomicBool::new(false),
-            filter: FilterConfig::default(),
+            filter: AtomicU8::default(),
+            macs: AddrTable::default(),
+            mc_addrs: AddrTable::default(),
             tx_next: std::array::from_fn(|_| Handoff::default()),
             rx_next: std::array::from_fn(|_| Handoff::default()),
             rx_intr: std::array::from_fn(|_| OnceLock::new()),
@@ -59,6 +66,18 @@ impl Default for Shared {
 }
 
 impl Shared {
+    /// Sets the filter mode from ethdev's promiscuous/all-multicast flags.
+    pub fn set_filter(&self, promiscuous: bool, all_multicast: bool) {
+        let m = if promiscuous {
+            mode::PROMISCUOUS
+        } else if all_multicast {
+            mode::ALL_MULTICAST
+        } else {
+            mode::UNICAST
+        };
+        self.filter.store(m, Ordering::Relaxed);
+    }
+
     /// Wakes whoever sleeps on RX queue `q`'s descriptor (its next enable
     /// looks again).
     pub fn wake(&self, q: usize) {
@@ -78,6 +97,17 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_filter_maps_flags() {
+        let s = Shared::default();
+        s.set_filter(true, false);
+        assert_eq!(s.filter.load(Ordering::Relaxed), mode::PROMISCUOUS);
+        s.set_filter(false, true);
+        assert_eq!(s.filter.load(Ordering::Relaxed), mode::ALL_MULTICAST);
+        s.set_filter(false, false);
+        assert_eq!(s.filter.load(Ordering::Relaxed), mode::UNICAST);
+    }
 
     /// Two queues' counters never share a cache line (each has its own
     /// writing lcore).

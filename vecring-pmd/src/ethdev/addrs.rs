@@ -2,12 +2,12 @@
 //! (`mac_addr_add`/`mac_addr_remove`, testpmd `mac_addr add`) and
 //! multicast groups (`set_mc_addr_list`, testpmd `mcast_addr add`). The
 //! receive filter answers to all of them when promiscuous mode is off (see
-//! [`crate::datapath::filter`]). The unicast hash table is not supported:
+//! [`crate::datapath::filter::Filter`]). The unicast hash table is not supported:
 //! `uc_all_hash_table_set` fails with `-ENOTSUP` and a log line naming it
 //! (ethdev refuses `uc_hash_table_set` itself: `max_hash_mac_addrs` is 0).
 
 use super::dev::Dev;
-use crate::datapath::filter::{MAX_MACS, MAX_MC_ADDRS};
+use crate::datapath::filter_config::{MAX_MACS, MAX_MC_ADDRS};
 use crate::devargs::format_mac;
 use crate::sys::ffi::{self, rte_eth_dev};
 use crate::sys::log::vlog;
@@ -43,7 +43,7 @@ pub(crate) unsafe extern "C" fn mac_addr_add(
         if i == 0 || i >= MAX_MACS {
             return -libc::EINVAL;
         }
-        p.shared.filter.macs.set(i, Some(&mac));
+        p.shared.macs.set(i, Some(&mac));
         vlog!(INFO, "{}: receives mac {} too", p.name, format_mac(&mac));
         0
     })
@@ -61,7 +61,7 @@ pub(crate) unsafe extern "C" fn mac_addr_remove(dev: *mut rte_eth_dev, index: u3
     dev.with_port("mac_addr_remove", |p| {
         let i = index as usize;
         if i != 0 && i < MAX_MACS {
-            p.shared.filter.macs.set(i, None);
+            p.shared.macs.set(i, None);
             vlog!(INFO, "{}: mac entry {i} removed", p.name);
         }
         0
@@ -110,7 +110,7 @@ pub(crate) unsafe extern "C" fn set_mc_addr_list(
             );
             return -libc::EINVAL;
         }
-        p.shared.filter.mc_addrs.replace(&list);
+        p.shared.mc_addrs.replace(&list);
         let shown: Vec<String> = list.iter().map(format_mac).collect();
         vlog!(
             INFO,

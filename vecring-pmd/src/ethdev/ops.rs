@@ -2,13 +2,16 @@
 //!
 //! One `static` table, [`OPS`]. Each operation wraps ethdev's pointer in a
 //! `Dev` handle (the one `unsafe` step: ethdev vouches for the pointer),
-//! then runs safe code on the [`Port`](crate::port::state::Port) under [`guarded`], so that a bug
-//! reports an error instead of unwinding into C. Control operations of one
-//! port are not concurrent (DPDK's threading rule for applications).
+//! then runs safe code on the [`Port`](crate::port::state::Port) under
+//! [`guarded`], so that a bug reports an error instead of unwinding into C.
+//! Control operations of one port are not concurrent (DPDK's threading rule
+//! for applications). The statistics operations are in
+//! [`stats`](super::stats), the others named in the table in the modules of
+//! [`crate::ethdev`].
 
 use super::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
 use super::{addrs, close, intr, qinfo, queues, stats};
-use crate::datapath::filter::MAX_MACS;
+use crate::datapath::filter_config::MAX_MACS;
 use crate::devargs::format_mac;
 use crate::sys::ffi::{self, rte_eth_dev};
 use crate::sys::guard::guarded;
@@ -283,7 +286,7 @@ unsafe extern "C" fn link_update(dev: *mut rte_eth_dev, _wait_to_complete: i32) 
 /// (ethdev updates `data->promiscuous`/`all_multicast` after we succeed).
 fn update_filter(dev: Dev, what: &str, promisc: Option<bool>, allmulti: Option<bool>) -> i32 {
     dev.with_port(what, |p| {
-        p.shared.filter.set_mode(
+        p.shared.set_filter(
             promisc.unwrap_or_else(|| dev.promiscuous()),
             allmulti.unwrap_or_else(|| dev.all_multicast()),
         );
@@ -363,7 +366,7 @@ unsafe extern "C" fn mac_addr_set(dev: *mut rte_eth_dev, addr: *mut ffi::rte_eth
     // `mac_addrs[0]` after we succeed).
     let mac = unsafe { (*addr).addr_bytes };
     dev.with_port("mac_addr_set", |p| {
-        p.shared.filter.macs.set(0, Some(&mac));
+        p.shared.macs.set(0, Some(&mac));
         vlog!(INFO, "{}: mac {}", p.name, format_mac(&mac));
         0
     })

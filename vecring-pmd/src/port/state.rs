@@ -7,7 +7,7 @@ use super::link::{open_link, requested_geometry};
 use super::lsc::Lsc;
 use super::queue_set::QueueSet;
 use super::snapshot::Snapshot;
-use crate::datapath::filter::MAX_MACS;
+use crate::datapath::filter_config::MAX_MACS;
 use crate::datapath::shared::Shared;
 use crate::devargs::Devargs;
 use crate::sys::ffi::{self, rte_eth_dev};

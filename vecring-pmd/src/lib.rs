@@ -14,10 +14,11 @@
 //!
 //! # Layers
 //!
-//! The modules form layers, and a module imports only from its own layer's
-//! modules below it and from the layers below its own, never from a layer
-//! above (`scripts/pmd-layers.sh` checks that no file imports another in a
-//! circle):
+//! The directories are layers. A file imports from the files of its own
+//! directory and from the layers below its own, never from a layer above,
+//! and no file imports another in a circle, within a directory either
+//! (`scripts/pmd-layers.sh` checks both, and that `MAX_QUEUES` has one
+//! definition):
 //!
 //! | layer | what | imports |
 //! |---|---|---|
@@ -26,7 +27,7 @@
 //! | `datapath/` | what runs on the lcores: queues, burst functions, and all they touch | `sys` |
 //! | `port/` | the per-port state of the control path: the link, its events, counters | `sys`, `devargs`, `datapath` |
 //! | `ethdev/` | the `eth_dev_ops` of a port in the primary process | `sys`, `devargs`, `datapath`, `port` |
-//! | `mp/` | multi-process: a secondary's port, the primary's answers | `sys`, `ethdev`, `port` |
+//! | `mp/` | multi-process: a secondary's port, the primary's answers | `sys`, `ethdev` |
 //! | `probe` | the vdev entry points: probe and remove | any |
 //!
 //! So the hot path can be read alone: `datapath/` is everything an lcore

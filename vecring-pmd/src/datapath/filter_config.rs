@@ -25,9 +25,10 @@ pub const MAX_MC_ADDRS: usize = 16;
 pub const NO_ADDR: u64 = u64::MAX;
 
 /// A table of packed MACs (see [`mac_to_u64`]) written by control operations
-/// and read by the RX lcore once per burst ([`Filter::load`](super::filter::Filter::load)). Entries
-/// are single atomics: a burst that races with an update sees every entry
-/// either before or after it.
+/// and read by the RX lcore once per burst
+/// ([`Filter::load`](super::filter::Filter::load)). Entries are single
+/// atomics: a burst that races with an update sees every entry either before
+/// or after it.
 #[derive(Debug)]
 pub struct AddrTable<const N: usize>([AtomicU64; N]);
 

@@ -59,7 +59,7 @@ for side in $SIDES; do
 	# The burst function's inclusive count is the line after its caller's
 	# (testpmd's forwarding loop), which carries the number of calls.
 	line=$(callgrind_annotate --inclusive=yes --tree=caller "$dump" 2>/dev/null | tr -d , |
-		awk -v f="rxtx::${side}_burst" '!found && prev ~ /< .*dpdk-testpmd\]/ && $0 ~ "\\*  .*" f {print prev; found = 1} {prev = $0}')
+		awk -v f="datapath::${side}::${side}_burst" '!found && prev ~ /< .*dpdk-testpmd\]/ && $0 ~ "\\*  .*" f {print prev; found = 1} {prev = $0}')
 	calls=$(echo "$line" | sed -n 's/.*(\([0-9]*\)x).*/\1/p')
 	ir=$(echo "$line" | awk '{print $1}')
 	[ -n "$calls" ] && [ "$calls" -gt 0 ] || { echo "pmd-ir-per-packet: no ${side}_burst calls counted" >&2; exit 1; }

@@ -7,7 +7,7 @@
 #
 # The driver is built the way out-of-tree DPDK drivers are: against whatever
 # `pkg-config libdpdk` finds in PREFIX, with that line's headers (the
-# differences between lines live in vecring-pmd/src/compat.rs). Each line
+# differences between lines live in vecring-pmd/src/sys/compat.rs). Each line
 # has its own cargo target directory (target/dpdk-<line>; the distribution's
 # DPDK uses target/ itself), so switching lines does not rebuild.
 #

@@ -70,6 +70,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo +nightly fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+bash scripts/pmd-layers.sh
 
 echo
 echo "vecring: all tests passed in $SECONDS s"

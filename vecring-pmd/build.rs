@@ -7,12 +7,12 @@
 //!    ...): beside the public headers when the distribution installs them,
 //!    else in `$VECRING_DPDK_SDK/include` (default `/opt/vecring/dpdk-sdk`),
 //!    where `scripts/setup.sh` puts them.
-//! 3. Compiles `src/glue.c` (registration macros and wrappers of DPDK's
+//! 3. Compiles `src/sys/glue.c` (registration macros and wrappers of DPDK's
 //!    `static inline` helpers) and links it whole, so that its constructors
 //!    (driver and log-type registration) are kept in the cdylib.
 //! 4. Generates Rust bindings for the few DPDK types and functions the driver
 //!    uses with `bindgen`.
-//! 5. Turns the DPDK version into the `cfg`s of `src/compat.rs`, the one
+//! 5. Turns the DPDK version into the `cfg`s of `src/sys/compat.rs`, the one
 //!    module where the lines differ (see [`LINE_CFGS`]).
 //! 6. Links the cdylib against the DPDK shared libraries it calls. They have
 //!    the same sonames as those `dpdk-testpmd` already has loaded, so the
@@ -26,7 +26,7 @@ use std::process::Command;
 const MIN_DPDK: &str = "22.11";
 /// Default location of the driver-SDK headers installed by `scripts/setup.sh`.
 const DEFAULT_SDK: &str = "/opt/vecring/dpdk-sdk";
-/// The `cfg`s of `src/compat.rs` and the DPDK release (year, month) from
+/// The `cfg`s of `src/sys/compat.rs` and the DPDK release (year, month) from
 /// which each holds.
 const LINE_CFGS: &[(&str, (u32, u32))] = &[
     // rte_mbuf's RTE_MARKER fields became unions of anonymous structs.
@@ -45,8 +45,8 @@ const DPDK_LIBS: &[&str] = &[
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/glue.c");
-    println!("cargo:rerun-if-changed=src/wrapper.h");
+    println!("cargo:rerun-if-changed=src/sys/glue.c");
+    println!("cargo:rerun-if-changed=src/sys/wrapper.h");
     println!("cargo:rerun-if-env-changed=VECRING_DPDK_SDK");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
 
@@ -74,10 +74,10 @@ fn main() {
     // --- C glue -----------------------------------------------------------
     let mut build = cc::Build::new();
     build
-        .file("src/glue.c")
+        .file("src/sys/glue.c")
         .define("ALLOW_INTERNAL_API", None)
         // `rte_intr_instance_alloc` and `rte_intr_type_set` (Rx interrupts,
-        // src/intr.rs) are experimental in 22.11.
+        // src/port/intr_handle.rs) are experimental in 22.11.
         .define("ALLOW_EXPERIMENTAL_API", None)
         .include(&sdk)
         .opt_level(3)
@@ -94,7 +94,7 @@ fn main() {
     // --- bindings -----------------------------------------------------------
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let mut bg = bindgen::Builder::default()
-        .header("src/wrapper.h")
+        .header("src/sys/wrapper.h")
         .clang_arg("-DALLOW_INTERNAL_API")
         .clang_arg("-DALLOW_EXPERIMENTAL_API")
         .clang_arg(format!("-I{}", sdk.display()))
@@ -126,7 +126,7 @@ fn main() {
         "rte_mp_msg",
         "rte_mp_reply",
         "rte_intr_handle_type",
-        // 25.11 and newer (src/compat.rs).
+        // 25.11 and newer (src/sys/compat.rs).
         "eth_queue_stats",
     ] {
         bg = bg.allowlist_type(t);
@@ -166,7 +166,7 @@ fn main() {
         .allowlist_var("RTE_INTR_VEC_RXTX_OFFSET");
     let bindings = bg
         .generate()
-        .unwrap_or_else(|e| panic!("vecring-pmd: bindgen over src/wrapper.h failed: {e}"));
+        .unwrap_or_else(|e| panic!("vecring-pmd: bindgen over src/sys/wrapper.h failed: {e}"));
     bindings
         .write_to_file(out.join("dpdk_bindings.rs"))
         .expect("write dpdk_bindings.rs");

@@ -3,15 +3,22 @@
 //! [`vecring_rs_remove`] closes and releases it. `glue.c` registers them
 //! with the vdev bus.
 
-use crate::close::close;
+use crate::datapath::rx::rx_burst_fn;
+use crate::datapath::shared::Shared;
+use crate::datapath::tx::tx_burst_fn;
+use crate::datapath::zerocopy::ZC_MIN_LEN;
 use crate::devargs::{format_mac, Devargs};
-use crate::ffi::{self, rte_vdev_device};
-use crate::guard::guarded;
-use crate::lsc::{set_link_status, Lsc};
-use crate::port::{open_link, port_of, requested_geometry, Port, PrivData, QueueSet};
-use crate::snapshot::Snapshot;
-use crate::stats::Shared;
-use crate::vlog;
+use crate::ethdev::close::close;
+use crate::ethdev::ops::OPS;
+use crate::mp::{primary, secondary};
+use crate::port::link::{open_link, requested_geometry};
+use crate::port::lsc::{set_link_status, Lsc};
+use crate::port::queue_set::QueueSet;
+use crate::port::snapshot::Snapshot;
+use crate::port::state::{port_of, Port, PrivData};
+use crate::sys::ffi::{self, rte_vdev_device};
+use crate::sys::guard::guarded;
+use crate::sys::log::{self, vlog};
 use std::ffi::CStr;
 use std::sync::Arc;
 use vecring_core::LinkCounters;
@@ -39,13 +46,13 @@ pub unsafe extern "C" fn vecring_rs_probe(dev: *mut rte_vdev_device) -> i32 {
 }
 
 unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
-    crate::log::install();
+    log::install();
     // SAFETY: plain query.
-    if crate::secondary::is_secondary() {
+    if secondary::is_secondary() {
         // SAFETY: the bus passes a valid device.
-        return unsafe { crate::secondary::probe(dev, &name) };
+        return unsafe { secondary::probe(dev, &name) };
     }
-    crate::mp::serve();
+    primary::serve();
     // SAFETY: the bus passes a valid device.
     let raw = cstr(unsafe { ffi::vecring_vdev_args(dev) });
     let args = match Devargs::parse(&raw) {
@@ -59,7 +66,7 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
         vlog!(
             NOTICE,
             "{name}: zero-copy receive: frames of {} bytes or more are attached to the ring's slots (external mbufs) instead of copied",
-            crate::zerocopy::ZC_MIN_LEN
+            ZC_MIN_LEN
         );
         if args.master {
             vlog!(
@@ -147,9 +154,9 @@ unsafe fn probe(dev: *mut rte_vdev_device, name: String) -> i32 {
             Some(n) => n as i32,
             None => ffi::rte_socket_id() as i32,
         };
-        (*eth).dev_ops = &crate::ops::OPS;
-        (*eth).rx_pkt_burst = crate::rxtx::rx_burst_fn(false, false);
-        (*eth).tx_pkt_burst = crate::rxtx::tx_burst_fn(false);
+        (*eth).dev_ops = &OPS;
+        (*eth).rx_pkt_burst = rx_burst_fn(false, false);
+        (*eth).tx_pkt_burst = tx_burst_fn(false);
     }
     // SAFETY: `priv_->port` was set above and nothing else uses it until
     // probing finishes.
@@ -189,9 +196,9 @@ pub unsafe extern "C" fn vecring_rs_remove(dev: *mut rte_vdev_device) -> i32 {
     let name_ptr = unsafe { ffi::vecring_vdev_name(dev) };
     let name = cstr(name_ptr);
     guarded(&name, -libc::EIO, || {
-        if crate::secondary::is_secondary() {
+        if secondary::is_secondary() {
             // SAFETY: a NUL-terminated name.
-            return unsafe { crate::secondary::remove(name_ptr) };
+            return unsafe { secondary::remove(name_ptr) };
         }
         // SAFETY: a NUL-terminated name.
         let eth = unsafe { ffi::rte_eth_dev_allocated(name_ptr) };

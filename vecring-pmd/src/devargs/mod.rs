@@ -35,6 +35,7 @@ use std::fmt;
 use std::path::PathBuf;
 pub use vecring_core::internal::mac::default_mac;
 use vecring_core::HugepagePolicy;
+use vecring_core::MAX_QUEUES;
 
 /// Every key the driver accepts, in the order the docs list them.
 pub const VALID_KEYS: &[&str] = &[
@@ -76,7 +77,7 @@ pub const KEY_QUEUES: &str = "queues";
 pub const KEY_RUN_DIR: &str = "run_dir";
 /// Hugepage policy of the link's memory.
 pub const KEY_HUGEPAGES: &str = "hugepages";
-/// Zero-copy receive of long frames (see [`crate::zerocopy`]).
+/// Zero-copy receive of long frames (see [`crate::datapath::zerocopy`]).
 pub const KEY_ZERO_COPY: &str = "zero_copy";
 /// The receiver's hold-back (see [`vecring_core::HoldBack`]).
 pub const KEY_HOLD_BACK: &str = "hold_back";
@@ -89,17 +90,12 @@ pub const KEY_MASTER_UID: &str = "master_uid";
 /// Permission bits (octal) of the master's socket.
 pub const KEY_SOCKET_MODE: &str = "socket_mode";
 
-/// Longest accepted `domain` or `link` name (vecring-core's limit).
-pub const MAX_NAME_LEN: usize = vecring_core::name::MAX_NAME_LEN;
 /// Largest accepted `slots`: the ring format's limit (vecring-core's
 /// `abi::MAX_SLOT_COUNT`; the geometry may bound it further).
 pub const MAX_SLOTS: u32 = vecring_core::geometry::MAX_SLOT_COUNT;
 /// Largest accepted `slot_size` in bytes (vecring-core's
 /// `abi::MAX_SLOT_SIZE`).
 pub const MAX_SLOT_SIZE: u32 = vecring_core::geometry::MAX_SLOT_SIZE;
-/// Largest accepted `queues`: the most queue pairs a link carries
-/// (vecring-core's `abi::MAX_QUEUES`).
-pub const MAX_QUEUES: u16 = vecring_core::MAX_QUEUES;
 
 /// Validated device arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +121,7 @@ pub struct Devargs {
     pub run_dir: Option<PathBuf>,
     /// `hugepages=`, parsed by vecring-core ([`HugepagePolicy`]'s `FromStr`).
     pub hugepages: HugepagePolicy,
-    /// `zero_copy=`: zero-copy receive (see [`crate::zerocopy`]).
+    /// `zero_copy=`: zero-copy receive (see [`crate::datapath::zerocopy`]).
     pub zero_copy: bool,
     /// `hold_back=`: rx bursts leave a few frames for up to 250 ns while
     /// the peer streams ([`vecring_core::HoldBack::STREAMING`]).
@@ -186,6 +182,7 @@ pub enum DevargsError {
 
 impl DevargsError {
     /// The key the error is about, if it is about a known one.
+    #[cfg(test)]
     pub fn key(&self) -> Option<&str> {
         match self {
             Self::Malformed { .. } => None,

@@ -3,7 +3,7 @@
 /// accepts.
 #[test]
 fn parameter_string_lists_every_key() {
-    let glue = include_str!("../glue.c");
+    let glue = include_str!("../sys/glue.c");
     let start = glue
         .find("RTE_PMD_REGISTER_PARAM_STRING")
         .expect("glue.c registers a parameter string");
@@ -22,6 +22,7 @@ fn parameter_string_lists_every_key() {
 }
 
 use super::*;
+use vecring_core::name::MAX_NAME_LEN;
 
 fn ok(args: &str) -> Devargs {
     Devargs::parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))

@@ -20,7 +20,7 @@
 //! pages are read at slightly different moments (as two `rte_eth_stats_get`
 //! calls would be).
 
-use crate::ffi::rte_mp_msg;
+use crate::sys::ffi::rte_mp_msg;
 use std::ffi::{c_char, c_int, CStr};
 
 /// The IPC action's name (the protocol version is part of it: a driver
@@ -55,7 +55,7 @@ pub enum Op {
     /// [`super::values::stats_to_values`]).
     Stats = 1,
     /// The driver's xstats values, in the order of
-    /// [`crate::xstats::list`].
+    /// [`crate::ethdev::xstats::list`].
     Xstats = 2,
     /// The driver's `rte_eth_dev_info` fields (see
     /// [`super::values::info_to_values`]).

@@ -1,14 +1,14 @@
-//! The values a reply carries for [`Op::Stats`](super::Op::Stats) and
-//! [`Op::Info`](super::Op::Info): the port's [`EthStats`] and the driver's fields
+//! The values a reply carries for [`Op::Stats`](super::msg::Op::Stats) and
+//! [`Op::Info`](super::msg::Op::Info): the port's [`EthStats`] and the driver's fields
 //! of `rte_eth_dev_info`, as flat lists of `u64`, and back.
 
-use crate::eth_stats::EthStats;
-use crate::ffi;
+use crate::sys::eth_stats::EthStats;
+use crate::sys::ffi;
 
-/// Queues whose counters a [`super::Op::Stats`] answer carries: every
+/// Queues whose counters a [`super::msg::Op::Stats`] answer carries: every
 /// entry of `q_ipackets` and friends (as many as a port may have queues).
 pub const STATS_QUEUES: usize = ffi::QUEUE_STAT_CNTRS;
-/// Values of a [`super::Op::Stats`] answer: 7 port counters, 5 per queue
+/// Values of a [`super::msg::Op::Stats`] answer: 7 port counters, 5 per queue
 /// (more than one message holds: answers are paged, see [`super::msg`]).
 pub const STATS_VALUES: usize = 7 + 5 * STATS_QUEUES;
 
@@ -64,7 +64,7 @@ pub fn values_to_stats(v: &[u64], s: &mut EthStats) -> Result<(), i32> {
 /// directions.
 macro_rules! info_fields {
     ($($($field:ident).+ : $ty:ty),* $(,)?) => {
-        /// Values of an [`Op::Info`](super::Op::Info) answer.
+        /// Values of an [`Op::Info`](super::msg::Op::Info) answer.
         pub const INFO_VALUES: usize = [$(stringify!($($field).+)),*].len();
 
         /// The fields of `rte_eth_dev_info` a driver fills (limits,

@@ -2,19 +2,20 @@
 //!
 //! One `static` table, [`OPS`]. Each operation wraps ethdev's pointer in a
 //! `Dev` handle (the one `unsafe` step: ethdev vouches for the pointer),
-//! then runs safe code on the [`Port`](crate::port::Port) under [`guarded`], so that a bug
-//! reports an error instead of unwinding into C. Control operations of one
-//! port are not concurrent (DPDK's threading rule for applications).
+//! then runs safe code on the [`Port`](crate::port::state::Port) under
+//! [`guarded`], so that a bug reports an error instead of unwinding into C.
+//! Control operations of one port are not concurrent (DPDK's threading rule
+//! for applications). The statistics operations are in
+//! [`stats`](super::stats), the others named in the table in the modules of
+//! [`crate::ethdev`].
 
-use crate::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
-use crate::eth_stats::EthStats;
-use crate::ffi::{self, rte_eth_dev};
-use crate::guard::guarded;
-use crate::queues;
-use crate::snapshot::Snapshot;
-use crate::stats;
-use crate::vlog;
-use crate::xstats;
+use super::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
+use super::{addrs, close, intr, qinfo, queues, stats};
+use crate::datapath::filter_config::MAX_MACS;
+use crate::devargs::format_mac;
+use crate::sys::ffi::{self, rte_eth_dev};
+use crate::sys::guard::guarded;
+use crate::sys::log::vlog;
 
 /// Largest frame the link carries (vecring-core's jumbo limit).
 const MAX_FRAME_LEN: u32 = vecring_core::MAX_FRAME_LEN as u32;
@@ -34,26 +35,26 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     allmulticast_enable: Some(allmulticast_enable),
     allmulticast_disable: Some(allmulticast_disable),
     mac_addr_set: Some(mac_addr_set),
-    mac_addr_add: Some(crate::addrs::mac_addr_add),
-    mac_addr_remove: Some(crate::addrs::mac_addr_remove),
-    set_mc_addr_list: Some(crate::addrs::set_mc_addr_list),
-    uc_all_hash_table_set: Some(crate::addrs::uc_all_hash_table_set),
+    mac_addr_add: Some(addrs::mac_addr_add),
+    mac_addr_remove: Some(addrs::mac_addr_remove),
+    set_mc_addr_list: Some(addrs::set_mc_addr_list),
+    uc_all_hash_table_set: Some(addrs::uc_all_hash_table_set),
     mtu_set: Some(mtu_set),
-    stats_get: Some(stats_get),
-    stats_reset: Some(stats_reset),
-    xstats_get: Some(xstats_get),
-    xstats_get_names: Some(xstats_get_names),
-    xstats_reset: Some(xstats_reset),
+    stats_get: Some(stats::stats_get),
+    stats_reset: Some(stats::stats_reset),
+    xstats_get: Some(stats::xstats_get),
+    xstats_get_names: Some(stats::xstats_get_names),
+    xstats_reset: Some(stats::xstats_reset),
     rx_queue_setup: Some(queues::rx_queue_setup),
     rx_queue_release: Some(queues::rx_queue_release),
     tx_queue_setup: Some(queues::tx_queue_setup),
     tx_queue_release: Some(queues::tx_queue_release),
-    rxq_info_get: Some(crate::qinfo::rxq_info_get),
-    txq_info_get: Some(crate::qinfo::txq_info_get),
-    rx_burst_mode_get: Some(crate::qinfo::rx_burst_mode_get),
-    rx_queue_intr_enable: Some(crate::intr::rx_queue_intr_enable),
-    rx_queue_intr_disable: Some(crate::intr::rx_queue_intr_disable),
-    tx_burst_mode_get: Some(crate::qinfo::tx_burst_mode_get),
+    rxq_info_get: Some(qinfo::rxq_info_get),
+    txq_info_get: Some(qinfo::txq_info_get),
+    rx_burst_mode_get: Some(qinfo::rx_burst_mode_get),
+    rx_queue_intr_enable: Some(intr::rx_queue_intr_enable),
+    rx_queue_intr_disable: Some(intr::rx_queue_intr_disable),
+    tx_burst_mode_get: Some(qinfo::tx_burst_mode_get),
     // SAFETY: `eth_dev_ops` holds only optional function pointers, for which
     // all-zero is `None`: every other operation is "not supported".
     ..unsafe { std::mem::zeroed() }
@@ -132,7 +133,7 @@ unsafe extern "C" fn dev_start(dev: *mut rte_eth_dev) -> i32 {
             fast_free &= fast;
         }
         if dev.rxq_intr_requested() {
-            let rc = crate::intr::install(dev, p);
+            let rc = intr::install(dev, p);
             if rc != 0 {
                 return rc;
             }
@@ -214,7 +215,7 @@ unsafe extern "C" fn dev_close(dev: *mut rte_eth_dev) -> i32 {
     guarded("dev_close", -libc::EIO, || {
         // SAFETY: ethdev passes a valid port of ours; a secondary process's
         // ports have `secondary::OPS`, so this is the primary.
-        unsafe { crate::close::close(dev) };
+        unsafe { close::close(dev) };
         0
     })
 }
@@ -240,7 +241,7 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
                 p.name
             );
         }
-        i.max_mac_addrs = stats::MAX_MACS as u32;
+        i.max_mac_addrs = MAX_MACS as u32;
         i.max_rx_pktlen = MAX_FRAME_LEN;
         i.max_rx_queues = queues;
         i.max_tx_queues = queues;
@@ -366,7 +367,7 @@ unsafe extern "C" fn mac_addr_set(dev: *mut rte_eth_dev, addr: *mut ffi::rte_eth
     let mac = unsafe { (*addr).addr_bytes };
     dev.with_port("mac_addr_set", |p| {
         p.shared.macs.set(0, Some(&mac));
-        vlog!(INFO, "{}: mac {}", p.name, crate::devargs::format_mac(&mac));
+        vlog!(INFO, "{}: mac {}", p.name, format_mac(&mac));
         0
     })
 }
@@ -383,113 +384,6 @@ unsafe extern "C" fn mtu_set(dev: *mut rte_eth_dev, mtu: u16) -> i32 {
     let dev = unsafe { Dev::new(dev) };
     dev.with_port("mtu_set", |p| {
         vlog!(INFO, "{}: mtu {mtu}", p.name);
-        0
-    })
-}
-
-crate::compat::stats_get_op!(stats_get, eth_stats);
-
-/// The port's counters since the last `stats_reset`, as `stats_get`
-/// reports them (also the answer to a secondary process, [`crate::mp`]).
-///
-/// # Safety
-/// `dev` must be a valid port of this driver, with no other control
-/// operation of it running (DPDK's rule for applications).
-pub(crate) unsafe fn eth_stats(dev: *mut rte_eth_dev) -> Result<EthStats, i32> {
-    // SAFETY: the caller passes a valid port of ours.
-    let dev = unsafe { Dev::new(dev) };
-    let mut out = Err(-libc::ENODEV);
-    let rc = dev.with_port("stats_get", |p| {
-        let s = p.snapshot().since(&p.stats_base);
-        out = Ok(s.eth_stats(dev.nb_rx_queues(), dev.nb_tx_queues()));
-        0
-    });
-    if rc != 0 {
-        return Err(rc);
-    }
-    out
-}
-
-/// `eth_dev_ops::stats_reset`.
-/// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn stats_reset(dev: *mut rte_eth_dev) -> i32 {
-    // SAFETY: ethdev passes a valid port of ours.
-    let dev = unsafe { Dev::new(dev) };
-    dev.with_port("stats_reset", |p| {
-        p.stats_base = p.snapshot();
-        0
-    })
-}
-
-/// `eth_dev_ops::xstats_get`.
-/// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn xstats_get(
-    dev: *mut rte_eth_dev,
-    out: *mut ffi::rte_eth_xstat,
-    n: u32,
-) -> i32 {
-    // SAFETY: ethdev passes a valid port of ours.
-    let dev = unsafe { Dev::new(dev) };
-    let list = xstats::list(dev.nb_rx_queues(), dev.nb_tx_queues());
-    let count = list.len();
-    if out.is_null() || (n as usize) < count {
-        return count as i32;
-    }
-    // SAFETY: ethdev passes room for `n >= count` entries.
-    let out = unsafe { std::slice::from_raw_parts_mut(out, count) };
-    dev.with_port("xstats_get", |p| {
-        let s: Snapshot = p.snapshot().since(&p.xstats_base);
-        for (i, (o, x)) in out.iter_mut().zip(&list).enumerate() {
-            o.id = i as u64;
-            o.value = x.value(&s);
-        }
-        count as i32
-    })
-}
-
-/// `eth_dev_ops::xstats_get_names`.
-/// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn xstats_get_names(
-    dev: *mut rte_eth_dev,
-    names: *mut ffi::rte_eth_xstat_name,
-    size: u32,
-) -> i32 {
-    // SAFETY: ethdev passes a valid port of ours.
-    let dev = unsafe { Dev::new(dev) };
-    let list = xstats::list(dev.nb_rx_queues(), dev.nb_tx_queues());
-    let count = list.len();
-    if names.is_null() || (size as usize) < count {
-        return count as i32;
-    }
-    // SAFETY: ethdev passes room for `size >= count` names.
-    let names = unsafe { std::slice::from_raw_parts_mut(names, count) };
-    dev.with_port("xstats_get_names", |_| {
-        for (dst, x) in names.iter_mut().zip(&list) {
-            xstats::write_name(dst, &x.name);
-        }
-        count as i32
-    })
-}
-
-/// `eth_dev_ops::xstats_reset`.
-/// # Safety
-/// ethdev calls it with a valid port of this driver and, where it passes
-/// them, pointers valid for the call; control operations of one port are
-/// never concurrent (DPDK's rule for applications).
-unsafe extern "C" fn xstats_reset(dev: *mut rte_eth_dev) -> i32 {
-    // SAFETY: ethdev passes a valid port of ours.
-    let dev = unsafe { Dev::new(dev) };
-    dev.with_port("xstats_reset", |p| {
-        p.xstats_base = p.snapshot();
         0
     })
 }

@@ -1,7 +1,7 @@
 //! [`guarded`]: every entry point from C runs its Rust code under it, so a
 //! bug reports an error and a log line instead of unwinding into C.
 
-use crate::vlog;
+use super::log::vlog;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs a control operation, turning a panic (a bug) into `err` and a log

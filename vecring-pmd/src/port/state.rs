@@ -1,45 +1,21 @@
-//! One vecring port: the per-port state behind
-//! `rte_eth_dev_data::dev_private`, created by [`crate::probe`] and freed by
-//! [`crate::close`].
-//!
-//! Ownership: `dev_private` (allocated by ethdev, freed by
-//! `rte_eth_dev_release_port`) holds a [`PrivData`]: the MAC that
-//! `data->mac_addrs` points to, and a pointer to the Rust-owned [`Port`]. The
-//! port owns the [`Link`]; RX queue `q` owns the link's receiving end of
-//! queue pair `q` (and TX queue `q` its sending end) while it exists, and
-//! drops it when released. An end is taken only for a queue the
-//! application set up: a queue pair it did not configure has no consumer on
-//! this side, which the peer can see.
-//!
-//! Queue counts: the master's link has `queues=` pairs (1 by default); a
-//! slave's has the master's (see [`Port::link_queues`]).
-//!
-//! Stopping the port or setting its link down closes the link, so the peer
-//! sees this end leave (EOF) and stops sending; starting the port or setting
-//! the link up opens a new one (a master claims the link again: closing
-//! removed its socket and lock). The new link's ends reach the queues
-//! through [`crate::handoff`], since an lcore may be polling them. `dev_close` (also
-//! reached from `remove`, i.e. `rte_vdev_uninit`) releases the queues, stops
-//! link-state events, drops the link and frees the port; it may be called
-//! from the application's link-state callback (see [`crate::lsc`]), and it
-//! waits for nothing the peer controls.
-//!
-//! Control operations of one port are never concurrent (a DPDK rule for
-//! applications), so they may take `&mut Port`. The data path touches only
-//! its queue and the [`Shared`] counters; vecring's control thread touches
-//! only the [`Lsc`] notifier, whose event thread touches only the link status
-//! and the application's callbacks.
+//! The port itself: [`Port`], the Rust state of one port, and
+//! [`PrivData`], what `rte_eth_dev_data::dev_private` holds (see
+//! [`crate::port`] for ownership and threads).
 
+use super::intr_handle::IntrHandle;
+use super::link::{open_link, requested_geometry};
+use super::lsc::Lsc;
+use super::queue_set::QueueSet;
+use super::snapshot::Snapshot;
+use crate::datapath::filter_config::MAX_MACS;
+use crate::datapath::shared::Shared;
 use crate::devargs::Devargs;
-use crate::ffi::{self, rte_eth_dev};
-use crate::intr::{self, IntrHandle};
-use crate::lsc::Lsc;
-use crate::snapshot::Snapshot;
-use crate::stats::{Shared, MAX_MACS, MAX_QUEUES};
-use crate::vlog;
+use crate::sys::ffi::{self, rte_eth_dev};
+use crate::sys::log::vlog;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use vecring_core::{Geometry, Link, LinkCounters, LinkError, LinkState, Receiver, Sender};
+use vecring_core::MAX_QUEUES;
+use vecring_core::{Link, LinkCounters, LinkError, Receiver, Sender};
 
 /// What `rte_eth_dev_data::dev_private` holds.
 #[repr(C)]
@@ -125,7 +101,7 @@ impl Port {
         }
         match self.known_queues {
             Some(n) => (n, true),
-            None => (MAX_QUEUES as u16, false),
+            None => (MAX_QUEUES, false),
         }
     }
 
@@ -212,7 +188,7 @@ impl Port {
         old.tx_lost_on_link_down += c.tx_lost_on_link_down;
         // An end of the new link not taken yet belongs to a link that no
         // longer exists either.
-        for q in 0..MAX_QUEUES {
+        for q in 0..usize::from(MAX_QUEUES) {
             drop(self.shared.tx_next[q].take());
             drop(self.shared.rx_next[q].take());
         }
@@ -222,7 +198,7 @@ impl Port {
         self.shared.link_up.store(false, Ordering::Relaxed);
         // Sleeping queues wake and see the link down (the closed link
         // also pokes its receivers).
-        intr::wake_all(&self.shared);
+        self.shared.wake_all();
         vlog!(INFO, "{}: link closed ({why})", self.name);
     }
 
@@ -264,39 +240,13 @@ impl Port {
             self.shared.rx_next[usize::from(q)].put(end);
             // A queue sleeping in interrupt mode takes it at its next
             // enable.
-            intr::wake(&self.shared, usize::from(q));
+            self.shared.wake(usize::from(q));
         }
         for (q, end) in tx {
             self.shared.tx_next[usize::from(q)].put(end);
         }
         vlog!(INFO, "{}: link reopened", self.name);
         Ok(())
-    }
-}
-
-/// A set of queue indexes below [`MAX_QUEUES`].
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct QueueSet(u32);
-
-const _: () = assert!(MAX_QUEUES <= 32);
-
-impl QueueSet {
-    /// Adds queue `q` (below [`MAX_QUEUES`]).
-    pub fn insert(&mut self, q: u16) {
-        debug_assert!(usize::from(q) < MAX_QUEUES);
-        self.0 |= 1 << q;
-    }
-
-    /// Removes queue `q` (a no-op for one never inserted).
-    pub fn remove(&mut self, q: u16) {
-        if usize::from(q) < MAX_QUEUES {
-            self.0 &= !(1 << q);
-        }
-    }
-
-    /// The queues in the set, in increasing order.
-    pub fn iter(self) -> impl Iterator<Item = u16> {
-        (0..MAX_QUEUES as u16).filter(move |q| self.0 & (1 << q) != 0)
     }
 }
 
@@ -315,72 +265,4 @@ pub unsafe fn port_of<'a>(dev: *mut rte_eth_dev) -> Option<&'a mut Port> {
         }
         (*priv_).port.as_mut()
     }
-}
-
-/// The geometry `slots`/`slot_size` ask for, if either is given.
-pub(crate) fn requested_geometry(args: &Devargs) -> Result<Option<Geometry>, String> {
-    if args.slots.is_none() && args.slot_size.is_none() {
-        return Ok(None);
-    }
-    let d = Geometry::default();
-    Geometry::new(
-        args.slots.unwrap_or(d.slot_count()),
-        args.slot_size.unwrap_or(d.slot_size()),
-    )
-    .map(Some)
-    .map_err(|e| format!("invalid ring geometry (keys 'slots', 'slot_size'): {e}"))
-}
-
-/// Opens the link the devargs describe. Every change of its state goes to
-/// `shared.link_up` (for the data path) and to the port's link-state
-/// events.
-pub(crate) fn open_link(
-    args: &Devargs,
-    geometry: Option<Geometry>,
-    shared: &Arc<Shared>,
-    lsc: &Lsc,
-) -> Result<Link, String> {
-    let notify = lsc.notifier();
-    let shared = Arc::clone(shared);
-    let on_state = move |state: LinkState| {
-        shared.link_up.store(state.is_up(), Ordering::Relaxed);
-        notify(state);
-    };
-    let mut b = Link::builder(&args.domain, &args.link).master(args.master);
-    if let Some(node) = args.socket {
-        b = b.numa_node(node);
-    }
-    if let Some(g) = geometry {
-        b = b.geometry(g);
-    }
-    if let Some(dir) = &args.run_dir {
-        b = b.run_dir(dir.clone());
-    }
-    if let Some((uid, gid)) = args.owner {
-        b = b.owner(uid, gid);
-    }
-    for &uid in &args.allow_uids {
-        b = b.allow_uid(uid);
-    }
-    for &uid in &args.master_uids {
-        b = b.master_uid(uid);
-    }
-    if let Some(mode) = args.socket_mode {
-        b = b.socket_mode(mode);
-    }
-    if let Some(n) = args.queues {
-        // A master's count; a slave's expectation, whose mismatch the
-        // slave refuses naming both counts.
-        b = b.queues(n);
-    }
-    b = b.hugepages(args.hugepages);
-    b = b.on_state_change(on_state);
-    b.open().map_err(|e| {
-        format!(
-            "cannot open link '{}/{}' as {}: {e}",
-            args.domain,
-            args.link,
-            args.role_name()
-        )
-    })
 }

@@ -2,10 +2,10 @@
 //! `pmd.net.vecring` (default level NOTICE; `--log-level=pmd.net.vecring:debug`
 //! shows more). Every line starts with `VECRING: `.
 //!
-//! The driver's own lines use [`vlog!`](crate::vlog); lines of `vecring-core`
+//! The driver's own lines use [`vlog!`]; lines of `vecring-core`
 //! (which logs with the `log` crate) are forwarded by the logger that [`install`] sets.
 
-use crate::ffi;
+use super::ffi;
 use std::ffi::CString;
 use std::sync::Once;
 
@@ -21,12 +21,12 @@ pub fn emit(level: u32, msg: &str) {
 }
 
 /// Logs a formatted line at a DPDK level: `vlog!(ERR, "{name}: {e}")`.
-#[macro_export]
 macro_rules! vlog {
     ($level:ident, $($arg:tt)+) => {
-        $crate::log::emit($crate::ffi::level::$level, &format!($($arg)+))
+        $crate::sys::log::emit($crate::sys::ffi::level::$level, &format!($($arg)+))
     };
 }
+pub(crate) use vlog;
 
 /// Forwards `log` records (from `vecring-core`) to `rte_log`.
 struct RteLogger;

@@ -1,5 +1,5 @@
-//! DPDK bindings: what `bindgen` generated from `src/wrapper.h`, the glue
-//! functions of `src/glue.c`, and the handful of constants bindgen cannot
+//! DPDK bindings: what `bindgen` generated from `src/sys/wrapper.h`, the glue
+//! functions of `src/sys/glue.c`, and the handful of constants bindgen cannot
 //! evaluate (they are `RTE_BIT64()` expressions); `glue.c` checks each of
 //! those against DPDK's headers with a `_Static_assert`, so a mismatch fails
 //! the build instead of misbehaving.

@@ -4,13 +4,13 @@
 //!
 //! The port's state lives in the primary's heap; its `rte_eth_dev_data`
 //! (name, MAC, link status, queue counts, flags) is in DPDK's shared memory
-//! and readable here, but the [`PrivData::port`](crate::port::PrivData)
+//! and readable here, but the [`PrivData::port`](crate::port::state::PrivData::port)
 //! pointer in it is the primary's and is never followed in a secondary. The
 //! secondary's probe attaches to the primary's port
 //! (`rte_eth_dev_attach_secondary`) and installs [`OPS`], a table of its own:
 //!
 //! - statistics, extended statistics and device information are asked of the
-//!   primary over EAL's IPC ([`crate::mp`]), page by page, so a secondary
+//!   primary over EAL's IPC ([`super::primary`]), page by page, so a secondary
 //!   reports exactly what the primary's application sees; the xstats names
 //!   come from the queue counts in the shared data, as in the primary;
 //! - the link status is the one the primary keeps in the shared data;
@@ -22,12 +22,14 @@
 //!   to install its callbacks on the port, and they run in the primary's
 //!   `rte_eth_rx_burst`/`rte_eth_tx_burst`.
 
-use crate::eth_stats::EthStats;
-use crate::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
-use crate::guard::guarded;
-use crate::mp::{self, Op, Pages, Request};
-use crate::vlog;
-use crate::xstats;
+use super::msg::{decode_reply, Op, Pages, Reply, Request};
+use super::values::{values_to_info, values_to_stats};
+use crate::ethdev::xstats;
+use crate::sys::compat::stats_get_op;
+use crate::sys::eth_stats::EthStats;
+use crate::sys::ffi::{self, rte_eth_dev, rte_mbuf, rte_vdev_device};
+use crate::sys::guard::guarded;
+use crate::sys::log::vlog;
 use std::ffi::{c_void, CStr, CString};
 use std::ptr::addr_of_mut;
 
@@ -153,7 +155,7 @@ unsafe fn ask(dev: *mut rte_eth_dev, op: Op) -> Result<Vec<u64>, i32> {
 
 /// Asks the primary for one page of `op` about port `name`, from value
 /// `first`.
-fn ask_page(name: &str, op: Op, first: u32) -> Result<mp::Reply, i32> {
+fn ask_page(name: &str, op: Op, first: u32) -> Result<Reply, i32> {
     let mut req = Request {
         op,
         first,
@@ -170,7 +172,7 @@ fn ask_page(name: &str, op: Op, first: u32) -> Result<mp::Reply, i32> {
     let rc = unsafe { ffi::rte_mp_request_sync(&mut req, &mut reply, &ts) };
     let answer = if rc == 0 && reply.nb_received == 1 && !reply.msgs.is_null() {
         // SAFETY: EAL returned one received message.
-        mp::decode_reply(unsafe { &*reply.msgs })
+        decode_reply(unsafe { &*reply.msgs })
     } else {
         Err(-libc::EIO)
     };
@@ -199,7 +201,7 @@ unsafe extern "C" fn dev_infos_get(dev: *mut rte_eth_dev, info: *mut ffi::rte_et
     guarded("dev_infos_get", -libc::EIO, || {
         // SAFETY: ethdev passes a valid port and info struct.
         let (v, i) = unsafe { (ask(dev, Op::Info), &mut *info) };
-        match v.and_then(|v| mp::values_to_info(&v, i)) {
+        match v.and_then(|v| values_to_info(&v, i)) {
             Ok(()) => 0,
             Err(e) => e,
         }
@@ -216,7 +218,7 @@ unsafe extern "C" fn link_update(_dev: *mut rte_eth_dev, _wait_to_complete: i32)
     0
 }
 
-crate::compat::stats_get_op!(stats_get, primary_stats);
+stats_get_op!(stats_get, primary_stats);
 
 /// The port's counters, asked of the primary process.
 ///
@@ -227,7 +229,7 @@ unsafe fn primary_stats(dev: *mut rte_eth_dev) -> Result<EthStats, i32> {
         // SAFETY: the caller passes a valid port.
         let v = unsafe { ask(dev, Op::Stats) }?;
         let mut s = EthStats::default();
-        mp::values_to_stats(&v, &mut s)?;
+        values_to_stats(&v, &mut s)?;
         Ok(s)
     })
 }

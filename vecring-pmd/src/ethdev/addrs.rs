@@ -2,15 +2,15 @@
 //! (`mac_addr_add`/`mac_addr_remove`, testpmd `mac_addr add`) and
 //! multicast groups (`set_mc_addr_list`, testpmd `mcast_addr add`). The
 //! receive filter answers to all of them when promiscuous mode is off (see
-//! [`crate::stats::Filter`]). The unicast hash table is not supported:
+//! [`crate::datapath::filter::Filter`]). The unicast hash table is not supported:
 //! `uc_all_hash_table_set` fails with `-ENOTSUP` and a log line naming it
 //! (ethdev refuses `uc_hash_table_set` itself: `max_hash_mac_addrs` is 0).
 
-use crate::dev::Dev;
+use super::dev::Dev;
+use crate::datapath::filter_config::{MAX_MACS, MAX_MC_ADDRS};
 use crate::devargs::format_mac;
-use crate::ffi::{self, rte_eth_dev};
-use crate::stats::{MAX_MACS, MAX_MC_ADDRS};
-use crate::vlog;
+use crate::sys::ffi::{self, rte_eth_dev};
+use crate::sys::log::vlog;
 
 /// `eth_dev_ops::mac_addr_add`: ethdev chose the free entry `index` of
 /// `mac_addrs` (below `max_mac_addrs`, [`MAX_MACS`]) and stores the address

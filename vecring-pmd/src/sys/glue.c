@@ -5,7 +5,7 @@
  *  - the log type,
  *  - out-of-line wrappers of DPDK's `static inline` helpers, called at most
  *    once per burst or once per control operation,
- *  - build-time checks that the constants mirrored in src/ffi.rs still match
+ *  - build-time checks that the constants mirrored in src/sys/ffi.rs still match
  *    DPDK's headers.
  * Everything else (devargs, ethdev ops, the data path) is in Rust.
  */
@@ -128,9 +128,9 @@ vecring_link_word_up(uint64_t word)
 	return link.link_status == RTE_ETH_LINK_UP;
 }
 
-_Static_assert(sizeof(struct rte_eth_link) == sizeof(uint64_t), "lsc.rs");
+_Static_assert(sizeof(struct rte_eth_link) == sizeof(uint64_t), "port/lsc.rs");
 
-/* Constants mirrored in src/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
+/* Constants mirrored in src/sys/ffi.rs (bindgen cannot evaluate RTE_BIT64()). */
 _Static_assert(RTE_ETH_RX_OFFLOAD_SCATTER == (UINT64_C(1) << 13), "ffi.rs");
 _Static_assert(RTE_ETH_TX_OFFLOAD_MULTI_SEGS == (UINT64_C(1) << 15), "ffi.rs");
 _Static_assert(RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE == (UINT64_C(1) << 16), "ffi.rs");
@@ -146,8 +146,8 @@ _Static_assert(RTE_ETHER_HDR_LEN == 14 && RTE_ETHER_CRC_LEN == 4, "ffi.rs");
 _Static_assert(RTE_ETHER_MIN_MTU == 68, "ffi.rs");
 _Static_assert(SOCKET_ID_ANY == -1, "ffi.rs");
 _Static_assert(RTE_INTR_INSTANCE_F_PRIVATE == 0, "ffi.rs");
-/* src/intr.rs: one vector and one event fd per queue (16) fit a handle. */
-_Static_assert(RTE_MAX_RXTX_INTR_VEC_ID > 16 + RTE_INTR_VEC_RXTX_OFFSET, "intr.rs");
+/* src/port/intr_handle.rs: one vector and one event fd per queue (16) fit a handle. */
+_Static_assert(RTE_MAX_RXTX_INTR_VEC_ID > 16 + RTE_INTR_VEC_RXTX_OFFSET, "port/intr_handle.rs");
 
 static struct rte_vdev_driver vecring_vdev_driver = {
 	.probe = vecring_rs_probe,

@@ -19,9 +19,9 @@
 //! ...: the port sets `RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS`), from
 //! `stats_get`'s `q_*` arrays.
 
-use crate::ffi;
-use crate::snapshot::{RxSnap, Snapshot, TxSnap};
-use crate::stats::MAX_QUEUES;
+use crate::port::snapshot::{RxSnap, Snapshot, TxSnap};
+use crate::sys::ffi;
+use vecring_core::MAX_QUEUES;
 
 /// How an extended statistic is read from a [`Snapshot`].
 #[derive(Clone, Copy)]
@@ -96,7 +96,7 @@ const PORT_LINK: &[Named<Snapshot>] = &[
 /// Queues of one direction that have per-queue xstats: the configured
 /// ones, at most [`MAX_QUEUES`] (a port offers no more).
 fn queues(nb: u16) -> usize {
-    usize::from(nb).min(MAX_QUEUES)
+    usize::from(nb.min(MAX_QUEUES))
 }
 
 /// How many extended statistics a port with `nb_rx` RX and `nb_tx` TX
@@ -169,7 +169,7 @@ mod tests {
     #[test]
     fn values_come_from_the_named_queue() {
         let mut s = Snapshot::default();
-        for q in 0..MAX_QUEUES {
+        for q in 0..usize::from(MAX_QUEUES) {
             let k = q as u64;
             s.rxq[q].filtered = 100 + k;
             s.txq[q].peer_queue_absent = 200 + k;
@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(v("tx_q2_peer_queue_absent_drops"), 202);
         assert_eq!(v("tx_q0_ring_full"), 300);
         assert_eq!(v("rejected_peers"), 7);
-        let n = MAX_QUEUES as u64;
+        let n = u64::from(MAX_QUEUES);
         assert_eq!(
             v("tx_peer_queue_absent_drops"),
             200 * n + n * (n - 1) / 2,

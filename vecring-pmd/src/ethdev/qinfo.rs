@@ -3,9 +3,11 @@
 //! queue (`rx_burst_mode_get`, `tx_burst_mode_get`; testpmd prints it in
 //! the same commands).
 
-use crate::dev::Dev;
-use crate::ffi::{self, rte_eth_dev};
-use crate::rxtx::{RxQueue, TxQueue};
+use super::dev::Dev;
+use crate::datapath::rx::RxQueue;
+use crate::datapath::tx::TxQueue;
+use crate::datapath::zerocopy::ZC_MIN_LEN;
+use crate::sys::ffi::{self, rte_eth_dev};
 use std::ffi::c_void;
 
 /// The queue behind `slot`, if set up.
@@ -123,7 +125,7 @@ pub(crate) unsafe extern "C" fn rx_burst_mode_get(
             (false, true) => "Scalar copy, scattered".to_string(),
             (true, s) => format!(
                 "Zero-copy from {} bytes (external mbufs), scalar copy below{}",
-                crate::zerocopy::ZC_MIN_LEN,
+                ZC_MIN_LEN,
                 if s { ", scattered" } else { "" }
             ),
         };

@@ -1,12 +1,12 @@
 //! The port's counters as `stats_get` reports them, whatever the DPDK line
 //! ([`EthStats`]): the one form the driver, its secondary processes and
-//! [`crate::compat`] share. Only plain data, below every other module.
+//! [`super::compat`] share. Only plain data.
 
-use crate::ffi::QUEUE_STAT_CNTRS;
+use super::ffi::QUEUE_STAT_CNTRS;
 
 /// What `stats_get` reports, whatever the DPDK line: the fields of
 /// `rte_eth_stats` a driver fills and the per-queue counters (which
-/// [`crate::compat::write_stats`] puts where the line's ethdev reads them).
+/// [`super::compat::write_stats`] puts where the line's ethdev reads them).
 /// Secondary processes receive it as values ([`crate::mp`]).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct EthStats {

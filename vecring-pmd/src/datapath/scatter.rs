@@ -1,10 +1,10 @@
 //! Receiving a frame longer than one mbuf into a chain of mbufs
-//! (`RTE_ETH_RX_OFFLOAD_SCATTER`), for the RX burst of [`crate::rxtx`].
+//! (`RTE_ETH_RX_OFFLOAD_SCATTER`), for the RX burst of [`super::rx`].
 
-use crate::compat::mbuf;
-use crate::ffi::{self, rte_mbuf, rte_mempool};
-use crate::rxtx::{free_bulk, seg_room};
-use crate::stats::Filter;
+use super::filter::Filter;
+use super::mbuf::{free_bulk, seg_room};
+use crate::sys::compat::mbuf;
+use crate::sys::ffi::{self, rte_mbuf, rte_mempool};
 use std::ptr;
 
 /// What [`scatter_into`] did with a frame.
@@ -21,7 +21,7 @@ pub(crate) enum Scatter {
 /// Copies a frame of `len > buf_space` bytes given as `segments` into the
 /// chain starting at `head`, allocating the extra segments from `pool`,
 /// then filters the copy (with `filter`, see
-/// [`stats::accept`]). Unless the frame is [`Scatter::Filled`] in, `head`
+/// [`Filter::accept`]). Unless the frame is [`Scatter::Filled`] in, `head`
 /// is left reusable and unchained.
 ///
 /// # Safety

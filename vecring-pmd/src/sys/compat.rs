@@ -13,8 +13,8 @@
 //! `RTE_ETH_DEV_TO_VDEV` (gone in 26.07) is not used. The wire format does
 //! not depend on any of this: the ring and the handshake are vecring-core's.
 
-use crate::eth_stats::EthStats;
-use crate::ffi::{self, rte_eth_stats, rte_mbuf};
+use super::eth_stats::EthStats;
+use super::ffi::{self, rte_eth_stats, rte_mbuf};
 
 /// The field of an mbuf at its place on this DPDK line, as a place
 /// expression (`$m` is a `*const`/`*mut rte_mbuf`; the caller is in an
@@ -160,21 +160,22 @@ pub fn write_stats(s: &EthStats, out: &mut rte_eth_stats, queues: Option<&mut Qu
     }
 }
 
-/// Defines `$name` as this line's `eth_dev_ops::stats_get` around
+/// Defines `$name` (with visibility `$vis`) as this line's
+/// `eth_dev_ops::stats_get` around
 /// `$get: unsafe fn(*mut rte_eth_dev) -> Result<EthStats, i32>`, which
 /// makes the counters; the wrapper writes them where ethdev reads them.
 macro_rules! stats_get_op {
-    ($name:ident, $get:path) => {
+    ($vis:vis $name:ident, $get:path) => {
         /// `eth_dev_ops::stats_get`, in this DPDK line's form
-        /// ([`crate::compat`]).
+        /// ([`crate::sys::compat`]).
         /// # Safety
         /// ethdev calls it with a valid port of this driver and a zeroed
         /// stats struct (and, from 25.11, a queue stats struct or NULL),
         /// none referenced elsewhere during the call.
-        unsafe extern "C" fn $name(
-            dev: *mut $crate::ffi::rte_eth_dev,
-            out: *mut $crate::ffi::rte_eth_stats,
-            #[cfg(dpdk_queue_stats)] queues: *mut $crate::ffi::eth_queue_stats,
+        $vis unsafe extern "C" fn $name(
+            dev: *mut $crate::sys::ffi::rte_eth_dev,
+            out: *mut $crate::sys::ffi::rte_eth_stats,
+            #[cfg(dpdk_queue_stats)] queues: *mut $crate::sys::ffi::eth_queue_stats,
         ) -> i32 {
             // SAFETY: ethdev passes a valid port of ours.
             match unsafe { $get(dev) } {
@@ -186,7 +187,7 @@ macro_rules! stats_get_op {
                     #[cfg(not(dpdk_queue_stats))]
                     let queues = None;
                     // SAFETY: as above.
-                    $crate::compat::write_stats(&s, unsafe { &mut *out }, queues);
+                    $crate::sys::compat::write_stats(&s, unsafe { &mut *out }, queues);
                     0
                 }
                 Err(e) => e,

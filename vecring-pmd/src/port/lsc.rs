@@ -29,9 +29,9 @@
 //!   returns at once: the thread ends when the callback returns, without
 //!   touching the port again.
 
-use crate::compat;
-use crate::ffi::{self, rte_eth_dev};
-use crate::vlog;
+use crate::sys::compat;
+use crate::sys::ffi::{self, rte_eth_dev};
+use crate::sys::log::vlog;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;

@@ -1,11 +1,13 @@
 //! The counters `stats_get` and `xstats_get` report, read at one moment
-//! ([`Snapshot`]): every queue's data-path counters ([`crate::stats`]) and
-//! the link's, with the port's totals as their sums and resets as
-//! baselines.
+//! ([`Snapshot`]): every queue's data-path counters
+//! ([`crate::datapath::counters`]) and the link's, with the port's totals
+//! as their sums and resets as baselines.
 
-use crate::eth_stats::EthStats;
-use crate::ffi::QUEUE_STAT_CNTRS;
-use crate::stats::{RxCounters, Shared, TxCounters, MAX_QUEUES};
+use crate::datapath::counters::{RxCounters, TxCounters};
+use crate::datapath::shared::Shared;
+use crate::sys::eth_stats::EthStats;
+use crate::sys::ffi::QUEUE_STAT_CNTRS;
+use vecring_core::MAX_QUEUES;
 
 /// One RX queue's counters ([`RxCounters`]) as read at one moment, or
 /// their sum over the queues.
@@ -111,9 +113,9 @@ impl TxSnap {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Snapshot {
     /// Per RX queue.
-    pub rxq: [RxSnap; MAX_QUEUES],
+    pub rxq: [RxSnap; MAX_QUEUES as usize],
     /// Per TX queue.
-    pub txq: [TxSnap; MAX_QUEUES],
+    pub txq: [TxSnap; MAX_QUEUES as usize],
     /// Link generation (a state, never reset).
     pub link_generation: u64,
     /// Times the link came up.
@@ -244,7 +246,7 @@ mod tests {
     #[test]
     fn per_queue_counters_and_totals() {
         let s = Shared::default();
-        for q in 0..MAX_QUEUES {
+        for q in 0..usize::from(MAX_QUEUES) {
             let k = q as u64 + 1;
             s.rx[q].packets.add(k);
             s.rx[q].bytes.add(100 * k);
@@ -259,7 +261,7 @@ mod tests {
         assert_eq!(snap.rxq[3].packets, 4);
         assert_eq!(snap.rxq[3].errors(), 4 + 1000);
         assert_eq!(snap.txq[15].packets, 32);
-        let n = MAX_QUEUES as u64;
+        let n = u64::from(MAX_QUEUES);
         let sum = n * (n + 1) / 2;
         assert_eq!(snap.rx().packets, sum);
         assert_eq!(snap.rx().bytes, 100 * sum);

@@ -1,14 +1,18 @@
 //! Queue setup and release: RX queue `q` takes the link's receiving end of
 //! queue pair `q` (TX queue `q` its sending end) at setup, and drops it
 //! when released, so that a queue pair has an end on this side exactly
-//! while the application has the queue (see [`Port`](crate::port::Port)).
+//! while the application has the queue (see [`crate::port`]).
 
-use crate::dev::{Dev, MAX_QUEUES};
-use crate::ffi::{self, rte_eth_dev, rte_mempool};
-use crate::rxtx::{self, QueueSetup, RxQueue, TxQueue};
-use crate::vlog;
+use super::dev::Dev;
+use crate::datapath::mbuf::pool_buf_space;
+use crate::datapath::rx::RxQueue;
+use crate::datapath::setup::QueueSetup;
+use crate::datapath::tx::TxQueue;
+use crate::sys::ffi::{self, rte_eth_dev, rte_mempool};
+use crate::sys::log::vlog;
 use std::ffi::c_void;
 use std::sync::Arc;
+use vecring_core::MAX_QUEUES;
 
 /// `eth_dev_ops::rx_queue_setup`.
 /// # Safety
@@ -42,7 +46,7 @@ pub(crate) unsafe extern "C" fn rx_queue_setup(
             r.is_up();
         }
         // SAFETY: ethdev passes a packet mbuf pool.
-        let buf_space = unsafe { rxtx::pool_buf_space(pool) };
+        let buf_space = unsafe { pool_buf_space(pool) };
         if buf_space == 0 {
             vlog!(
                 ERR,

@@ -1,12 +1,11 @@
 //! Closing a port: [`close`], reached from `dev_close` and from the vdev
 //! remove callback.
 
-use crate::dev::Dev;
-use crate::ffi::rte_eth_dev;
-use crate::intr;
-use crate::port::PrivData;
-use crate::queues;
-use crate::vlog;
+use super::dev::Dev;
+use super::{intr, queues};
+use crate::port::state::PrivData;
+use crate::sys::ffi::rte_eth_dev;
+use crate::sys::log::vlog;
 
 /// Releases everything the port holds: queues, link-state events, the link
 /// and the Rust state. Idempotent.
@@ -25,7 +24,7 @@ pub unsafe fn close(dev: *mut rte_eth_dev) {
     // SAFETY: as above; the `Port` is live until freed below.
     if let Some(p) = unsafe { (*priv_).port.as_mut() } {
         // A sleeper (which should have stopped polling) wakes.
-        intr::wake_all(&p.shared);
+        p.shared.wake_all();
         // SAFETY: as above.
         intr::uninstall(unsafe { Dev::new(dev) }, p);
     }

@@ -2,17 +2,16 @@
 //! with typed access to the fields of `rte_eth_dev_data` the operations
 //! read and write.
 
-use crate::ffi::{self, rte_eth_dev};
-use crate::guard::guarded;
-use crate::port::{port_of, Port};
-use crate::rxtx::{self, RxQueue, TxQueue};
+use crate::datapath::rx::{self, RxQueue};
+use crate::datapath::tx::{self, TxQueue};
+use crate::port::lsc;
+use crate::port::state::{port_of, Port};
+use crate::sys::ffi::{self, rte_eth_dev};
+use crate::sys::guard::guarded;
 use std::ffi::c_void;
 use std::ptr::addr_of_mut;
+use vecring_core::MAX_QUEUES;
 
-/// Queues per direction a port may have: the most queue pairs a link
-/// carries (the port's own limit is its link's count, see
-/// [`Port::link_queues`](crate::port::Port::link_queues)).
-pub const MAX_QUEUES: u16 = vecring_core::MAX_QUEUES;
 /// `RTE_ETH_QUEUE_STATE_STOPPED`.
 pub const QUEUE_STOPPED: u8 = 0;
 /// `RTE_ETH_QUEUE_STATE_STARTED`.
@@ -31,7 +30,8 @@ pub(crate) struct Dev(*mut rte_eth_dev);
 impl Dev {
     /// # Safety
     /// `dev` must satisfy the invariant of [`Dev`] for as long as the
-    /// handle is used (ethdev guarantees it for the operations of [`OPS`]).
+    /// handle is used (ethdev guarantees it for the operations of
+    /// [`OPS`](super::ops::OPS)).
     pub(crate) unsafe fn new(dev: *mut rte_eth_dev) -> Self {
         Dev(dev)
     }
@@ -180,14 +180,14 @@ impl Dev {
         // SAFETY: a valid port; the fast path does not read these fields.
         unsafe {
             (*self.data()).set_scattered_rx(u8::from(scatter));
-            (*self.0).rx_pkt_burst = rxtx::rx_burst_fn(scatter, zero_copy);
-            (*self.0).tx_pkt_burst = rxtx::tx_burst_fn(fast_free);
+            (*self.0).rx_pkt_burst = rx::rx_burst_fn(scatter, zero_copy);
+            (*self.0).tx_pkt_burst = tx::tx_burst_fn(fast_free);
         }
     }
 
     /// Stores the link status; returns whether up/down changed.
     pub(crate) fn set_link_status(self, up: bool) -> bool {
         // SAFETY: a valid, allocated port.
-        unsafe { crate::lsc::set_link_status(self.0, up) }
+        unsafe { lsc::set_link_status(self.0, up) }
     }
 }

@@ -24,8 +24,8 @@
 //! peer); the memory has no IOVA, so these mbufs cannot be handed to a
 //! NIC's DMA without a copy.
 
-use crate::compat::mbuf;
-use crate::ffi::{self, rte_mbuf, rte_mbuf_ext_shared_info};
+use crate::sys::compat::mbuf;
+use crate::sys::ffi::{self, rte_mbuf, rte_mbuf_ext_shared_info};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU16, AtomicU8, Ordering};

@@ -15,7 +15,7 @@
 //! streams: a frame or two at a time, or bursts at a moderate rate, are a
 //! receiver waiting for them.
 
-use crate::ffi;
+use crate::sys::ffi;
 
 /// The fewest frames of a burst that is streamed (testpmd sends 32).
 pub const STREAM_MIN_BURST: usize = 8;

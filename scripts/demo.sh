@@ -17,6 +17,6 @@ if [[ " $* " == *" --forward "* ]]; then
 	# The DPDK side of the forwarding benchmark: the driver where EAL's -d
 	# accepts it, and the DPDK traffic agent beside the tool.
 	bash scripts/build-pmd.sh /usr >/dev/null
-	bash benches/fwdgen/build.sh >/dev/null
+	bash benches/dpdk-agent/build.sh >/dev/null
 fi
 exec ./target/release/vecring bench "$@"

@@ -21,7 +21,7 @@ mod bench;
 mod cpus;
 mod doctor;
 mod escape;
-mod forward;
+mod agent;
 mod ops;
 mod prepare;
 mod traffic;
@@ -115,8 +115,8 @@ enum Command {
     /// generating numbered frames (gen), sending every frame back with
     /// its MACs swapped (fwd) or counting (sink), driven by commands on
     /// stdin (one reply line each on stdout; see the crate's
-    /// `forward::protocol`).
-    Agent(forward::agent::AgentArgs),
+    /// `agent::protocol`).
+    Agent(agent::command::AgentArgs),
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).
     List(ops::ListArgs),
@@ -366,7 +366,7 @@ fn main() -> ExitCode {
         } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::Agent(args) => forward::agent::run(&args),
+        Command::Agent(args) => agent::command::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
         Command::Doctor(args) => match doctor::doctor(&args) {

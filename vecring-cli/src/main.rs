@@ -17,11 +17,11 @@
 //! `docs/operations.md` in the repository is the guide; `vecring --help`
 //! and `vecring <command> --help` the reference.
 
+mod agent;
 mod bench;
 mod cpus;
 mod doctor;
 mod escape;
-mod agent;
 mod ops;
 mod prepare;
 mod traffic;

@@ -6,9 +6,9 @@
 
 use super::rig::{Context, Direction, Port, Trial};
 use super::{ForwardArgs, Plan, Row, LEVELS};
+use crate::agent::histogram::Histogram;
 use crate::bench::report::group;
 use crate::bench::BenchArgs;
-use crate::agent::histogram::Histogram;
 
 fn is_table(args: &BenchArgs) -> bool {
     !args.json && !args.csv

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: on a fresh Debian 12 machine (as root) install what vecring
+# The demonstration: on a fresh Debian 12 machine (as root) install what vecring
 # needs, build it, and run a host<->container link benchmark: a master on
 # the host sends to a slave in its own namespaces, size by size.
 #

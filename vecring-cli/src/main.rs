@@ -5,8 +5,8 @@
 //!   of its queue pairs (`--queues`, a thread per queue), with labelled
 //!   counts and rates per queue and in total ([`traffic`]); `bench` starts
 //!   a slave in its own namespaces (standing in for a container) and
-//!   prints the seed-style table per frame size, its queues' threads spread
-//!   over the CPUs given ([`bench`]).
+//!   prints pps, Mbit/s, throughput % and the zero-loss rates per frame
+//!   size, its queues' threads spread over the CPUs given ([`bench`]).
 //! - Operations: `list` and `stats` ask each link's master for its state
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`

@@ -1,7 +1,7 @@
 //! The support library of vecring's integration tests (crate
 //! `vecring-tests`; the test binaries beside this folder use it): a
 //! watchdog ([`watchdog`]), counts of what the process holds
-//! ([`resources`]), the hostile peers and hosts of the attack tests
+//! ([`mod@resources`]), the hostile peers and hosts of the attack tests
 //! ([`hostile`]), the testpmd driver ([`testpmd`]), the documents' command
 //! runner ([`doc_runner`], [`markdown`], [`sandbox`]), the self-checking
 //! frame pattern, and the location of the built tools.

@@ -31,6 +31,9 @@ use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_option
 use vecring_core::{pattern, Link, PushError, RecvError, Role, SendError};
 use vecring_tests::Watchdog;
 
+// A test target's root resolves `mod` beside itself (tests/wait.rs is the
+// wait test binary): this module's file is in tests/ffi/.
+#[path = "ffi/wait.rs"]
 mod wait;
 
 /// The repository root.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # eth_vecring against DPDK's net_memif, side by side (see
-# shared/BENCHMARKING.md): two dpdk-testpmd processes per run, txonly on
+# docs/benchmarks/method.md): two dpdk-testpmd processes per run, txonly on
 # CPU 0 -> rxonly on CPU 1, one CPU each; vecring and memif runs alternate
 # (A B A B ...) for every frame size. The receiver's Rx-pps per stats
 # period is the figure: first and last periods dropped, median of the rest.

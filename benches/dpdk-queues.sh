@@ -4,7 +4,7 @@
 # --txq=Q) -> rxonly (CPU 1, one forwarding lcore, --rxq=Q) over a link of
 # Q queue pairs (queues=Q on the master); the queue counts alternate round
 # by round (1 2 4, then 4 2 1, ...), so that every ratio compares runs of
-# one time window (shared/BENCHMARKING.md). The receiver's Rx-pps per
+# one time window (docs/benchmarks/method.md). The receiver's Rx-pps per
 # stats period is the figure: first and last periods dropped, median of
 # the rest; each run is tagged with its core-to-core latency (the larger of
 # before and after).

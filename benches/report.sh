@@ -24,7 +24,7 @@
 #         runs end to end; the figures mean nothing, and nothing is drawn
 #         into docs/ (plots go to DIR/svg)
 #     -u  update docs/benchmarks/README.md's tables with this run's
-#     -o  results directory (default benches/results/DATE-TIME)
+#     -o  results directory (default benches/results/runs/DATE-TIME)
 #     -x  skip these steps (ring link dpdk bench)
 #
 # About 10 minutes in full (a quiet machine, please: two other busy
@@ -46,7 +46,7 @@ while getopts "quo:x:" o; do
 	*) sed -n '2,31p' "$0"; exit 2 ;;
 	esac
 done
-OUT=${OUT:-benches/results/$(date -u +%Y-%m-%d-%H%M)}
+OUT=${OUT:-benches/results/runs/$(date -u +%Y-%m-%d-%H%M)}
 mkdir -p "$OUT"
 skip() { [[ " $SKIP " == *" $1 "* ]]; }
 step() { echo "== $* ($(date -u +%H:%M:%S))" >&2; }

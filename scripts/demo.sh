@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: on a fresh Debian 12 machine (as root) install what vecring
+# The demonstration: on a fresh Debian 12 machine (as root) install what vecring
 # needs, build it, and run a host<->container link benchmark: a master on
 # the host sends to a slave in its own namespaces, size by size.
 #
@@ -17,6 +17,6 @@ if [[ " $* " == *" --forward "* ]]; then
 	# The DPDK side of the forwarding benchmark: the driver where EAL's -d
 	# accepts it, and the DPDK traffic agent beside the tool.
 	bash scripts/build-pmd.sh /usr >/dev/null
-	bash benches/fwdgen/build.sh >/dev/null
+	bash benches/dpdk-agent/build.sh >/dev/null
 fi
 exec ./target/release/vecring bench "$@"

@@ -21,7 +21,7 @@ cargo build --release --workspace
 export VECRING_PMD_SO
 VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 # The DPDK agent of the forwarding benchmark (beside the vecring tool).
-bash benches/fwdgen/build.sh
+bash benches/dpdk-agent/build.sh
 
 # The other DPDK lines the driver supports, built once from their release
 # sources into /opt/vecring/dpdk-<line> (VECRING_DPDK_SOURCES: a directory of

@@ -3,8 +3,8 @@
 //! it, so that a guide cannot go stale.
 //!
 //! A document shows commands in `sh` and `console` blocks
-//! (`tests/markdown.rs` says how they are read). Each such block is either
-//! run, by the plan [`PLANS`] gives it (`tests/doc_runner.rs` runs them), or
+//! (`tests/support/markdown.rs` says how they are read). Each such block is either
+//! run, by the plan [`PLANS`] gives it (`tests/support/doc_runner.rs` runs them), or
 //! left out with the reason: a whole document in [`EXCLUDED_DOCS`], a
 //! command in [`SKIPPED`], a block by a plan of [`How::Excluded`]. A
 //! command block that is none of these fails
@@ -13,7 +13,7 @@
 //! command in a document cannot go untested.
 //!
 //! Each document runs in order, top to bottom, in a sandbox of its own
-//! (`tests/sandbox.rs`: new mount, PID and network namespaces, in which the
+//! (`tests/support/sandbox.rs`: new mount, PID and network namespaces, in which the
 //! repository, `/usr/local`, `/opt` and `/etc` are overlays and `/run`,
 //! `/tmp`, `/var/lib/lxc` and `/dev/hugepages` are empty), so the commands
 //! keep their default paths and names (`/run/vecring`, a container named
@@ -208,7 +208,7 @@ const PLANS: &[Plan] = &[
     // README.md
     Plan {
         how: How::Excluded(
-            "scripts/demo.sh is the main job: it installs packages, builds, and benchmarks a host<->container link for minutes (its parts are tested: tests/lxc.rs, vecring-cli/tests/bench.rs); scripts/test.sh is the test suite, which runs this test",
+            "scripts/demo.sh is the demonstration: it installs packages, builds, and benchmarks a host<->container link for minutes (its parts are tested: tests/lxc.rs, vecring-cli/tests/bench.rs); scripts/test.sh is the test suite, which runs this test",
         ),
         ..run("README.md", "scripts/demo.sh")
     },

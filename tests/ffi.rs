@@ -13,7 +13,7 @@
 //!   second, with `SO_PASSRIGHTS` and on the fallback of older kernels;
 //! - the waits (sleeping instead of polling): `tests/c/wait_api.c` and
 //!   `tests/c/wait.c`, a C receiver in its own `epoll` set with a Rust
-//!   peer (module `wait`, `tests/ffi_wait.rs`);
+//!   peer (module `wait`, `tests/ffi/wait.rs`);
 //! - a C master exchanges self-checking frames both ways with a Rust slave,
 //!   and a C slave with a `dpdk-testpmd` master (vecring PMD, io forwarding),
 //!   every byte checked;
@@ -31,7 +31,9 @@ use vecring::{vecring_buf_t, vecring_counters_t, vecring_frame_t, vecring_option
 use vecring_core::{test_support::pattern, Link, LinkRecvError, LinkSendError, PushError, Role};
 use vecring_tests::Watchdog;
 
-#[path = "ffi_wait.rs"]
+// A test target's root resolves `mod` beside itself (tests/wait.rs is the
+// wait test binary): this module's file is in tests/ffi/.
+#[path = "ffi/wait.rs"]
 mod wait;
 
 /// The repository root.

@@ -5,8 +5,8 @@
 //!   of its queue pairs (`--queues`, a thread per queue), with labelled
 //!   counts and rates per queue and in total ([`traffic`]); `bench` starts
 //!   a slave in its own namespaces (standing in for a container) and
-//!   prints the seed-style table per frame size, its queues' threads spread
-//!   over the CPUs given ([`bench`]).
+//!   prints pps, Mbit/s, throughput % and the zero-loss rates per frame
+//!   size, its queues' threads spread over the CPUs given ([`bench`]).
 //! - Operations: `list` and `stats` ask each link's master for its state
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`
@@ -17,11 +17,11 @@
 //! `docs/operations.md` in the repository is the guide; `vecring --help`
 //! and `vecring <command> --help` the reference.
 
+mod agent;
 mod bench;
 mod cpus;
 mod doctor;
 mod escape;
-mod forward;
 mod ops;
 mod prepare;
 mod traffic;
@@ -117,8 +117,8 @@ enum Command {
     /// generating numbered frames (gen), sending every frame back with
     /// its MACs swapped (fwd) or counting (sink), driven by commands on
     /// stdin (one reply line each on stdout; see the crate's
-    /// `forward::protocol`).
-    Agent(forward::agent::AgentArgs),
+    /// `agent::protocol`).
+    Agent(agent::command::AgentArgs),
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).
     List(ops::ListArgs),
@@ -368,7 +368,7 @@ fn main() -> ExitCode {
         } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::Agent(args) => forward::agent::run(&args),
+        Command::Agent(args) => agent::command::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
         Command::Doctor(args) => match doctor::doctor(&args) {

@@ -1,6 +1,6 @@
 //! `vecring bench` end to end: a master and a slave process (the slave in
-//! its own namespaces when run as root) print the seed-style table with the
-//! zero-loss columns, and nothing sent is lost.
+//! its own namespaces when run as root) print the table of rates per frame
+//! size with the zero-loss columns, and nothing sent is lost.
 
 use std::io::Read;
 use std::process::{Command, Stdio};

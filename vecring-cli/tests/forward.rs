@@ -333,10 +333,10 @@ fn forward_bench_in_an_unprivileged_container_returns_every_frame_intact_and_in_
     }
 }
 
-/// The same harness on DPDK ports: `vecring-fwdgen` on the host, testpmd
-/// (macswap) or a second `vecring-fwdgen` (sink) in a privileged container,
+/// The same harness on DPDK ports: `vecring-dpdk-agent` on the host, testpmd
+/// (macswap) or a second `vecring-dpdk-agent` (sink) in a privileged container,
 /// on eth_vecring and on net_memif: every frame back, every byte checked.
-/// Needs DPDK, hugepages, the installed driver and `vecring-fwdgen` beside
+/// Needs DPDK, hugepages, the installed driver and `vecring-dpdk-agent` beside
 /// the tool (`scripts/test.sh` builds and installs both).
 #[test]
 fn forward_bench_over_dpdk_ports_returns_every_frame_intact_and_in_order() {
@@ -401,8 +401,8 @@ fn forward_bench_refuses_short_trials_and_bad_sizes() {
             "--rate -1: must be a non-negative number",
         ),
         (
-            &["--ports=memif", "--fwdgen=/nonexistent/fwdgen"][..],
-            "/nonexistent/fwdgen missing",
+            &["--ports=memif", "--dpdk-agent=/nonexistent/dpdk-agent"][..],
+            "/nonexistent/dpdk-agent missing",
         ),
         (&["--slots=1000"][..], "--slots 1000:"),
         (&["--seconds=1e30"][..], "a trial lasts at most 3600 s"),

@@ -77,8 +77,9 @@ impl Geometry {
     /// direction), jumbo frames up to 9216 bytes. One-line slots pack
     /// frames back to back: a 64-byte frame is one data line, the next
     /// frame the next line, as in a ring of fixed 64-byte elements, while a
-    /// 1514-byte frame takes 24 consecutive slots and still one descriptor;
-    /// measured against 8192 x 256 B in `docs/benchmarks/README.md`.
+    /// 1514-byte frame takes 24 consecutive slots and still one descriptor
+    /// (`docs/benchmarks/design-notes.md`, "Ring layout", compares it with
+    /// other geometries).
     pub const DEFAULT: Geometry = Geometry {
         slot_count: 32768,
         slot_size: 64,

@@ -6,37 +6,16 @@
 use crate::table::{self, Lane, Ref};
 use crate::*;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-/// Aborts the test binary if the test holding it runs longer than `limit`,
-/// so that a hang fails CI instead of stalling it.
-struct Watchdog(Arc<AtomicBool>);
-
-impl Watchdog {
-    fn new(name: &'static str, limit: Duration) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while !flag.load(Ordering::Relaxed) {
-                if start.elapsed() > limit {
-                    eprintln!("watchdog: test '{name}' still running after {limit:?}; aborting");
-                    std::process::abort();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        Watchdog(done)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
+// The workspace's one watchdog (tests/support/, the integration tests'
+// support crate, which depends on this crate and so cannot be a
+// dependency of its unit tests); `alone` is not needed here.
+#[path = "../../tests/support/watchdog.rs"]
+#[allow(dead_code)]
+mod watchdog;
+use watchdog::Watchdog;
 
 /// Generous: every test here takes well under a second alone.
 const LIMIT: Duration = Duration::from_secs(60);

@@ -1,7 +1,7 @@
 //! Cross-process link benchmark: a master (this process, CPU 0) sends to a
 //! slave (a child process, CPU 1) over a real `Link` (socket handshake,
 //! memfd region), in turn with `rtrb` between two threads of one process
-//! on the same CPUs (see shared/BENCHMARKING.md), twice: with fixed
+//! on the same CPUs (see `docs/benchmarks/method.md`), twice: with fixed
 //! `[u8; N]` elements (frames of one length only, rtrb's best case) and
 //! with length-prefixed byte messages (how rtrb carries frames of any
 //! length). Also the one-way

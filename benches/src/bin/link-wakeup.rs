@@ -2,11 +2,11 @@
 //! processes on CPU 0 and CPU 1 in which each side, finding its ring
 //! empty, sleeps in `Receiver::wait` until the other's `send` rings the
 //! doorbell; one way = half a round trip, from `send` to the sleeping
-//! receiver's return from `wait` and `recv`. Against the floor the issue
-//! names: a bare eventfd ping-pong between two processes on the same CPUs
-//! (each side blocked in `read`). The two alternate round by round
-//! (`BENCHMARKING.md`: only ratios from one run mean anything); p50 and
-//! p99 of each round, and the ratio's spread across rounds.
+//! receiver's return from `wait` and `recv`. Against the floor of a
+//! wake-up: a bare eventfd ping-pong between two processes on the same
+//! CPUs (each side blocked in `read`). The two alternate round by round
+//! (`docs/benchmarks/method.md`: only ratios from one run mean anything);
+//! p50 and p99 of each round, and the ratio's spread across rounds.
 //!
 //! ```text
 //! cargo run --release -p vecring-benches --bin link-wakeup [-- ROUNDS]

@@ -3,7 +3,7 @@
 //! For each comparison both candidates are built once (ring, threads), then
 //! measured A B, B A, … for `--pairs` pairs of `--secs` seconds each. Prints
 //! the median rate of each and the median (and range) of the per-pair
-//! ratios A/B, as the project's BENCHMARKING.md asks. The producer is pinned
+//! ratios A/B, as the method asks (`docs/benchmarks/method.md`). The producer is pinned
 //! to CPU 0 and the consumer to CPU 1 for every candidate.
 //!
 //! ```text

@@ -15,7 +15,7 @@
 //!   round trip (timed 100 round trips at a time), in alternating rounds.
 //!
 //! Each round is tagged with the core-to-core latency of the vCPU
-//! placement it drew (the VM's vCPUs move; see BENCHMARKING.md), and the
+//! placement it drew (the VM's vCPUs move; see `docs/benchmarks/method.md`), and the
 //! summary gives the ratios per placement: the two vCPUs on one physical
 //! core, near, far. Compare ratios within one placement.
 //!

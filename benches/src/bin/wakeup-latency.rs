@@ -4,7 +4,7 @@
 //! use (an eventfd per direction, a pipe per direction, one `SOCK_DGRAM`
 //! socketpair), against the cache-line ping-pong floor of the same two
 //! CPUs measured in the same rounds. The mechanisms alternate round by
-//! round (`BENCHMARKING.md`: only ratios from one run mean anything).
+//! round (`docs/benchmarks/method.md`: only ratios from one run mean anything).
 //!
 //! ```text
 //! cargo run --release -p vecring-benches --bin wakeup-latency [-- ROUNDS]

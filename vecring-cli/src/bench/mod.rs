@@ -1,9 +1,10 @@
-//! The main job: a master (the host side) sends to a slave running in its
-//! own namespaces (standing in for a container), size by size, and the
-//! result is printed as the seed benchmarks' table: the rate with the
-//! sender never waiting, then the zero-loss throughput (RFC 2544: the
-//! highest constant offered rate at which no frame is dropped, found by
-//! binary search over short trials) and the same with at most 0.002 % lost.
+//! `vecring bench`: a master (the host side) sends to a slave running in
+//! its own namespaces (standing in for a container), size by size, and
+//! prints per size pps and Mbit/s sent and received and the throughput
+//! (received over sent): the rate with the sender never waiting, then the
+//! zero-loss throughput (RFC 2544: the highest constant offered rate at
+//! which no frame is dropped, found by binary search over short trials)
+//! and the same with at most 0.002 % lost.
 //!
 //! With `--forward` it is the forwarding benchmark instead ([`forward`]):
 //! the far side runs in a real container and sends every frame back.

@@ -1,5 +1,5 @@
-//! What `vecring bench` prints: the seed-style table (a row per frame
-//! size, and on a link of several queues a row per queue under it), one
+//! What `vecring bench` prints: the table of rates per frame size (a row
+//! per size, and on a link of several queues a row per queue under it), one
 //! JSON document (schema `vecring-bench`, version 1: fields are only ever
 //! added), or CSV (a line per frame size, totals).
 

@@ -91,14 +91,14 @@ pub(super) unsafe fn copy_32_to_64(dst: *mut u8, src: *const u8, len: usize) {
 /// An ordinary store first takes the line for writing: from the consumer's
 /// cache, which read it a lap ago and, when it keeps up with the producer,
 /// reads (and prefetches) the lines just ahead of the ones it was given.
-/// Each such store then waits for one transfer between the cores, and a
-/// sender of small frames ran at a third of its rate (the benchmark
-/// report, "The small-frame slow mode of the driver"). A whole line written
-/// with non-temporal stores is written without being read: the other
-/// copies are invalidated and the sender does not wait. The receiver reads
-/// the line from memory: the rate is then bounded by the memory's (a
-/// two-thread ring here: about 110 M frames/s of 64 bytes, against 420-515
-/// M in the cache), and a frame waited for arrives later. Hence an opt-in
+/// Each such store then waits for one transfer between the cores, which
+/// can slow a sender of small frames several times over
+/// (`docs/benchmarks/design-notes.md`, "The small-frame slow mode of the
+/// driver"). A whole line written with non-temporal stores is written
+/// without being read: the other copies are invalidated and the sender
+/// does not wait. The receiver reads the line from memory: the rate is
+/// then bounded by the memory's bandwidth rather than the cache's, and a
+/// frame waited for arrives later. Hence an opt-in
 /// of the writer ([`WriteChunk::set_streaming`](super::WriteChunk::set_streaming)).
 /// Non-temporal stores are not ordered by a Release store: whoever
 /// publishes them calls [`store_fence`] first.

@@ -371,9 +371,9 @@ impl Shape {
 /// A stream of one frame size finds every descriptor holding its word from
 /// the lap before, so the descriptor lines stay shared between the two
 /// cores instead of moving to the producer and back every lap: a store
-/// would first take the line from the consumer's cache. (Measured: 64-byte
-/// frames between vCPUs ~215 ns apart, 31 against 40 Mfps, the latter as
-/// fast as rtrb.) The value read is only compared: whatever the peer wrote
+/// would first take the line from the consumer's cache
+/// (`docs/benchmarks/design-notes.md`, "Descriptors", has the
+/// measurement). The value read is only compared: whatever the peer wrote
 /// there, the descriptor ends up holding `word`.
 #[inline(always)]
 pub(super) fn put_desc(desc: &SlotDesc, word: u32) {

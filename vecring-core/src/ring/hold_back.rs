@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 ///
 /// A consumer that keeps up with its producer reads each line just after
 /// the producer wrote it, and the producer then writes its next lines
-/// against the consumer's reads and prefetches: on this project's machine
-/// that made zero-copy 64-byte frames two to four times slower than when the
-/// consumer lags behind (measured in `docs/benchmarks/README.md`, "The
-/// 64-byte modes and the hold-back"). Holding back puts the consumer behind
+/// against the consumer's reads and prefetches, which makes small frames
+/// much slower than when the consumer lags behind
+/// (`docs/benchmarks/design-notes.md`, "The 64-byte modes and the
+/// hold-back", has the measurements). Holding back puts the consumer behind
 /// once; it then stays behind by itself, so a steady stream is rarely held
 /// back at all.
 ///
@@ -41,8 +41,8 @@ pub struct HoldBack {
 
 impl HoldBack {
     /// Two batches of 32 one-slot frames (64 slots) for at most 250 ns: the
-    /// setting measured in `docs/benchmarks/README.md` (100 ns was too
-    /// short; 500 and 1000 ns gained no more).
+    /// setting chosen by measurement (`docs/benchmarks/design-notes.md`,
+    /// "The 64-byte modes and the hold-back").
     pub const STREAMING: HoldBack = HoldBack {
         below_slots: 64,
         wait: Duration::from_nanos(250),

@@ -145,8 +145,7 @@ impl<S: RingStorage> Producer<S> {
     /// else (a reply, a timer): the next frame comes after a pause, and its
     /// first store would wait for a line last held by the consumer a lap
     /// ago. Taking it now moves that wait off the next frame's latency
-    /// (measured: link ping-pong between vCPUs ~220 ns apart, one way 551
-    /// and 559 ns against 672 and 733 ns; no change between near vCPUs).
+    /// (`docs/benchmarks/design-notes.md`, "Prefetch", has the measurement).
     /// Batches are left alone: the next batch's stores follow at once.
     #[inline(always)]
     fn prime_next_slot(&self, frames: usize) {

@@ -36,10 +36,9 @@ impl<S: RingStorage> Producer<S> {
 
 /// The longest frame a streaming chunk writes with non-temporal stores
 /// ([`WriteChunk::set_streaming`]). Longer frames reach the memory's
-/// bandwidth first: through eth_vecring, streamed frames of 512 bytes ran
-/// at 18-19 M pps against 42 M in the cache, of 1024 bytes at 8-10 M
-/// against 23 M, of 256 bytes at 39-40 M against 41-46 M; of 128 bytes at
-/// 38-39 M against 30-38 M (and 7-10 M in the slow mode).
+/// bandwidth first, and streaming them is slower than copying through the
+/// cache (`docs/benchmarks/design-notes.md`, "The small-frame slow mode of
+/// the driver", measures each length).
 pub const STREAM_MAX_LEN: usize = 128;
 
 /// Slots reserved for writing by [`Producer::write_chunk`]. Frames pushed
@@ -81,12 +80,12 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     ///
     /// For bursts of small frames from a sender slower than the memory: the
     /// sender then does not wait for one transfer between the cores per
-    /// line when its receiver keeps up (eth_vecring's transmit path at 64
-    /// bytes: 32-50 M pps in every run, against 11-15 M in a third of the
-    /// runs without). The receiver reads the frames from memory instead of
-    /// the sender's cache: it waits longer for a frame it is waiting for,
-    /// and the rate is bounded by the memory's (a two-thread ring here:
-    /// 100-116 M frames/s of 64 bytes, against 420-515 M without).
+    /// line when its receiver keeps up (eth_vecring's transmit path streams
+    /// its bursts of small frames for this). The receiver reads the frames
+    /// from memory instead of the sender's cache: it waits longer for a
+    /// frame it is waiting for, and the rate is bounded by the memory's
+    /// bandwidth (`docs/benchmarks/design-notes.md`, "The small-frame slow
+    /// mode of the driver", has the measurements).
     #[inline]
     pub fn set_streaming(&mut self, on: bool) {
         self.stream = on;

@@ -9,7 +9,7 @@
 //! zero-loss rate.
 //!
 //! The same harness drives a Rust link (`vecring agent` at both ends) and
-//! DPDK ports (`benches/fwdgen` on the host, `dpdk-testpmd
+//! DPDK ports (`benches/dpdk-agent` on the host, `dpdk-testpmd
 //! --forward-mode=macswap` in the container) of either kind, eth_vecring
 //! or net_memif; with several ports, each size is measured on each in
 //! turn, the order alternating from round to round, and the report gives
@@ -23,9 +23,9 @@ mod table;
 
 use super::search::{search_verified, Trial as Step};
 use super::BenchArgs;
-use crate::forward::agent::{GenArgs, MAX_SECS};
-use crate::forward::frame::MIN_SIZE;
-use crate::forward::histogram::Histogram;
+use crate::agent::command::{GenArgs, MAX_SECS};
+use crate::agent::frame::MIN_SIZE;
+use crate::agent::histogram::Histogram;
 use clap::Args;
 use container::Isolation;
 use rig::{Context, Direction, Port, Rig, Trial};
@@ -72,10 +72,10 @@ pub struct ForwardArgs {
     /// container).
     #[arg(long, default_value = "auto")]
     container: Isolation,
-    /// The DPDK agent (default: vecring-fwdgen beside this program;
-    /// `benches/fwdgen/build.sh` builds it) (--forward).
+    /// The DPDK agent (default: vecring-dpdk-agent beside this program;
+    /// `benches/dpdk-agent/build.sh` builds it) (--forward).
     #[arg(long)]
-    fwdgen: Option<PathBuf>,
+    dpdk_agent: Option<PathBuf>,
     /// The driver EAL loads with -d (--forward).
     #[arg(long, default_value = "/usr/local/lib/vecring/librte_net_vecring.so")]
     pmd: PathBuf,
@@ -180,14 +180,14 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     }
     let dpdk = fwd.ports.iter().any(|p| p.dpdk());
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let fwdgen = fwd
-        .fwdgen
+    let dpdk_agent = fwd
+        .dpdk_agent
         .clone()
-        .unwrap_or_else(|| exe.with_file_name("vecring-fwdgen"));
-    if dpdk && !fwdgen.exists() {
+        .unwrap_or_else(|| exe.with_file_name("vecring-dpdk-agent"));
+    if dpdk && !dpdk_agent.exists() {
         return Err(format!(
-            "{} missing: build it with benches/fwdgen/build.sh (or give --fwdgen)",
-            fwdgen.display()
+            "{} missing: build it with benches/dpdk-agent/build.sh (or give --dpdk-agent)",
+            dpdk_agent.display()
         ));
     }
     if fwd.ports.contains(&Port::Vecring) && !fwd.pmd.exists() {
@@ -223,7 +223,7 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         run_dir: run_dir.clone(),
         scratch: scratch.clone(),
         tool,
-        fwdgen,
+        dpdk_agent,
         pmd: fwd.pmd.clone(),
         testpmd: fwd.testpmd.clone(),
         link_isolation: container::resolve(fwd.container, false)?,

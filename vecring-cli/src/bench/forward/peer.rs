@@ -1,5 +1,5 @@
 //! A process the forwarding benchmark drives over its stdin and stdout:
-//! an agent ([`crate::forward::protocol`]) or an interactive testpmd. Every
+//! an agent ([`crate::agent::protocol`]) or an interactive testpmd. Every
 //! read has a deadline (a peer that hangs is an error, not a hung
 //! benchmark), stdout lines come through a reader thread, and the last
 //! lines of stderr are kept for the error message when a peer fails.

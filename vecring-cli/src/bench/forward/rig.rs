@@ -5,7 +5,7 @@
 //! | port | host side | container side |
 //! |---|---|---|
 //! | `link` | `vecring agent` (master) | `vecring agent` (slave) |
-//! | `vecring`, `memif` | `vecring-fwdgen` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap`, or `vecring-fwdgen` for one-way runs |
+//! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap`, or `vecring-dpdk-agent` for one-way runs |
 //!
 //! Direction `both`: the host generates, the container swaps MACs and
 //! sends every frame back, the host counts what returns (round-trip
@@ -15,9 +15,9 @@
 
 use super::container::{Container, Isolation, MAPPED_ROOT};
 use super::peer::Peer;
-use crate::forward::agent::GenArgs;
-use crate::forward::histogram::Histogram;
-use crate::forward::protocol::{Fields, GenResult, PortStats, SinkCounts};
+use crate::agent::command::GenArgs;
+use crate::agent::histogram::Histogram;
+use crate::agent::protocol::{Fields, GenResult, PortStats, SinkCounts};
 use clap::ValueEnum;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -80,7 +80,7 @@ pub struct Context {
     pub scratch: PathBuf,
     /// The copy of `vecring` the agents run.
     pub tool: PathBuf,
-    pub fwdgen: PathBuf,
+    pub dpdk_agent: PathBuf,
     pub pmd: PathBuf,
     pub testpmd: String,
     /// The containers for Rust and for DPDK far sides.
@@ -230,7 +230,7 @@ impl Rig {
                 a.push("--".into());
                 a
             };
-            let mut host = Command::new(&cx.fwdgen);
+            let mut host = Command::new(&cx.dpdk_agent);
             host.args(eal(cx.host_cpu, "h", &host_vdev))
                 .args(["--mode", host_mode])
                 .args(cx.gen.to_args());
@@ -241,7 +241,7 @@ impl Rig {
                 c.args(["-oL", "-eL", &cx.testpmd]);
                 c
             } else {
-                container.command(&cx.fwdgen)
+                container.command(&cx.dpdk_agent)
             };
             far.args(eal(cx.far_cpu, "c", &far_vdev));
             if testpmd {

@@ -6,9 +6,9 @@
 
 use super::rig::{Context, Direction, Port, Trial};
 use super::{ForwardArgs, Plan, Row, LEVELS};
+use crate::agent::histogram::Histogram;
 use crate::bench::report::group;
 use crate::bench::BenchArgs;
-use crate::forward::histogram::Histogram;
 
 fn is_table(args: &BenchArgs) -> bool {
     !args.json && !args.csv
@@ -60,12 +60,12 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
                 cx.link_isolation,
             ),
             Port::Vecring => (
-                "vecring-fwdgen on eth_vecring",
+                "vecring-dpdk-agent on eth_vecring",
                 "dpdk-testpmd macswap on eth_vecring",
                 cx.dpdk_isolation,
             ),
             Port::Memif => (
-                "vecring-fwdgen on net_memif",
+                "vecring-dpdk-agent on net_memif",
                 "dpdk-testpmd macswap on net_memif",
                 cx.dpdk_isolation,
             ),

@@ -3,7 +3,7 @@
 //! counts loss, reordering and duplicates and measures latency.
 //!
 //! The layout is part of the agent protocol, shared with the DPDK agent
-//! (`benches/fwdgen/fwdgen.c`):
+//! (`benches/dpdk-agent/`):
 //!
 //! | offset | bytes | field |
 //! |---|---|---|

@@ -119,7 +119,7 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::forward::frame::{write_fields, Flows};
+    use crate::agent::frame::{write_fields, Flows};
 
     fn frame(trial: u16, seq: u64) -> Vec<u8> {
         let mut f = vec![0u8; 80];

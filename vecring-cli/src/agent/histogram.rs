@@ -3,7 +3,7 @@
 //! exact below 32 ns, with the exact minimum and maximum kept beside them.
 //!
 //! The bucket formula is part of the agent protocol: the DPDK agent
-//! (`benches/fwdgen/fwdgen.c`) computes the same index, and the harness
+//! (`benches/dpdk-agent/`) computes the same index, and the harness
 //! merges and reads histograms from either.
 
 /// Buckets: 32 exact ones, then 16 per power of two from 2^5 to 2^63.

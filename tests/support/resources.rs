@@ -1,0 +1,74 @@
+//! What the test process holds: its descriptors, its mappings of vecring
+//! regions and its datagram sockets, counted for leak checks and for the
+//! attacks that ring a peer's doorbell.
+
+/// Number of open descriptors of this process.
+///
+/// # Panics
+/// If `/proc/self/fd` cannot be read: a leak check that cannot count
+/// fails instead of comparing zero with zero.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap_or_else(|e| panic!("cannot count descriptors in /proc/self/fd: {e}"))
+        .count()
+}
+
+/// What [`assert_no_leak`] compares against: open descriptors and region
+/// mappings now. Both are the whole process's: take them in a test armed
+/// with [`crate::Watchdog::alone`].
+pub fn resources() -> (usize, usize) {
+    (open_fds(), region_mappings())
+}
+
+/// Asserts that the process holds at most `fd_slack` more descriptors than
+/// in `before` (from [`resources`]) and no more region mappings.
+pub fn assert_no_leak(before: (usize, usize), fd_slack: usize) {
+    let (fds, maps) = before;
+    let (fds_now, maps_now) = resources();
+    assert!(fds_now <= fds + fd_slack, "fd leak: {fds} -> {fds_now}");
+    assert!(maps_now <= maps, "mapping leak: {maps} -> {maps_now}");
+}
+
+/// Number of mappings of vecring regions in this process.
+///
+/// # Panics
+/// If `/proc/self/maps` cannot be read, as [`open_fds`].
+pub fn region_mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap_or_else(|e| panic!("cannot count mappings in /proc/self/maps: {e}"))
+        .lines()
+        .filter(|l| l.contains("memfd:vecring"))
+        .count()
+}
+
+/// Every `AF_UNIX` datagram socket this process holds: the doorbell ends
+/// of its links (what a hostile peer rings at will).
+pub fn datagram_sockets() -> Vec<std::os::fd::RawFd> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        e.ok()?
+            .file_name()
+            .to_str()?
+            .parse::<std::os::fd::RawFd>()
+            .ok()
+    })
+    .filter(|&fd| {
+        let mut v: libc::c_int = 0;
+        let mut len = core::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `v` and `len` are valid for an int option; a closed
+        // or non-socket fd just fails.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_TYPE,
+                (&mut v as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        rc == 0 && v == libc::SOCK_DGRAM
+    })
+    .collect()
+}

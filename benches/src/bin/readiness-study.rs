@@ -1,0 +1,753 @@
+//! How a consumer should learn that a slot is ready: minimal rings of three
+//! readiness protocols between two processes over one shared mapping,
+//! against the floor of one cache line flipped between them.
+//!
+//! - `index`: the producer writes the frame, its length in a descriptor
+//!   array, then publishes its index on a line of its own; the consumer
+//!   polls that index, then reads descriptor and frame (two dependent line
+//!   transfers per hop), and stores its own index after every read, as
+//!   the ring of ABI 1-4 does.
+//! - `desc-seq`: the descriptor (8 bytes, one per slot) holds the frame's
+//!   length and the lap of its slot; the producer stores it after the
+//!   frame, and the consumer polls the descriptor of the slot it expects
+//!   (a per-slot sequence, as in virtio's packed ring).
+//! - `line-seq`: the same word at the head of the frame's first slot,
+//!   the frame's bytes after it: a frame of up to 56 bytes arrives with
+//!   its readiness in one line.
+//!
+//! The two slot protocols release through the consumer's index, stored
+//! only every [`CREDIT`] slots or when the ring looks empty, so that the
+//! producer's lines and the consumer's do not bounce on every frame.
+//!
+//! Measured per protocol: one-way latency (half the median round trip of
+//! one 64-byte frame echoed back over the reverse ring, timed 100 round
+//! trips at a time), and throughput (frames of 64 and 1514 bytes sent in
+//! batches of 32 and read into the consumer's buffers in batches of 32).
+//! Every ring is 32768 slots of 64 bytes (the link's default). Rounds
+//! alternate the protocols, rotating their order; each round is tagged
+//! with the core-to-core latency of the vCPU placement it drew.
+//!
+//! ```text
+//! cargo run --release -p vecring-benches --bin readiness-study -- [--rounds N] [--one-cpu] [--quick]
+//! ```
+//!
+//! `--one-cpu` pins both processes to CPU 0 (waiting loops yield): the
+//! cost of each protocol without any line transfer.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use vecring_benches::{core_to_core_latency, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
+
+const SLOTS: u64 = 32768;
+const SLOT_SHIFT: u32 = 15;
+const SLOT: usize = 64;
+const BATCH: usize = 32;
+/// Slots a slot-protocol consumer reads before it stores its index.
+const CREDIT: u64 = SLOTS / 16;
+/// Bytes of the line-seq header.
+const HDR: usize = 8;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Proto {
+    Index,
+    DescSeq,
+    LineSeq,
+}
+
+const PROTOS: [Proto; 3] = [Proto::Index, Proto::DescSeq, Proto::LineSeq];
+
+impl Proto {
+    fn name(self) -> &'static str {
+        match self {
+            Proto::Index => "index",
+            Proto::DescSeq => "desc-seq",
+            Proto::LineSeq => "line-seq",
+        }
+    }
+}
+
+/// One ring in the shared mapping: head line, tail line, descriptors, data.
+#[repr(C, align(64))]
+struct Line(AtomicU64);
+
+struct RingMem {
+    head: *const Line,
+    tail: *const Line,
+    descs: *const AtomicU64,
+    data: *mut u8,
+}
+
+const RING_BYTES: usize = 128 + SLOTS as usize * 8 + SLOTS as usize * SLOT;
+/// Control lines of the run: stop flag, consumer's frame count and times.
+const CTL_BYTES: usize = 4096;
+
+struct Shared {
+    base: *mut u8,
+    len: usize,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        let len = CTL_BYTES + 2 * RING_BYTES;
+        // SAFETY: an anonymous shared mapping, zeroed by the kernel, kept
+        // until `Drop` and inherited by the forked child.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED, "mmap");
+        Shared {
+            base: p.cast(),
+            len,
+        }
+    }
+
+    fn ctl(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: control line `i` (< 64) lies in the first 4096 bytes of
+        // the mapping, 64-byte aligned, used only as an atomic.
+        unsafe { &*self.base.add(i * 64).cast::<AtomicU64>() }
+    }
+
+    fn ring(&self, r: usize) -> RingMem {
+        // SAFETY: ring `r` (0 or 1) lies inside the mapping; its parts are
+        // 64-byte aligned (CTL_BYTES and RING_BYTES are multiples of 64).
+        unsafe {
+            let at = self.base.add(CTL_BYTES + r * RING_BYTES);
+            RingMem {
+                head: at.cast(),
+                tail: at.add(64).cast(),
+                descs: at.add(128).cast(),
+                data: at.add(128 + SLOTS as usize * 8),
+            }
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // SAFETY: our mapping, no longer used.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn lap_word(index: u64, len: usize) -> u64 {
+    (((index >> SLOT_SHIFT) + 1) << 16) | len as u64
+}
+
+fn expected_stamp(index: u64) -> u64 {
+    (index >> SLOT_SHIFT) + 1
+}
+
+impl RingMem {
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: the ring's head line.
+        unsafe { &(*self.head).0 }
+    }
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: the ring's tail line.
+        unsafe { &(*self.tail).0 }
+    }
+    fn desc(&self, index: u64) -> &AtomicU64 {
+        // SAFETY: the masked slot is below SLOTS.
+        unsafe { &*self.descs.add((index & (SLOTS - 1)) as usize) }
+    }
+    fn slot(&self, index: u64) -> *mut u8 {
+        // SAFETY: the masked slot is below SLOTS.
+        unsafe { self.data.add(((index & (SLOTS - 1)) as usize) * SLOT) }
+    }
+    /// The first 8 bytes of a slot, as the line-seq header.
+    fn header(&self, index: u64) -> &AtomicU64 {
+        // SAFETY: a slot's first 8 bytes, 64-byte aligned.
+        unsafe { &*self.slot(index).cast::<AtomicU64>() }
+    }
+    /// Copies `src` into the data area from slot `index` at byte `off`,
+    /// wrapping at its end.
+    fn put(&self, index: u64, off: usize, src: &[u8]) {
+        let start = ((index & (SLOTS - 1)) as usize) * SLOT + off;
+        let total = SLOTS as usize * SLOT;
+        let first = src.len().min(total - start);
+        // SAFETY: both parts lie inside the data area; `src` is local.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(start), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.data, src.len() - first);
+        }
+    }
+    fn get(&self, index: u64, off: usize, dst: &mut [u8]) {
+        let start = ((index & (SLOTS - 1)) as usize) * SLOT + off;
+        let total = SLOTS as usize * SLOT;
+        let first = dst.len().min(total - start);
+        // SAFETY: as in `put`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.data.add(start), dst.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(
+                self.data,
+                dst.as_mut_ptr().add(first),
+                dst.len() - first,
+            );
+        }
+    }
+}
+
+fn slots_for(proto: Proto, len: usize) -> u64 {
+    let bytes = if proto == Proto::LineSeq {
+        len + HDR
+    } else {
+        len
+    };
+    bytes.div_ceil(SLOT) as u64
+}
+
+struct Tx {
+    mem: RingMem,
+    proto: Proto,
+    head: u64,
+    cached_tail: u64,
+}
+
+impl Tx {
+    fn new(mem: RingMem, proto: Proto) -> Tx {
+        Tx {
+            mem,
+            proto,
+            head: 0,
+            cached_tail: 0,
+        }
+    }
+
+    fn room(&mut self, slots: u64) -> bool {
+        if self.head + slots - self.cached_tail <= SLOTS {
+            return true;
+        }
+        // Acquire: pairs with the consumer's Release store of its index.
+        self.cached_tail = self.mem.tail().load(Ordering::Acquire);
+        self.head + slots - self.cached_tail <= SLOTS
+    }
+
+    /// Writes one frame; the slot protocols' word (descriptor or header)
+    /// is stored only if `stamp`, since it publishes the frame.
+    fn write(&mut self, frame: &[u8], stamp: bool) {
+        let len = frame.len();
+        let slots = slots_for(self.proto, len);
+        match self.proto {
+            Proto::Index => {
+                self.mem.put(self.head, 0, frame);
+                self.mem
+                    .desc(self.head)
+                    .store(len as u64, Ordering::Relaxed);
+            }
+            Proto::DescSeq => self.mem.put(self.head, 0, frame),
+            Proto::LineSeq => self.mem.put(self.head, HDR, frame),
+        }
+        if stamp {
+            self.stamp(self.head, len);
+        }
+        self.head += slots;
+    }
+
+    /// Publishes the frame of `len` bytes at `index` (slot protocols).
+    fn stamp(&self, index: u64, len: usize) {
+        let word = match self.proto {
+            Proto::Index => return,
+            Proto::DescSeq => self.mem.desc(index),
+            Proto::LineSeq => self.mem.header(index),
+        };
+        // Release: pairs with the consumer's Acquire load of the word.
+        word.store(lap_word(index, len), Ordering::Release);
+    }
+
+    fn publish(&self) {
+        if self.proto == Proto::Index {
+            // Release: pairs with the consumer's Acquire load of `head`.
+            self.mem.head().store(self.head, Ordering::Release);
+        }
+    }
+
+    fn send(&mut self, frame: &[u8]) -> bool {
+        if !self.room(slots_for(self.proto, frame.len())) {
+            return false;
+        }
+        self.write(frame, true);
+        self.publish();
+        true
+    }
+
+    /// Writes up to `n` copies of `frame`, then publishes them: the index
+    /// once, or the slot words in reverse order, so that a consumer waiting
+    /// for the first finds all of them written when it sees it.
+    fn send_batch(&mut self, frame: &[u8], n: usize) -> usize {
+        let slots = slots_for(self.proto, frame.len());
+        let start = self.head;
+        let mut sent = 0;
+        while sent < n && self.room(slots) {
+            self.write(frame, false);
+            sent += 1;
+        }
+        for i in (0..sent as u64).rev() {
+            self.stamp(start + i * slots, frame.len());
+        }
+        if sent > 0 {
+            self.publish();
+        }
+        sent
+    }
+}
+
+struct Rx {
+    mem: RingMem,
+    proto: Proto,
+    tail: u64,
+    released: u64,
+    cached_head: u64,
+}
+
+impl Rx {
+    fn new(mem: RingMem, proto: Proto) -> Rx {
+        Rx {
+            mem,
+            proto,
+            tail: 0,
+            released: 0,
+            cached_head: 0,
+        }
+    }
+
+    /// The next frame's length if it is ready.
+    fn ready(&mut self) -> Option<usize> {
+        match self.proto {
+            Proto::Index => {
+                if self.cached_head == self.tail {
+                    // Acquire: pairs with the producer's Release store of
+                    // `head`.
+                    self.cached_head = self.mem.head().load(Ordering::Acquire);
+                    if self.cached_head == self.tail {
+                        return None;
+                    }
+                }
+                Some(self.mem.desc(self.tail).load(Ordering::Relaxed) as usize & 0xffff)
+            }
+            Proto::DescSeq | Proto::LineSeq => {
+                let word = if self.proto == Proto::DescSeq {
+                    self.mem.desc(self.tail)
+                } else {
+                    self.mem.header(self.tail)
+                }
+                // Acquire: pairs with the producer's Release store of the
+                // word.
+                .load(Ordering::Acquire);
+                (word >> 16 == expected_stamp(self.tail)).then_some(word as usize & 0xffff)
+            }
+        }
+    }
+
+    fn take(&mut self, len: usize, buf: &mut [u8]) {
+        let off = if self.proto == Proto::LineSeq { HDR } else { 0 };
+        self.mem.get(self.tail, off, &mut buf[..len]);
+        self.tail += slots_for(self.proto, len);
+    }
+
+    fn release(&mut self, force: bool) {
+        let due = match self.proto {
+            Proto::Index => self.tail != self.released,
+            _ => self.tail - self.released >= CREDIT || (force && self.tail != self.released),
+        };
+        if due {
+            self.released = self.tail;
+            // Release: pairs with the producer's Acquire load of the index.
+            self.mem.tail().store(self.tail, Ordering::Release);
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> Option<usize> {
+        match self.ready() {
+            Some(len) => {
+                self.take(len, buf);
+                self.release(false);
+                Some(len)
+            }
+            None => {
+                self.release(true);
+                None
+            }
+        }
+    }
+
+    fn recv_batch(&mut self, bufs: &mut [[u8; 1536]]) -> usize {
+        let mut n = 0;
+        while n < bufs.len() {
+            match self.ready() {
+                Some(len) => {
+                    self.take(len, &mut bufs[n]);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        self.release(n == 0);
+        n
+    }
+}
+
+fn wait(one_cpu: bool) {
+    if one_cpu {
+        // SAFETY: no arguments; gives the CPU to the other process.
+        unsafe { libc::sched_yield() };
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+/// Runs `child` in a forked process pinned to `cpu`, `parent` here; waits
+/// for the child and returns the parent's result.
+fn forked<T>(cpu: usize, child: impl FnOnce(), parent: impl FnOnce() -> T) -> T {
+    // SAFETY: the process has one thread here (the probes join theirs);
+    // the child runs only our code and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork");
+    if pid == 0 {
+        pin_current_thread(cpu).expect("pin the child");
+        child();
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    let out = parent();
+    let mut status = 0;
+    // SAFETY: our child's pid.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child failed"
+    );
+    out
+}
+
+fn half_median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2] / 2.0
+}
+
+const TRIPS_PER_SAMPLE: usize = 100;
+
+struct Opts {
+    trips: usize,
+    frames_64: u64,
+    frames_1514: u64,
+    one_cpu: bool,
+}
+
+/// One way through one shared line between the two processes.
+fn floor(o: &Opts) -> f64 {
+    let sh = Shared::new();
+    let cpu = if o.one_cpu {
+        PRODUCER_CPU
+    } else {
+        CONSUMER_CPU
+    };
+    let total = (o.trips + o.trips / 10) as u64;
+    forked(
+        cpu,
+        || {
+            let line = sh.ctl(0);
+            let mut v = 1;
+            while v < 2 * total {
+                // Acquire/Release: pair with the parent's Release store and
+                // Acquire load.
+                while line.load(Ordering::Acquire) != v {
+                    wait(o.one_cpu);
+                }
+                line.store(v + 1, Ordering::Release);
+                v += 2;
+            }
+        },
+        || {
+            let line = sh.ctl(0);
+            let mut v = 0u64;
+            let mut trip = || {
+                // Release/Acquire: pair with the child's Acquire load and
+                // Release store.
+                line.store(v + 1, Ordering::Release);
+                while line.load(Ordering::Acquire) != v + 2 {
+                    wait(o.one_cpu);
+                }
+                v += 2;
+            };
+            for _ in 0..o.trips / 10 {
+                trip();
+            }
+            let mut samples: Vec<f64> = (0..o.trips / TRIPS_PER_SAMPLE)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..TRIPS_PER_SAMPLE {
+                        trip();
+                    }
+                    t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
+                })
+                .collect();
+            half_median(&mut samples)
+        },
+    )
+}
+
+/// One way through `proto`: the parent sends one frame of `len` (at most
+/// 64) bytes on ring 0, the child echoes it on ring 1.
+fn latency(proto: Proto, len: usize, o: &Opts) -> f64 {
+    let sh = Shared::new();
+    let cpu = if o.one_cpu {
+        PRODUCER_CPU
+    } else {
+        CONSUMER_CPU
+    };
+    let total = o.trips + o.trips / 10;
+    forked(
+        cpu,
+        || {
+            let (mut rx, mut tx) = (Rx::new(sh.ring(0), proto), Tx::new(sh.ring(1), proto));
+            let mut buf = [0u8; 64];
+            for _ in 0..total {
+                let len = loop {
+                    match rx.recv(&mut buf) {
+                        Some(len) => break len,
+                        None => wait(o.one_cpu),
+                    }
+                };
+                while !tx.send(&buf[..len]) {
+                    wait(o.one_cpu);
+                }
+            }
+        },
+        || {
+            let (mut tx, mut rx) = (Tx::new(sh.ring(0), proto), Rx::new(sh.ring(1), proto));
+            let frame = [7u8; 64];
+            let mut buf = [0u8; 64];
+            let mut trip = || {
+                while !tx.send(&frame[..len]) {
+                    wait(o.one_cpu);
+                }
+                while rx.recv(&mut buf).is_none() {
+                    wait(o.one_cpu);
+                }
+                assert_eq!(buf[..len], frame[..len]);
+            };
+            for _ in 0..o.trips / 10 {
+                trip();
+            }
+            let mut samples: Vec<f64> = (0..o.trips / TRIPS_PER_SAMPLE)
+                .map(|_| {
+                    let t = Instant::now();
+                    for _ in 0..TRIPS_PER_SAMPLE {
+                        trip();
+                    }
+                    t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
+                })
+                .collect();
+            half_median(&mut samples)
+        },
+    )
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes `ts` only.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Millions of frames of `len` bytes a second through `proto`, parent to
+/// child, timed by the child from its first frame to its last.
+fn throughput(proto: Proto, len: usize, o: &Opts) -> f64 {
+    let frames = if len <= 64 {
+        o.frames_64
+    } else {
+        o.frames_1514
+    };
+    let sh = Shared::new();
+    let cpu = if o.one_cpu {
+        PRODUCER_CPU
+    } else {
+        CONSUMER_CPU
+    };
+    forked(
+        cpu,
+        || {
+            let mut rx = Rx::new(sh.ring(0), proto);
+            let mut bufs = vec![[0u8; 1536]; BATCH];
+            let mut got = 0u64;
+            let mut start = 0;
+            let mut sum = 0u64;
+            while got < frames {
+                let n = rx.recv_batch(&mut bufs);
+                if n == 0 {
+                    wait(o.one_cpu);
+                    continue;
+                }
+                if got == 0 {
+                    start = now_ns();
+                }
+                got += n as u64;
+                sum = sum.wrapping_add(u64::from(bufs[n - 1][len - 1]));
+            }
+            let end = now_ns();
+            std::hint::black_box(sum);
+            sh.ctl(1).store(end - start, Ordering::Release);
+        },
+        || {
+            let mut tx = Tx::new(sh.ring(0), proto);
+            let frame = vec![9u8; len];
+            let mut sent = 0u64;
+            while sent < frames {
+                let want = (frames - sent).min(BATCH as u64) as usize;
+                let n = tx.send_batch(&frame, want);
+                if n == 0 {
+                    wait(o.one_cpu);
+                }
+                sent += n as u64;
+            }
+        },
+    );
+    let ns = sh.ctl(1).load(Ordering::Acquire).max(1);
+    frames as f64 * 1e3 / ns as f64
+}
+
+fn stats(v: &[f64]) -> String {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    format!("{:.3} ({:.3}-{:.3})", s[s.len() / 2], s[0], s[s.len() - 1])
+}
+
+fn placement(c2c: u128) -> &'static str {
+    match c2c {
+        0..45 => "same-core",
+        45..100 => "near",
+        _ => "far",
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rounds = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse().expect("--rounds N"))
+        .unwrap_or(5);
+    let quick = args.iter().any(|a| a == "--quick");
+    let one_cpu = args.iter().any(|a| a == "--one-cpu");
+    let o = Opts {
+        trips: if quick || one_cpu { 2_000 } else { 100_000 },
+        frames_64: if quick { 2_000_000 } else { 40_000_000 },
+        frames_1514: if quick { 200_000 } else { 4_000_000 },
+        one_cpu,
+    };
+    pin_current_thread(PRODUCER_CPU).expect("pin");
+    println!(
+        "readiness study: {} slots of {SLOT} B per ring, batches of {BATCH}, {} ({} rounds)",
+        SLOTS,
+        if one_cpu {
+            "both processes on CPU 0"
+        } else {
+            "processes on CPU 0 and CPU 1"
+        },
+        rounds
+    );
+    println!("round | c2c ns | placement | proto | one-way ns | / floor | Mfps 64 B | Mfps 1514 B");
+    // Per protocol: (placement, latency ratio, 64 B rate, 1514 B rate).
+    let mut rows: Vec<(Proto, &str, f64, f64, f64, f64)> = Vec::new();
+    let mut floors = Vec::new();
+    let mut short = Vec::new();
+    for round in 0..rounds {
+        let c2c = if one_cpu {
+            0
+        } else {
+            core_to_core_latency().as_nanos()
+        };
+        let place = if one_cpu { "one-cpu" } else { placement(c2c) };
+        let fl = floor(&o);
+        floors.push((place, fl));
+        println!("{round:5} | {c2c:6} | {place:9} | floor    | {fl:10.1} |");
+        for k in 0..PROTOS.len() {
+            let proto = PROTOS[(round + k) % PROTOS.len()];
+            let lat = latency(proto, 64, &o);
+            let t64 = throughput(proto, 64, &o);
+            let t1514 = throughput(proto, 1514, &o);
+            println!(
+                "{round:5} | {c2c:6} | {place:9} | {:8} | {lat:10.1} | {:7.3} | {t64:9.2} | {t1514:11.2}",
+                proto.name(),
+                lat / fl
+            );
+            rows.push((proto, place, lat, lat / fl, t64, t1514));
+        }
+        // The line protocol with a frame that fits its first line beside
+        // the header: what one line transfer per hop gives.
+        let lat56 = latency(Proto::LineSeq, 56, &o);
+        println!(
+            "{round:5} | {c2c:6} | {place:9} | line-56B | {lat56:10.1} | {:7.3} |",
+            lat56 / fl
+        );
+        short.push((place, lat56 / fl));
+        let c2c_after = if one_cpu {
+            0
+        } else {
+            core_to_core_latency().as_nanos()
+        };
+        if placement(c2c_after) != placement(c2c) && !one_cpu {
+            println!("      | {c2c_after:6} | moved during the round");
+        }
+    }
+    println!("summary: median (min-max) per placement");
+    for place in ["one-cpu", "same-core", "near", "far"] {
+        let fl: Vec<f64> = floors
+            .iter()
+            .filter(|f| f.0 == place)
+            .map(|f| f.1)
+            .collect();
+        if fl.is_empty() {
+            continue;
+        }
+        println!(
+            "{place}: floor one-way ns {} ({} rounds)",
+            stats(&fl),
+            fl.len()
+        );
+        let s56: Vec<f64> = short.iter().filter(|f| f.0 == place).map(|f| f.1).collect();
+        println!(
+            "  line-seq with 56-byte frames: one-way / floor {}",
+            stats(&s56)
+        );
+        for proto in PROTOS {
+            let pick = |f: fn(&(Proto, &str, f64, f64, f64, f64)) -> f64| -> Vec<f64> {
+                rows.iter()
+                    .filter(|r| r.0 == proto && r.1 == place)
+                    .map(f)
+                    .collect()
+            };
+            // Per-round ratios of the throughputs to the index protocol's.
+            let ratio = |f: fn(&(Proto, &str, f64, f64, f64, f64)) -> f64| -> Vec<f64> {
+                let mine = pick(f);
+                let base: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.0 == Proto::Index && r.1 == place)
+                    .map(f)
+                    .collect();
+                mine.iter().zip(&base).map(|(a, b)| a / b).collect()
+            };
+            println!(
+                "  {:8}: one-way ns {} | / floor {} | 64 B Mfps {} (x index {}) | 1514 B Mfps {} (x index {})",
+                proto.name(),
+                stats(&pick(|r| r.2)),
+                stats(&pick(|r| r.3)),
+                stats(&pick(|r| r.4)),
+                stats(&ratio(|r| r.4)),
+                stats(&pick(|r| r.5)),
+                stats(&ratio(|r| r.5)),
+            );
+        }
+    }
+}

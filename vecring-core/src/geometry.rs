@@ -261,7 +261,7 @@ mod tests {
         assert_eq!(check_queues(1), Ok(1));
         assert_eq!(check_queues(16), Ok(16));
         let g = Geometry::DEFAULT;
-        assert_eq!(g.region_size_for(16), Ok(71_438_336));
+        assert_eq!(g.region_size_for(16), Ok(75_632_640));
         assert_eq!(g.region_size_for(0), Err(GeometryError::Queues(0)));
         // 1 GiB of data per ring: one pair fits 4 GiB, two do not.
         let big = Geometry::new(1 << 20, 1024).unwrap();

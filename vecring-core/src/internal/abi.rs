@@ -22,9 +22,10 @@
 //!  |  |                       |  |  +128  consumer's wait line
 //!  |  |                       |  |  +192  producer's wait line
 //!  |  +-----------------------+  |
-//!  |  | SlotDesc[slot_count]  |  |  +256  4 B each: len (bits 0..16),
-//!  |  |                       |  |        flags (bits 16..32); only a
-//!  |  |                       |  |        frame's first slot's is used
+//!  |  | SlotDesc[slot_count]  |  |  +256  8 B each (see below): len,
+//!  |  |                       |  |        flags and the lap stamp of a
+//!  |  |                       |  |        frame's first slot; the other
+//!  |  |                       |  |        slots' are not used
 //!  |  +-----------------------+  |  rounded up to 4096
 //!  |  | slot data             |  |  slot_count * slot_size bytes,
 //!  |  | [slot_count][slot_sz] |  |  each slot 64-byte aligned
@@ -50,6 +51,38 @@
 //! The producer owns `head`, the consumer owns `tail`; each keeps a private
 //! copy of its own index and never trusts the shared one after start-up.
 //!
+//! **Readiness is in the descriptor** (since ABI 5). A descriptor is one
+//! little-endian `u64`:
+//!
+//! ```text
+//!  63                                  24 23      16 15             0
+//! +--------------------------------------+----------+----------------+
+//! | stamp: (lap + 1) mod 2^40            | flags    | len            |
+//! +--------------------------------------+----------+----------------+
+//!  lap = index / slot_count of the frame's first slot (free-running)
+//! ```
+//!
+//! The producer writes a frame's bytes, then its first descriptor with the
+//! stamp of that slot's lap (a Release store): that store publishes the
+//! frame. The consumer learns that the frame at its read position is ready
+//! from that descriptor alone, by finding the stamp its own index expects
+//! (an Acquire load); it never loads `head` on its data path. A descriptor
+//! from an earlier lap holds an earlier stamp, and zeroed memory holds
+//! stamp 0, which lap 0 does not expect. `head` is still stored by the
+//! producer after each batch, for the wakeup protocol's hints and for a
+//! producer that attaches again; the consumer reads it for nothing else.
+//!
+//! The consumer gives slots back through `tail`, a line only it writes and
+//! the producer reads only when its cached view of free slots runs out, so
+//! that the two sides never write the same line on the data path.
+//!
+//! Only a frame's first descriptor is written, so a slot inside a long
+//! frame keeps the stamp of the last frame that started there. With 40
+//! bits of stamp, such a descriptor can hold the stamp its slot expects
+//! again only after 2^40 laps without a frame starting there (at least
+//! 2^41 slots of traffic in the smallest ring, 2^55 in the default one);
+//! even then it is checked as any other peer value.
+//!
 //! A frame of `len` bytes occupies `ceil(len / slot_size)` consecutive
 //! slots, its bytes back to back from the start of its first slot, so that
 //! it is one contiguous run of memory unless it wraps around the end of the
@@ -57,11 +90,9 @@
 //! slot holds the whole length, and [`SLOT_FLAG_MORE`] exactly when the
 //! frame continues into the following slots; the descriptors of those
 //! slots are not used. Small slots therefore pack small frames densely (a
-//! 64-byte frame in 64-byte slots is one data line and 1/16 of a
+//! 64-byte frame in 64-byte slots is one data line and 1/8 of a
 //! descriptor line), and a large frame costs one descriptor, not one per
-//! slot. A descriptor that already holds the right value (from an earlier
-//! lap) need not be written again: the producer's `head` publishes it all
-//! the same.
+//! slot.
 
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -72,8 +103,10 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
 /// naming both. 3: the slave asks first (`Request`) and the link is up only
 /// once the master has sealed the region against new writable mappings
 /// (`Ready`). 4: a region holds `queue_count` queue pairs (the header's
-/// `queue_count`, the Hello's queue count).
-pub const VERSION_MAJOR: u16 = 4;
+/// `queue_count`, the Hello's queue count). 5: a descriptor is 8 bytes and
+/// carries its lap's stamp, which alone publishes the frame (see the module
+/// documentation).
+pub const VERSION_MAJOR: u16 = 5;
 /// Compatible additions bump this; informational.
 pub const VERSION_MINOR: u16 = 0;
 /// Feature bits this build understands. None are defined yet.
@@ -231,23 +264,42 @@ pub struct WaitLine {
     _pad: [u8; CACHE_LINE - 12],
 }
 
+/// Bit of a descriptor word where the stamp starts.
+pub const DESC_STAMP_SHIFT: u32 = 24;
+/// The stamp bits of a descriptor word.
+pub const DESC_STAMP_MASK: u64 = !0 << DESC_STAMP_SHIFT;
+/// One lap's step of the stamp: the stamp of the next lap is the word plus
+/// this (wrapping in its 40 bits).
+pub const DESC_STAMP_ONE: u64 = 1 << DESC_STAMP_SHIFT;
+
 /// A frame's metadata word, in the descriptor of its first slot: the
-/// frame's length in bits 0..16, flags in bits 16..32. The descriptors of
-/// the frame's other slots are not used.
+/// frame's length in bits 0..16, flags in bits 16..24, and the stamp of
+/// the slot's lap in bits 24..64 (see the module documentation). The
+/// descriptors of the frame's other slots are not used.
 #[repr(transparent)]
-pub struct SlotDesc(pub AtomicU32);
+pub struct SlotDesc(pub AtomicU64);
 
 impl SlotDesc {
-    /// Packs a length and flags into the descriptor word.
+    /// Packs a length and flags into a descriptor word without a stamp
+    /// (stamp bits zero; add [`SlotDesc::stamp`]).
     #[inline]
-    pub const fn pack(len: u16, flags: u16) -> u32 {
-        (len as u32) | ((flags as u32) << 16)
+    pub const fn pack(len: u16, flags: u16) -> u64 {
+        (len as u64) | (((flags & 0xff) as u64) << 16)
     }
 
-    /// Splits a descriptor word into (length, flags).
+    /// Splits a descriptor word into (length, flags), ignoring its stamp.
     #[inline]
-    pub const fn unpack(word: u32) -> (u16, u16) {
-        (word as u16, (word >> 16) as u16)
+    pub const fn unpack(word: u64) -> (u16, u16) {
+        (word as u16, ((word >> 16) & 0xff) as u16)
+    }
+
+    /// The stamp bits (in place) that publish a frame whose first slot is
+    /// at free-running `index` in a ring of `1 << count_shift` slots: its
+    /// lap plus one, in 40 bits. 64-bit arithmetic throughout; wraps only
+    /// after 2^40 laps.
+    #[inline]
+    pub const fn stamp(index: u64, count_shift: u32) -> u64 {
+        ((index >> count_shift).wrapping_add(1)) << DESC_STAMP_SHIFT
     }
 }
 
@@ -303,7 +355,7 @@ pub const fn align_up(value: u64, align: u64) -> u64 {
 
 /// Bytes of one ring's descriptor array.
 pub const fn desc_bytes(slot_count: u32) -> u64 {
-    slot_count as u64 * 4
+    slot_count as u64 * 8
 }
 
 /// Offset of the slot data inside a ring area.
@@ -365,21 +417,28 @@ const _: () = {
     assert!(offset_of!(RingControl, consumer_wait) == 2 * CACHE_LINE);
     assert!(offset_of!(RingControl, producer_wait) == 3 * CACHE_LINE);
     assert!(DESC_OFFSET == 256);
-    assert!(data_offset(32768) == 135168);
-    assert!(size_of::<SlotDesc>() == 4);
-    assert!(align_of::<SlotDesc>() == 4);
+    assert!(data_offset(32768) == 266240);
+    assert!(size_of::<SlotDesc>() == 8);
+    assert!(align_of::<SlotDesc>() == 8);
+    assert!(DESC_OFFSET % 8 == 0);
+    // Length and flags fit below the stamp; the stamp has 40 bits.
+    assert!(MAX_FRAME_LEN < 1 << 16);
+    assert!((SLOT_FLAGS_KNOWN as u64) < 1 << 8);
+    assert!(DESC_STAMP_MASK.count_ones() == 40);
+    assert!(SlotDesc::stamp(0, 1) == DESC_STAMP_ONE);
+    assert!(SlotDesc::stamp(u64::MAX, 1) & DESC_STAMP_MASK == SlotDesc::stamp(u64::MAX, 1));
 
     assert!(MAX_FRAME_LEN <= u16::MAX as usize);
     assert!(MIN_SLOT_SIZE as usize % CACHE_LINE == 0);
     assert!(HEADER_AREA % 4096 == 0);
-    // Default geometry: 32768 x 64 B per direction (descriptors 128 KiB +
-    // 128 B of control, rounded up to 132 KiB).
-    assert!(data_offset(32768) == 135168);
-    assert!(ring_area_size(32768, 64) == 135168 + 2 * 1024 * 1024);
-    assert!(ring_offset(1, 32768, 64) == 4096 + 135168 + 2 * 1024 * 1024);
-    // One queue pair: 4,468,736 B; sixteen: 32 rings, 71,438,336 B.
-    assert!(min_region_size(32768, 64, 1) == 4_468_736);
-    assert!(min_region_size(32768, 64, MAX_QUEUES) == 4096 + 32 * 2_232_320);
+    // Default geometry: 32768 x 64 B per direction (descriptors 256 KiB +
+    // 256 B of control, rounded up to 260 KiB).
+    assert!(data_offset(32768) == 266240);
+    assert!(ring_area_size(32768, 64) == 266240 + 2 * 1024 * 1024);
+    assert!(ring_offset(1, 32768, 64) == 4096 + 266240 + 2 * 1024 * 1024);
+    // One queue pair: 4,730,880 B; sixteen: 32 rings, 75,632,640 B.
+    assert!(min_region_size(32768, 64, 1) == 4_730_880);
+    assert!(min_region_size(32768, 64, MAX_QUEUES) == 4096 + 32 * 2_363_392);
     assert!(RING_MASTER_TO_SLAVE == 0 && RING_SLAVE_TO_MASTER == 1);
     assert!(ring_index(MAX_QUEUES - 1, Dir::SlaveToMaster) == ring_count(MAX_QUEUES) as usize - 1);
     // The largest ring area times the most rings stays far from overflow.
@@ -396,9 +455,32 @@ mod tests {
             (0u16, 0u16),
             (1, 0),
             (2048, SLOT_FLAG_MORE),
-            (u16::MAX, u16::MAX),
+            (u16::MAX, 0xff),
         ] {
-            assert_eq!(SlotDesc::unpack(SlotDesc::pack(len, flags)), (len, flags));
+            let word = SlotDesc::pack(len, flags);
+            assert_eq!(SlotDesc::unpack(word), (len, flags));
+            assert_eq!(word & DESC_STAMP_MASK, 0);
+            for index in [0u64, 5, 1 << 20, u64::MAX] {
+                let stamped = word | SlotDesc::stamp(index, 10);
+                assert_eq!(SlotDesc::unpack(stamped), (len, flags));
+            }
+        }
+    }
+
+    #[test]
+    fn stamps_differ_lap_to_lap_and_from_zeroed_memory() {
+        for shift in [1u32, 10, 15, 20] {
+            let count = 1u64 << shift;
+            for lap in [0u64, 1, 2, 1000, (1 << 40) - 2] {
+                let here = SlotDesc::stamp(lap * count, shift);
+                assert_eq!(here, SlotDesc::stamp(lap * count + count - 1, shift));
+                assert_ne!(here, SlotDesc::stamp((lap + 1) * count, shift));
+                assert_eq!(
+                    here.wrapping_add(DESC_STAMP_ONE),
+                    SlotDesc::stamp((lap + 1) * count, shift)
+                );
+                assert_ne!(here, 0, "zeroed memory is never ready");
+            }
         }
     }
 
@@ -448,8 +530,8 @@ mod tests {
     #[test]
     fn region_sizes_for_queue_counts() {
         // Default geometry: one pair, then two ring areas more per queue.
-        assert_eq!(min_region_size(32768, 64, 1), 4_468_736);
-        assert_eq!(min_region_size(32768, 64, 4), 4096 + 8 * 2_232_320);
-        assert_eq!(min_region_size(32768, 64, 16), 71_438_336);
+        assert_eq!(min_region_size(32768, 64, 1), 4_730_880);
+        assert_eq!(min_region_size(32768, 64, 4), 4096 + 8 * 2_363_392);
+        assert_eq!(min_region_size(32768, 64, 16), 75_632_640);
     }
 }

@@ -86,9 +86,11 @@ fn header_checks_catch_every_field() {
     let cases: [Case; 13] = [
         (|h| h.magic = 0, "magic"),
         (|h| h.version_major = 9, "major version"),
+        // A peer of ABI 4 (index-published rings) is refused, both
+        // versions named.
         (
-            |h| h.version_major = 3,
-            "major version mismatch: ours 4, theirs 3",
+            |h| h.version_major = 4,
+            "major version mismatch: ours 5, theirs 4",
         ),
         (|h| h.header_size = 8, "header size"),
         (|h| h.features = 1 << 63, "features"),

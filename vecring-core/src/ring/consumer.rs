@@ -1,14 +1,15 @@
-//! The reading end of a ring: attaching, the view of the producer's index,
-//! publishing `tail`, and the copying calls [`Consumer::recv`] and
-//! [`Consumer::recv_batch`].
+//! The reading end of a ring: attaching, finding published frames by their
+//! descriptors' stamps, publishing `tail`, and the copying calls
+//! [`Consumer::recv`] and [`Consumer::recv_batch`].
 
 use super::bytes::copy_bytes;
 use super::copy::RUN;
 use super::descriptor::{SeenDesc, Shape};
-use super::error::{Corruption, IndexKind, RecvError};
+use super::error::{Corruption, RecvError};
 use super::stats::EndpointStats;
 use super::storage::{model_read, Bell, RingStorage};
 use super::wait_line::WaitProtocol;
+use crate::abi::DESC_STAMP_MASK;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
 use std::time::{Duration, Instant};
@@ -23,9 +24,15 @@ pub struct Consumer<S: RingStorage> {
     /// to the producer again. Equal to `tail` unless frames were
     /// [kept](super::ReadChunk::keep); `released <= tail <= cached_head`.
     released: u64,
-    /// Last validated value of the producer's `head`; `cached_head -
-    /// released` is in `0..=slot_count`.
+    /// The end of the frames found published from `tail` on, each
+    /// descriptor checked (stamp, length, flags, within the ring) by
+    /// [`Consumer::find_ready`]; `cached_head - released` is in
+    /// `0..=slot_count`.
     pub(super) cached_head: u64,
+    /// Whether the last search for frames ([`Consumer::find_ready`])
+    /// stopped at `cached_head` because the descriptor there is corrupt:
+    /// the reader that reaches it reports it.
+    pub(super) corrupt_next: bool,
     pub(super) poisoned: Option<Corruption>,
     pub(super) stats: EndpointStats,
     /// The descriptor validated last (see [`Shape::frame_of`]).
@@ -54,31 +61,30 @@ unsafe impl<S: RingStorage> Send for Consumer<S> {}
 
 impl<S: RingStorage> Consumer<S> {
     /// The consumer of the ring in `storage`, starting at the shared tail.
+    /// Frames published there already are found by their descriptors, as
+    /// any other.
     ///
     /// # Safety
     /// At most one `Consumer` may exist for a ring in this process at a time.
+    ///
+    /// # Errors
+    /// None in this version: the producer's index is not read. The
+    /// `Result` is kept for storage that checks more at attach.
     pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
         let shape = Shape::of(&storage);
         let ctl = storage.control();
+        // Relaxed: our own index, written by earlier consumers of this
+        // ring; any value is a position like another (the descriptors
+        // there say whether frames are published).
         let tail = ctl.tail.index.load(Ordering::Relaxed);
-        // Acquire: pairs with the producer's Release store of `head` in
-        // `Producer::publish`, as in `refresh_head`.
-        let head = ctl.head.index.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) > u64::from(shape.slot_count) {
-            return Err(Corruption::Index {
-                kind: IndexKind::Head,
-                old: tail,
-                new: head,
-                slot_count: shape.slot_count,
-            });
-        }
         let wait = WaitProtocol::attach(&ctl.consumer_wait);
         Ok(Consumer {
             storage,
             shape,
             tail,
             released: tail,
-            cached_head: head,
+            cached_head: tail,
+            corrupt_next: false,
             poisoned: None,
             seen: SeenDesc::NONE,
             stats: EndpointStats::default(),
@@ -113,48 +119,70 @@ impl<S: RingStorage> Consumer<S> {
         c
     }
 
-    /// Reads the producer's index once and checks it moved forward, to at
-    /// most a full ring ahead of us.
-    pub(super) fn refresh_head(&mut self) -> Result<(), Corruption> {
-        // Nothing is prefetched here: the next frame's lines are the ones
-        // the producer is writing while we poll, and fetching them on every
-        // poll pulls them away from it mid-write. (It did hide one miss of
-        // a ping-pong's latency, but cost the link a fifth of its 64-byte
-        // throughput whenever the consumer kept up with the producer.)
-        // Acquire: pairs with the producer's Release store of `head` in
-        // `Producer::publish`, making the slots and descriptors visible.
-        let head = self.storage.control().head.index.load(Ordering::Acquire);
-        let ready = head.wrapping_sub(self.released);
-        let known = self.cached_head.wrapping_sub(self.released);
-        if ready > u64::from(self.shape.slot_count) || ready < known {
-            return Err(self.head_corrupt(head));
+    /// Looks for frames published after those found already, at most
+    /// `frames` of them: from `cached_head` on, each descriptor is loaded
+    /// once; one without the stamp its slot's lap expects ends the search
+    /// (not published yet), and one with it is checked (length, flags, and
+    /// its slots within the ring's capacity from `released`) and moves
+    /// `cached_head` past its frame. A corrupt one ends the search, and
+    /// poisons the consumer when it is the first (at the read position). A stamp is never checked against the
+    /// peer's view of the lap, only against ours, derived from our own
+    /// index: the peer cannot make us expect an earlier lap.
+    pub(super) fn find_ready(&mut self, frames: u64) -> Result<(), Corruption> {
+        let shape = self.shape;
+        let limit = self.released.wrapping_add(u64::from(shape.slot_count));
+        let mut at = self.cached_head;
+        let mut seen = self.seen;
+        let mut found = 0;
+        self.corrupt_next = false;
+        while found < frames && at != limit {
+            // Acquire: pairs with the producer's Release store of this
+            // descriptor (`put_desc`, from `Producer::send`,
+            // `Producer::send_batch` or `WriteChunk::commit`): the frame's
+            // bytes are visible once its stamp is.
+            let word = shape.desc(at).0.load(Ordering::Acquire);
+            if word & DESC_STAMP_MASK != shape.stamp(at) {
+                break;
+            }
+            let room = limit.wrapping_sub(at);
+            let slots = match shape.frame_of(word, at, room, &mut seen) {
+                Some((_, slots)) => slots,
+                None => match shape.diagnose(at, word, room) {
+                    Ok((_, slots)) => slots,
+                    // Corruption is reported at the frame it is in, never
+                    // earlier: the frames found before it are read first.
+                    Err(_) if at != self.tail => {
+                        self.corrupt_next = true;
+                        break;
+                    }
+                    Err(c) => return Err(self.poison(c)),
+                },
+            };
+            at = at.wrapping_add(slots);
+            found += 1;
         }
-        self.cached_head = head;
+        // `seen` stays the last frame *read* (the hold-back asks about it).
+        self.cached_head = at;
         Ok(())
     }
 
-    /// Poisons the consumer for the invalid producer index `head`: out of
-    /// line, so that the refresh stays small enough to inline.
-    #[cold]
-    #[inline(never)]
-    fn head_corrupt(&mut self, head: u64) -> Corruption {
-        self.poison(Corruption::Index {
-            kind: IndexKind::Head,
-            old: self.cached_head,
-            new: head,
-            slot_count: self.shape.slot_count,
-        })
-    }
-
-    /// Slots published and not yet read, refreshing the producer's index if
-    /// none are known.
+    /// Slots published and not yet read, looking for newly published
+    /// frames if none are known. Reads the descriptors from the read
+    /// position, not the producer's index.
     #[inline]
     pub fn ready_slots(&mut self) -> Result<usize, Corruption> {
+        self.ready_for(u64::MAX)
+    }
+
+    /// [`ready_slots`](Self::ready_slots) for a reader of at most `frames`
+    /// frames: looks for no more than that many.
+    #[inline]
+    pub(super) fn ready_for(&mut self, frames: u64) -> Result<usize, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
         if self.cached_head == self.tail {
-            self.refresh_head()?;
+            self.find_ready(frames)?;
         }
         Ok(self.cached_head.wrapping_sub(self.tail) as usize)
     }
@@ -217,39 +245,48 @@ impl<S: RingStorage> Consumer<S> {
     /// [`RecvError::Corrupt`] if the peer corrupted the ring.
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
         // The common case without a chunk (whose set-up and spills doubled
-        // a ping-pong's instructions): the next frame's descriptor holds
-        // the word validated last, and the frame lies in published slots
-        // before the end of the data area and fits `buf`. Otherwise the
-        // chunk path reads the descriptor again and checks it in full.
+        // a ping-pong's instructions): the descriptor at the read position
+        // holds the length and flags validated last with this lap's stamp,
+        // and the frame lies within the ring's capacity, before the end of
+        // the data area, and fits `buf`. One load of one line says the
+        // frame is ready; the producer's index is not read. Otherwise the
+        // chunk path looks for frames and checks the descriptor in full.
         if self.poisoned.is_none() {
-            if self.cached_head == self.tail {
-                self.refresh_head()?;
-                if self.cached_head == self.tail {
-                    return Err(RecvError::Empty);
-                }
-            }
             let shape = self.shape;
-            let ready = self.cached_head.wrapping_sub(self.tail);
-            // Relaxed: the Acquire load of `head` that covered this slot
-            // (`Consumer::refresh_head` or `Consumer::attach`) made the
-            // descriptor visible.
-            let word = shape.desc(self.tail).0.load(Ordering::Relaxed);
+            let tail = self.tail;
+            // Acquire: pairs with the producer's Release store of this
+            // descriptor (`put_desc`): the frame's bytes are visible once
+            // its stamp is. Read once.
+            let word = shape.desc(tail).0.load(Ordering::Acquire);
+            let stamp = shape.stamp(tail);
             let seen = self.seen;
-            if word == seen.word
-                && seen.slots <= ready
+            let room = u64::from(shape.slot_count) - tail.wrapping_sub(self.released);
+            if word == (seen.word & !DESC_STAMP_MASK) | stamp
+                && seen.slots <= room
                 && seen.len <= buf.len()
-                && shape.slot(self.tail) as u64 + seen.slots <= u64::from(shape.slot_count)
+                && shape.slot(tail) as u64 + seen.slots <= u64::from(shape.slot_count)
             {
-                model_read(&self.storage, self.tail, seen.slots);
+                model_read(&self.storage, tail, seen.slots);
                 // SAFETY: the frame's `seen.len` bytes lie in published
                 // slots from `tail` on, before the end of the data area, and
                 // `buf` has room for them.
-                unsafe { copy_bytes(buf.as_mut_ptr(), shape.slot_ptr(self.tail), seen.len) };
-                self.tail = self.tail.wrapping_add(seen.slots);
+                unsafe { copy_bytes(buf.as_mut_ptr(), shape.slot_ptr(tail), seen.len) };
+                self.tail = tail.wrapping_add(seen.slots);
+                // Past the frames found so far (their end was at `tail`),
+                // the end moves with us.
+                if self.tail.wrapping_sub(self.released)
+                    > self.cached_head.wrapping_sub(self.released)
+                {
+                    self.cached_head = self.tail;
+                }
                 self.stats.frames += 1;
                 self.stats.bytes += seen.len as u64;
                 self.publish_release(self.tail);
                 return Ok(seen.len);
+            }
+            if word & DESC_STAMP_MASK != stamp && self.cached_head == tail {
+                // Not published yet, and nothing found before: empty.
+                return Err(RecvError::Empty);
             }
         }
         self.recv_slow(buf)
@@ -293,7 +330,7 @@ impl<S: RingStorage> Consumer<S> {
         // and frames before the end of the data area (all but at most one
         // per lap) are copied from a fixed base.
         let max = bufs.len().min(lens.len());
-        self.ready_slots()?;
+        self.ready_for(max as u64)?;
         if self.holding() {
             return Ok(0);
         }
@@ -357,11 +394,11 @@ impl<S: RingStorage> Consumer<S> {
             }
             let pos = start.wrapping_add(off);
             let ready = avail - off;
-            // Relaxed: ordered after the Acquire load of `head` that
-            // produced `avail` (`Consumer::refresh_head` or
-            // `Consumer::attach`); read once, checked, then used.
+            // Relaxed: the frame was found published by the Acquire load of
+            // this descriptor that produced `avail` (`Consumer::find_ready`);
+            // read once, checked, then used.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);
-            let checked = match shape.frame_of(word, ready, &mut seen) {
+            let checked = match shape.frame_of(word, pos, ready, &mut seen) {
                 Some(frame) => Ok(frame),
                 None => shape.diagnose(pos, word, ready),
             };

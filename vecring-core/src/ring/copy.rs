@@ -3,7 +3,7 @@
 //! length, each choosing its kind of copy once per run, not per frame.
 
 use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, COPY_MEMCPY};
-use super::descriptor::{four_hold, put_desc, LenPlan, Run, SeenDesc, Shape};
+use super::descriptor::{four_hold, put_desc, Lag, LenPlan, Run, SeenDesc, Shape};
 use super::frame::Frame;
 use crate::abi::SlotDesc;
 use crate::sync::Ordering;
@@ -150,9 +150,8 @@ impl Shape {
         let (mut src, mut desc) = self.cursors(run, off);
         let mut copied = 0;
         for buf in bufs.iter_mut() {
-            // Relaxed: ordered after the Acquire load of `head` that
-            // published the slot (`Consumer::refresh_head` or
-            // `Consumer::attach`); read once.
+            // Relaxed: the frame was found published by the Acquire load
+            // of its descriptor (`Consumer::find_ready`); read once.
             // SAFETY: the descriptor of a frame before `clear`, within the
             // array (the caller's contract).
             let seen_again = unsafe { &*desc }.0.load(Ordering::Relaxed);
@@ -173,9 +172,9 @@ impl Shape {
         copied
     }
 
-    /// Copies `frame` into the slots from free-running `index` and writes
-    /// its descriptor (Relaxed: published by the producer's next Release
-    /// store of `head`, in `Producer::publish`).
+    /// Copies `frame` into the slots from free-running `index`, then writes
+    /// its descriptor with its lap's stamp less `lag` (with no lag, the
+    /// descriptor's Release store publishes the frame).
     ///
     /// # Safety
     /// `frame` must be 1 to `max_frame` bytes, must not overlap the slots
@@ -183,7 +182,7 @@ impl Shape {
     /// frame held in place), and the `slots_for(frame.len())` slots from
     /// `index` must be reserved for the caller, the producer.
     #[inline(always)]
-    unsafe fn write_frame(&self, index: u64, frame: &[u8]) {
+    unsafe fn write_frame(&self, index: u64, frame: &[u8], lag: Lag) {
         let len = frame.len();
         let (dst, head_len) = self.span(index, len);
         // SAFETY: `span` keeps the first `head_len` bytes inside the data
@@ -196,7 +195,7 @@ impl Shape {
                 ptr::copy_nonoverlapping(frame.as_ptr().add(head_len), self.data, len - head_len);
             }
         }
-        self.write_desc(index, len);
+        self.write_desc(index, len, lag);
     }
 
     /// [`write_frame`](Self::write_frame) for a frame of `slots` slots
@@ -207,25 +206,32 @@ impl Shape {
     /// As for `write_frame`, at free-running index `run.start + used`, and
     /// `slots` must be `slots_for(frame.len())`.
     #[inline(always)]
-    pub(super) unsafe fn write_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
+    pub(super) unsafe fn write_in_run(
+        &self,
+        run: &Run,
+        used: u64,
+        slots: u64,
+        frame: &[u8],
+        lag: Lag,
+    ) {
         if used + slots <= run.to_end {
             // SAFETY: as `write_before_end`, whose condition was just tested.
-            unsafe { self.write_before_end(run, used, frame) };
+            unsafe { self.write_before_end(run, used, frame, lag) };
         } else {
             // SAFETY: the caller's contract, at `run.start + used`.
-            unsafe { self.write_frame(run.start.wrapping_add(used), frame) };
+            unsafe { self.write_frame(run.start.wrapping_add(used), frame, lag) };
         }
     }
 
     /// [`write_in_run`](Self::write_in_run) for a frame known not to wrap:
     /// at a fixed offset from `run.base`, its descriptor `used` entries
-    /// from `run.descs`.
+    /// from `run.descs`, in the run's lap.
     ///
     /// # Safety
     /// As for `write_in_run`, and the frame's slots end at or before
     /// `run.to_end`.
     #[inline(always)]
-    unsafe fn write_before_end(&self, run: &Run, used: u64, frame: &[u8]) {
+    unsafe fn write_before_end(&self, run: &Run, used: u64, frame: &[u8], lag: Lag) {
         // SAFETY: the frame's slots lie before the end of the data area,
         // `used` slots from `run.base`, and are the caller's; `frame` does
         // not overlap them (the caller's contract); `used < run.to_end`.
@@ -235,7 +241,11 @@ impl Shape {
                 frame.as_ptr(),
                 frame.len(),
             );
-            self.store_desc(Self::desc_in_run(run, used), frame.len());
+            self.store_desc(
+                Self::desc_in_run(run, used),
+                frame.len(),
+                run.stamp.wrapping_sub(lag.0),
+            );
         }
     }
 
@@ -246,7 +256,7 @@ impl Shape {
     /// # Safety
     /// As for `write_before_end`.
     #[inline(always)]
-    pub(super) unsafe fn stream_in_run(&self, run: &Run, used: u64, frame: &[u8]) {
+    pub(super) unsafe fn stream_in_run(&self, run: &Run, used: u64, frame: &[u8], lag: Lag) {
         // SAFETY: the frame's slots, the caller's, before the end of the
         // data area: 64-byte aligned like every slot (the data area is, and
         // slots are powers of two of at least 64 bytes), so they hold the
@@ -257,7 +267,11 @@ impl Shape {
                 frame.as_ptr(),
                 frame.len(),
             );
-            self.store_desc(Self::desc_in_run(run, used), frame.len());
+            self.store_desc(
+                Self::desc_in_run(run, used),
+                frame.len(),
+                run.stamp.wrapping_sub(lag.0),
+            );
         }
     }
 
@@ -308,6 +322,8 @@ pub(super) enum StreamEnd<'f> {
 /// and fit in `room` slots, at the cursors `dst` (data) and `desc`
 /// (descriptors), which it advances; returns how many it wrote and why it
 /// stopped. A frame is taken from `frames` only when there is room for it.
+/// Each frame's descriptor (`plan.word`, stamped for the run's lap) is
+/// stored after its bytes, publishing it.
 ///
 /// # Safety
 /// The `room` slots from `dst`/`desc` are free, the producer's, and end

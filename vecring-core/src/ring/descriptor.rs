@@ -1,12 +1,13 @@
 //! Slot descriptors and the ring's shape: decoding and checking the
-//! descriptor words a peer wrote, planning the words of a length, storing
-//! and comparing descriptors (a group at a time), and [`Shape`], the
-//! geometry in the form the hot paths use.
+//! descriptor words a peer wrote (length, flags and the lap stamp that
+//! says the frame is ready), planning the words of a length, storing and
+//! comparing descriptors (a group at a time), and [`Shape`], the geometry
+//! in the form the hot paths use.
 
 use super::bytes::{prefetch, PREFETCH_SLOTS};
 use super::error::{Corruption, PushError};
 use super::storage::RingStorage;
-use crate::abi::{SlotDesc, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
+use crate::abi::{SlotDesc, DESC_STAMP_MASK, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
 use crate::geometry::slots_for_shift;
 use crate::sync::Ordering;
 
@@ -15,7 +16,8 @@ use crate::sync::Ordering;
 /// [`Shape::frame_of`]).
 #[derive(Clone, Copy)]
 pub(super) struct SeenDesc {
-    pub(super) word: u32,
+    /// The whole word, stamp included.
+    pub(super) word: u64,
     pub(super) len: usize,
     pub(super) slots: u64,
 }
@@ -37,7 +39,9 @@ impl SeenDesc {
 pub(super) struct LenPlan {
     pub(super) len: usize,
     pub(super) slots: u64,
-    pub(super) word: u32,
+    /// Length and flags; the stamp bits are those of the lap the plan is
+    /// used in, or zero (see [`Shape::plan`]).
+    pub(super) word: u64,
     pub(super) stride: usize,
 }
 
@@ -64,6 +68,8 @@ pub(super) struct Run {
     pub(super) descs: *const SlotDesc,
     /// Slots from `start` to the end of the data area.
     pub(super) to_end: u64,
+    /// The stamp of the lap of `start`, which every slot of the run shares.
+    pub(super) stamp: u64,
 }
 
 impl Run {
@@ -83,6 +89,9 @@ pub(super) struct Shape {
     pub(super) slot_shift: u32,
     pub(super) max_frame: usize,
     pub(super) slot_count: u32,
+    /// `slot_count.trailing_zeros()`: a free-running index shifted right
+    /// by this is its lap.
+    pub(super) count_shift: u32,
     /// `storage.data()`, cached: valid while the storage lives (the
     /// `RingStorage` contract), which every holder of a `Shape` outlives.
     pub(super) data: *mut u8,
@@ -91,13 +100,16 @@ pub(super) struct Shape {
 }
 
 /// [`Shape::decode`], for a ring of `1 << slot_shift`-byte slots carrying
-/// frames of at most `max_frame` bytes.
+/// frames of at most `max_frame` bytes, at a slot whose lap has the stamp
+/// `stamp`.
 #[inline(never)]
-fn decode_desc(word: u32, max_frame: usize, slot_shift: u32) -> Option<SeenDesc> {
+fn decode_desc(word: u64, max_frame: usize, slot_shift: u32, stamp: u64) -> Option<SeenDesc> {
     let (len, flags) = SlotDesc::unpack(word);
     let len = len as usize;
     let more = len > 1 << slot_shift;
-    let valid = len.wrapping_sub(1) < max_frame && flags == if more { SLOT_FLAG_MORE } else { 0 };
+    let valid = word & DESC_STAMP_MASK == stamp
+        && len.wrapping_sub(1) < max_frame
+        && flags == if more { SLOT_FLAG_MORE } else { 0 };
     valid.then(|| SeenDesc {
         word,
         len,
@@ -116,6 +128,7 @@ impl Shape {
             slot_shift: g.slot_size().trailing_zeros(),
             max_frame: g.max_frame_len() as usize,
             slot_count: g.slot_count(),
+            count_shift: g.slot_count().trailing_zeros(),
             data: storage.data(),
             descs: descs.as_ptr(),
         }
@@ -142,6 +155,13 @@ impl Shape {
         (index & self.mask) as usize
     }
 
+    /// The stamp bits that publish a frame starting at free-running
+    /// `index` (see [`SlotDesc::stamp`]).
+    #[inline(always)]
+    pub(super) fn stamp(&self, index: u64) -> u64 {
+        SlotDesc::stamp(index, self.count_shift)
+    }
+
     #[inline]
     pub(super) fn slots_for(&self, len: usize) -> u64 {
         slots_for_shift(len, self.slot_shift)
@@ -157,21 +177,30 @@ impl Shape {
         (self.slot_ptr(index), len.min(room))
     }
 
-    /// The length and slot count of the frame whose first descriptor holds
-    /// `word`, if the descriptor is valid and the frame lies within the
-    /// `ready` published slots: the hot-path check. When `word` is the
-    /// descriptor validated last (`seen`), the answer comes from `seen`
-    /// with one comparison; otherwise `word` is decoded out of line and, if
-    /// valid, becomes `seen`.
+    /// The length and slot count of the frame at free-running `index`
+    /// whose first descriptor holds `word`, if the descriptor is valid and
+    /// the frame lies within the `ready` slots known to be published from
+    /// there: the hot-path check. When `word` is the descriptor validated
+    /// last (`seen`), the answer comes from `seen` with one comparison;
+    /// otherwise `word` is decoded out of line, its stamp checked against
+    /// `index`'s lap, and, if valid, becomes `seen`.
+    ///
+    /// A word equal to `seen`'s is not checked against `index`'s lap: the
+    /// callers ask only about slots they found published with the right
+    /// stamp ([`Consumer::find_ready`]); if the peer rewrote one since,
+    /// the frame is still bounded by `ready`.
+    ///
+    /// [`Consumer::find_ready`]: super::Consumer::find_ready
     #[inline(always)]
     pub(super) fn frame_of(
         &self,
-        word: u32,
+        word: u64,
+        index: u64,
         ready: u64,
         seen: &mut SeenDesc,
     ) -> Option<(usize, u64)> {
         if word != seen.word {
-            *seen = self.decode(word)?;
+            *seen = self.decode(word, index)?;
         }
         (seen.slots <= ready).then_some((seen.len, seen.slots))
     }
@@ -184,13 +213,14 @@ impl Shape {
     /// The `limit * slots` slots from `index` are published and lie before
     /// the end of the data area.
     #[inline(always)]
-    pub(super) unsafe fn count_like(&self, index: u64, word: u32, slots: u64, limit: u64) -> u64 {
+    pub(super) unsafe fn count_like(&self, index: u64, word: u64, slots: u64, limit: u64) -> u64 {
         // From the array's pointer (see `run_from`).
         // SAFETY: the masked slot is below `slot_count`.
         let descs = unsafe { self.descs.add(self.slot(index)) };
-        // Frame `i`'s descriptor. Relaxed: ordered after the Acquire load of
-        // `head` that published these slots (`Consumer::refresh_head` or
-        // `Consumer::attach`).
+        // Frame `i`'s descriptor. Relaxed: the frames were published to us
+        // by the Acquire loads of their descriptors in
+        // `Consumer::find_ready`; a word equal to the validated one is that
+        // frame's.
         let word_of = |i: u64| {
             // SAFETY: called for `i < limit` only: a descriptor of the
             // caller's slots.
@@ -213,29 +243,37 @@ impl Shape {
         n
     }
 
-    /// `word` decoded and validated, but for the published-slots check.
-    /// Out of line, and handed two numbers rather than the shape: a shape
-    /// passed by address would pin its holder (a chunk, a loop's locals) in
-    /// memory for the whole loop.
+    /// `word`, found at free-running `index`, decoded and validated, but
+    /// for the published-slots check. Out of line, and handed numbers
+    /// rather than the shape: a shape passed by address would pin its
+    /// holder (a chunk, a loop's locals) in memory for the whole loop.
     #[inline(always)]
-    fn decode(&self, word: u32) -> Option<SeenDesc> {
-        decode_desc(word, self.max_frame, self.slot_shift)
+    fn decode(&self, word: u64, index: u64) -> Option<SeenDesc> {
+        decode_desc(word, self.max_frame, self.slot_shift, self.stamp(index))
     }
 
     /// What is wrong with the frame descriptor `word` at free-running
     /// `index`, with `ready` published slots from there; `Ok` (length and
     /// slots) if nothing is.
+    ///
+    /// A stamp other than `index`'s lap's is [`Corruption::Truncated`]:
+    /// the callers ask only about slots found published, so the frame is
+    /// no longer where it was published.
     #[cold]
     pub(super) fn diagnose(
         &self,
         index: u64,
-        word: u32,
+        word: u64,
         ready: u64,
     ) -> Result<(usize, u64), Corruption> {
         let slot = self.slot(index) as u32;
-        let (len16, flags) = SlotDesc::unpack(word);
+        let (len16, _) = SlotDesc::unpack(word);
+        // All eight flag bits, so that an unknown one is reported.
+        let flags = ((word >> 16) & 0xff) as u16;
         let len = len16 as usize;
-        Err(if flags & !SLOT_FLAGS_KNOWN != 0 {
+        Err(if word & DESC_STAMP_MASK != self.stamp(index) {
+            Corruption::Truncated { slot }
+        } else if flags & !SLOT_FLAGS_KNOWN != 0 {
             Corruption::Flags { slot, flags }
         } else if len == 0 || flags != self.flags_for(len) {
             Corruption::Length {
@@ -283,6 +321,7 @@ impl Shape {
             // the descriptor array.
             descs: unsafe { self.descs.add(self.slot(start)) },
             to_end: u64::from(self.slot_count) - (start & self.mask),
+            stamp: self.stamp(start),
         }
     }
 
@@ -308,9 +347,9 @@ impl Shape {
         unsafe { &*run.descs.add(used as usize) }
     }
 
-    /// The plan of a frame of `len` bytes; for an invalid length, one
-    /// whose `slots` fits no room. Cold: a stream of one size needs it
-    /// once.
+    /// The plan of a frame of `len` bytes, its word without a stamp; for
+    /// an invalid length, one whose `slots` fits no room. Cold: a stream
+    /// of one size needs it once.
     #[cold]
     #[inline]
     pub(super) fn plan(&self, len: usize) -> LenPlan {
@@ -329,17 +368,22 @@ impl Shape {
         }
     }
 
-    /// Stores the descriptor of a frame of `len` bytes in `desc`.
+    /// Stores the descriptor of a frame of `len` bytes in `desc` with the
+    /// stamp bits `stamp`.
     #[inline(always)]
-    pub(super) fn store_desc(&self, desc: &SlotDesc, len: usize) {
-        put_desc(desc, SlotDesc::pack(len as u16, self.flags_for(len)));
+    pub(super) fn store_desc(&self, desc: &SlotDesc, len: usize, stamp: u64) {
+        put_desc(
+            desc,
+            SlotDesc::pack(len as u16, self.flags_for(len)) | stamp,
+        );
     }
 
     /// Writes the descriptor of a frame of `len` (valid) bytes starting at
-    /// free-running `index`.
+    /// free-running `index`, with its lap's stamp less `lag` (see
+    /// [`Lag`]).
     #[inline(always)]
-    pub(super) fn write_desc(&self, index: u64, len: usize) {
-        self.store_desc(self.desc(index), len);
+    pub(super) fn write_desc(&self, index: u64, len: usize, lag: Lag) {
+        self.store_desc(self.desc(index), len, self.stamp(index).wrapping_sub(lag.0));
     }
 
     /// Why a frame of `len` bytes can never be sent, if it cannot.
@@ -366,22 +410,26 @@ impl Shape {
     }
 }
 
-/// Stores `word` in `desc` unless it holds that word already.
+/// How far behind its lap a descriptor's stamp is written: [`Lag::NONE`]
+/// publishes the frame at once, [`Lag::PENDING`] (the lap before's stamp)
+/// leaves it unpublished until [`WriteChunk::commit`] adds one lap.
 ///
-/// A stream of one frame size finds every descriptor holding its word from
-/// the lap before, so the descriptor lines stay shared between the two
-/// cores instead of moving to the producer and back every lap: a store
-/// would first take the line from the consumer's cache
-/// (`docs/benchmarks/design-notes.md`, "Descriptors", has the
-/// measurement). The value read is only compared: whatever the peer wrote
-/// there, the descriptor ends up holding `word`.
+/// [`WriteChunk::commit`]: super::WriteChunk::commit
+#[derive(Clone, Copy)]
+pub(super) struct Lag(pub(super) u64);
+
+impl Lag {
+    pub(super) const NONE: Lag = Lag(0);
+    pub(super) const PENDING: Lag = Lag(crate::abi::DESC_STAMP_ONE);
+}
+
+/// Stores `word` in `desc`: with its lap's stamp, this publishes the frame.
 #[inline(always)]
-pub(super) fn put_desc(desc: &SlotDesc, word: u32) {
-    // Relaxed, both: published by the producer's next Release store of
-    // `head`, in `Producer::publish`.
-    if desc.0.load(Ordering::Relaxed) != word {
-        desc.0.store(word, Ordering::Relaxed);
-    }
+pub(super) fn put_desc(desc: &SlotDesc, word: u64) {
+    // Release: pairs with the consumer's Acquire load of this descriptor
+    // (`Consumer::find_ready`, `Consumer::recv`): the frame's bytes, written
+    // before, are visible to a consumer that sees the stamp.
+    desc.0.store(word, Ordering::Release);
 }
 
 /// One-slot frames' descriptors checked together, by [`all_hold`].
@@ -394,20 +442,14 @@ const DESC_GROUP: usize = 8;
 /// The `DESC_GROUP` descriptors from `descs` are within the descriptor
 /// array.
 #[inline(always)]
-unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
+unsafe fn all_hold(descs: *const SlotDesc, word: u64) -> bool {
     const { assert!(DESC_GROUP == 8) };
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
     // SAFETY: the two fours of descriptors are the caller's eight; the rest
     // is SSE2 (x86_64 baseline) on registers.
     unsafe {
-        use core::arch::x86_64::{
-            _mm_and_si128, _mm_cmpeq_epi32, _mm_movemask_epi8, _mm_set1_epi32,
-        };
-        let want = _mm_set1_epi32(word as i32);
-        let same = _mm_and_si128(
-            _mm_cmpeq_epi32(load_four(descs), want),
-            _mm_cmpeq_epi32(load_four(descs.add(4)), want),
-        );
+        use core::arch::x86_64::{_mm_and_si128, _mm_movemask_epi8};
+        let same = _mm_and_si128(four_equal(descs, word), four_equal(descs.add(4), word));
         _mm_movemask_epi8(same) == 0xffff
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
@@ -423,16 +465,12 @@ unsafe fn all_hold(descs: *const SlotDesc, word: u32) -> bool {
 /// # Safety
 /// The four descriptors from `descs` are within the descriptor array.
 #[inline(always)]
-pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
+pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u64) -> bool {
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
     // SAFETY: the four descriptors are the caller's; the rest is SSE2
     // (x86_64 baseline) on registers.
     unsafe {
-        use core::arch::x86_64::{_mm_cmpeq_epi32, _mm_movemask_epi8, _mm_set1_epi32};
-        _mm_movemask_epi8(_mm_cmpeq_epi32(
-            load_four(descs),
-            _mm_set1_epi32(word as i32),
-        )) == 0xffff
+        core::arch::x86_64::_mm_movemask_epi8(four_equal(descs, word)) == 0xffff
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
     // SAFETY: the caller's.
@@ -449,10 +487,10 @@ pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u32) -> bool {
 /// The `count` descriptors from `descs` are within the descriptor array.
 #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
 #[inline(always)]
-unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
-    // Relaxed: the values are only compared. The consumer's loads are
-    // ordered after its Acquire load of `head` (`Consumer::refresh_head` or
-    // `Consumer::attach`); the producer compares its own earlier stores.
+unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u64) -> bool {
+    // Relaxed: the values are only compared, for frames the consumer found
+    // published with Acquire loads of their descriptors
+    // (`Consumer::find_ready`).
     let differs = (0..count).fold(0, |acc, i| {
         // SAFETY: `i < count`: one of the caller's descriptors.
         let desc = unsafe { &*descs.add(i) };
@@ -461,59 +499,55 @@ unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u32) -> bool {
     differs == 0
 }
 
-/// Four descriptors from `descs` in one 16-byte load: for eight, 7
-/// instructions to load and compare them instead of 24.
+/// Four descriptors from `descs` compared with `word` in two 16-byte
+/// loads: a lane of all ones per equal 32-bit half, so that a mask of
+/// 0xffff means all four equal (SSE2 has no 64-bit comparison). For eight
+/// descriptors, 11 instructions to load and compare them instead of 24.
 ///
 /// In `asm!`, because the peer may store to these words at any time: the
 /// compiler must not assume them unchanged, as it may for a plain load.
 /// Whatever the peer did (a torn or changing value included), a word that
 /// differs from the one compared only fails the group's test, and one that
 /// equals it is that word: a word already validated. Ordered as the
-/// Relaxed loads it stands for: after the consumer's Acquire load of
-/// `head` (`Consumer::refresh_head` or `Consumer::attach`), or after the
-/// producer's own earlier stores.
+/// Relaxed loads it stands for: the frames were found published by the
+/// consumer's Acquire loads of their descriptors
+/// (`Consumer::find_ready`).
 ///
 /// # Safety
 /// The four descriptors from `descs` are within the descriptor array.
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
 #[inline(always)]
-unsafe fn load_four(descs: *const SlotDesc) -> core::arch::x86_64::__m128i {
-    let four;
-    // SAFETY: 16 readable bytes at `descs` (the caller's); the load writes
-    // only `four`.
+unsafe fn four_equal(descs: *const SlotDesc, word: u64) -> core::arch::x86_64::__m128i {
+    use core::arch::x86_64::{_mm_and_si128, _mm_cmpeq_epi32, _mm_set1_epi64x};
+    let (lo, hi);
+    // SAFETY: 32 readable bytes at `descs` (the caller's); the loads write
+    // only `lo` and `hi`.
     unsafe {
         core::arch::asm!(
-            "movdqu {four}, [{p}]",
+            "movdqu {lo}, [{p}]",
+            "movdqu {hi}, [{p} + 16]",
             p = in(reg) descs,
-            four = out(xmm_reg) four,
+            lo = out(xmm_reg) lo,
+            hi = out(xmm_reg) hi,
             options(nostack, preserves_flags, readonly),
         );
     }
-    four
+    // SAFETY: SSE2 (x86_64 baseline) on registers.
+    unsafe {
+        let want = _mm_set1_epi64x(word as i64);
+        _mm_and_si128(_mm_cmpeq_epi32(lo, want), _mm_cmpeq_epi32(hi, want))
+    }
 }
 
 /// [`put_desc`] for `count` frames whose first descriptors lie `step`
-/// entries apart from `descs`. One-slot frames go a group at a time: a
-/// group whose descriptors all hold `word` already (a stream of one size,
-/// from the lap before) costs its loads and one test.
+/// entries apart from `descs`.
 ///
 /// # Safety
 /// The `count` descriptors are within the descriptor array.
 #[inline(always)]
-pub(super) unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u32) {
-    // SAFETY: called for `j < count` only: one of the caller's descriptors.
-    let desc = |j: usize| unsafe { &*descs.add(j * step) };
-    let mut j = 0;
-    if step == 1 {
-        while j + DESC_GROUP <= count {
-            // SAFETY: `j + DESC_GROUP <= count`: the caller's descriptors.
-            if !unsafe { all_hold(descs.add(j), word) } {
-                (0..DESC_GROUP).for_each(|i| put_desc(desc(j + i), word));
-            }
-            j += DESC_GROUP;
-        }
-    }
-    for j in j..count {
-        put_desc(desc(j), word);
+pub(super) unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u64) {
+    for j in 0..count {
+        // SAFETY: `j < count`: one of the caller's descriptors.
+        put_desc(unsafe { &*descs.add(j * step) }, word);
     }
 }

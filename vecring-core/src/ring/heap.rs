@@ -55,7 +55,7 @@ impl HeapRing {
             std::alloc::handle_alloc_error(layout);
         }
         let descs = (0..geometry.slot_count())
-            .map(|_| SlotDesc(crate::sync::AtomicU32::new(0)))
+            .map(|_| SlotDesc(crate::sync::AtomicU64::new(0)))
             .collect();
         HeapRing(std::sync::Arc::new(HeapRingInner {
             control: RingControl::new(),

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 /// stream of one-slot frames (as the last frame read was; 64 bytes or
 /// less in the default geometry) finds nothing while more than one but
 /// fewer than [`below_slots`] slots are ready, until [`wait`] has passed
-/// since it first held them back (it reads the producer's index once when
-/// it starts holding back, not meanwhile). One frame alone is never held
+/// since it first held them back (it looks for newly published frames once
+/// when it starts holding back, not meanwhile). One frame alone is never held
 /// back, so a request/response exchange of single frames keeps its
 /// latency; longer frames are never held back; [`Consumer::recv`] never
 /// holds back.
@@ -108,12 +108,12 @@ impl<S: RingStorage> Consumer<S> {
             return false;
         }
         if self.held_since.is_none() {
-            // The rest of an earlier look at the producer's index: look
-            // again, once, before holding back (a consumer far behind must
-            // not wait on its leftovers). Not while holding back: reading
-            // the index the producer is about to write again took half
-            // the gain.
-            if self.refresh_head().is_err() {
+            // The rest of an earlier look at the descriptors: look again,
+            // once, before holding back (a consumer far behind must not
+            // wait on its leftovers). Not while holding back: reading the
+            // lines the producer is about to write again took half the
+            // gain.
+            if self.find_ready(self.hold_below).is_err() {
                 // Poisoned: the next call reports it.
                 return false;
             }

@@ -1,10 +1,11 @@
 //! The writing end of a ring: attaching, the view of the consumer's index,
-//! publishing `head`, and the copying calls [`Producer::send`] and
+//! publishing frames (each by its descriptor's stamp, then `head` once per
+//! batch as a hint), and the copying calls [`Producer::send`] and
 //! [`Producer::send_batch`].
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
 use super::copy::{stream_like, StreamEnd};
-use super::descriptor::{put_desc, LenPlan, Run, Shape};
+use super::descriptor::{put_desc, Lag, LenPlan, Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};
@@ -212,7 +213,7 @@ impl<S: RingStorage> Producer<S> {
             // `slots` slots at `head` are free and end before the end of the
             // data area.
             unsafe { copy_bytes(shape.slot_ptr(self.head), frame.as_ptr(), len) };
-            shape.store_desc(shape.desc(self.head), len);
+            shape.store_desc(shape.desc(self.head), len, shape.stamp(self.head));
             self.publish(self.head.wrapping_add(slots), 1, len as u64);
             return Ok(());
         }
@@ -230,19 +231,23 @@ impl<S: RingStorage> Producer<S> {
         Ok(())
     }
 
-    /// Publishes `head` (the slots before it hold `frames` new frames of
-    /// `bytes` bytes in all) with one index store.
+    /// Ends a publication: the slots before `head` hold `frames` new
+    /// frames of `bytes` bytes in all, each published already by its
+    /// descriptor's stamp. Stores `head` once, then checks for a sleeping
+    /// consumer.
     #[inline(always)]
     pub(super) fn publish(&mut self, head: u64, frames: usize, bytes: u64) {
         self.head = head;
-        // Release: pairs with the consumer's Acquire load of `head` in
-        // `Consumer::refresh_head` (and `Consumer::attach`), publishing the
-        // slots and descriptors.
+        // Relaxed: the descriptors' Release stores publish the frames; the
+        // shared `head` is a hint, loaded (Relaxed) only by the consumer's
+        // wakeup throttle (`wait_line`) and by a producer attaching later
+        // (`Producer::attach`). A line only we write, never loaded on the
+        // consumer's data path.
         self.storage
             .control()
             .head
             .index
-            .store(head, Ordering::Release);
+            .store(head, Ordering::Relaxed);
         let ctl = self.storage.control();
         self.wait.after_store(
             &self.storage,
@@ -304,7 +309,11 @@ impl<S: RingStorage> Producer<S> {
             };
             let len = frame.len();
             if len != plan.len {
+                // Every frame of the batch before the end of the data area
+                // is in the run's lap (one that wraps starts before the
+                // end): its stamp goes in the plan's word.
                 plan = shape.plan(len);
+                plan.word |= run.stamp;
             }
             if plan.slots <= room {
                 // SAFETY: `len` is valid (an invalid one's plan fits no
@@ -383,7 +392,7 @@ impl<S: RingStorage> Producer<S> {
             model_write(&self.storage, start.wrapping_add(used), slots);
             // SAFETY: `len` is valid (checked above), `frame` is the
             // caller's memory, and the slots are among the `free` ones.
-            unsafe { shape.write_in_run(&run, used, slots, frame) };
+            unsafe { shape.write_in_run(&run, used, slots, frame, Lag::NONE) };
             let used = used + slots;
             room = clear.saturating_sub(used);
             (dst, desc) = shape.cursors(&run, used);

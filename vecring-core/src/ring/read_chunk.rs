@@ -6,6 +6,7 @@ use super::descriptor::{SeenDesc, Shape};
 use super::error::Corruption;
 use super::frame::{Frame, FrameRun};
 use super::storage::{model_read, RingStorage};
+use crate::abi::DESC_STAMP_MASK;
 use crate::sync::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
@@ -20,7 +21,7 @@ impl<S: RingStorage> Consumer<S> {
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
-        self.ready_slots()?;
+        self.ready_for(max_frames as u64)?;
         // Held back: an empty chunk.
         let end = if self.holding() {
             self.tail
@@ -56,7 +57,7 @@ pub struct ReadChunk<'c, S: RingStorage> {
     shape: Shape,
     /// Next slot to examine.
     pos: u64,
-    /// The producer's head as validated when the chunk was made.
+    /// The end of the frames found published when the chunk was made.
     end: u64,
     /// The chunk's frame budget.
     max_frames: usize,
@@ -152,12 +153,13 @@ impl<S: RingStorage> ReadChunk<'_, S> {
             self.end.wrapping_sub(pos)
         };
         if ready != 0 {
-            // Relaxed: ordered after the Acquire load of `head` that
-            // produced `end` (`Consumer::refresh_head` or
-            // `Consumer::attach`). The value is used only if it passes the
-            // check; otherwise `peek_slow` loads and checks it afresh.
+            // Relaxed: the frame was found published by the Acquire load
+            // of this descriptor that produced `end`
+            // (`Consumer::find_ready`). The value is used only if it
+            // passes the check; otherwise `peek_slow` loads and checks it
+            // afresh.
             let word = shape.desc(pos).0.load(Ordering::Relaxed);
-            if let Some((len, slots)) = shape.frame_of(word, ready, &mut self.seen) {
+            if let Some((len, slots)) = shape.frame_of(word, pos, ready, &mut self.seen) {
                 let (head, head_len) = shape.span(pos, len);
                 let mut count = 1;
                 if head_len == len {
@@ -187,7 +189,10 @@ impl<S: RingStorage> ReadChunk<'_, S> {
                 return Ok(true);
             }
         }
-        if ready == 0 && self.consumer.poisoned.is_none() {
+        if ready == 0
+            && self.consumer.poisoned.is_none()
+            && (self.frames_left == 0 || !self.consumer.corrupt_next)
+        {
             // The end of a healthy chunk.
             return Ok(false);
         }
@@ -333,6 +338,33 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
     }
 }
 
+/// The end of a chunk at `pos`, where the search that made the chunk
+/// stopped at a corrupt descriptor (`Consumer::find_ready`): reported at
+/// its frame, as inside the chunk, if it still says a frame is published
+/// (this lap's stamp) and is corrupt; `None` otherwise. The descriptor is
+/// loaded once more, once.
+#[cold]
+fn end_of_chunk<S: RingStorage>(
+    consumer: &mut Consumer<S>,
+    shape: Shape,
+    pos: u64,
+) -> Result<Option<SeenDesc>, Corruption> {
+    let room = u64::from(shape.slot_count) - pos.wrapping_sub(consumer.released_position());
+    if room == 0 {
+        return Ok(None);
+    }
+    // Acquire: pairs with the producer's Release store of this descriptor
+    // (`put_desc`); only its stamp and validity are used.
+    let word = shape.desc(pos).0.load(Ordering::Acquire);
+    if word & DESC_STAMP_MASK != shape.stamp(pos) {
+        return Ok(None);
+    }
+    match shape.diagnose(pos, word, room) {
+        Ok(_) => Ok(None),
+        Err(c) => Err(consumer.poison(c)),
+    }
+}
+
 /// [`ReadChunk::start_run`] for the end of the chunk (`ready` is 0) and
 /// every kind of corruption: the frame at `pos`, if valid after all, or
 /// `None`. The descriptor is loaded once.
@@ -347,11 +379,14 @@ fn peek_slow<S: RingStorage>(
         return Err(c);
     }
     if ready == 0 {
-        return Ok(None);
+        return match consumer.corrupt_next {
+            true => end_of_chunk(consumer, shape, pos),
+            false => Ok(None),
+        };
     }
-    // Relaxed: ordered after the Acquire load of `head` that produced the
-    // chunk's end (`Consumer::refresh_head` or `Consumer::attach`); read
-    // exactly once.
+    // Relaxed: the frame was found published by the Acquire load of this
+    // descriptor that produced the chunk's end (`Consumer::find_ready`);
+    // read exactly once.
     let word = shape.desc(pos).0.load(Ordering::Relaxed);
     match shape.diagnose(pos, word, ready) {
         Ok((len, slots)) => Ok(Some(SeenDesc { word, len, slots })),

@@ -40,8 +40,9 @@ impl<S: RingStorage> Consumer<S> {
         }
         let ctl = self.storage.control();
         let acked = self.wait.prepare(&ctl.consumer_wait, &ctl.producer_wait);
-        // The re-check after the fence in `prepare` (see `wait_line`).
-        self.refresh_head()?;
+        // The re-check after the fence in `prepare` (see `wait_line`): the
+        // descriptor at our read position.
+        self.find_ready(1)?;
         if self.cached_head != self.tail {
             self.cancel_sleep();
             return Ok(WaitDecision::Ready);

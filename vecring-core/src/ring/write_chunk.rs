@@ -2,11 +2,12 @@
 //! [`FrameWriter`] of one frame.
 
 use super::bytes::store_fence;
-use super::descriptor::{put_desc, put_descs, Run, Shape};
+use super::descriptor::{put_desc, put_descs, Lag, Run, Shape};
 use super::error::{Corruption, PushError};
 use super::producer::Producer;
 use super::storage::{model_write, RingStorage};
-use crate::abi::SlotDesc;
+use crate::abi::{SlotDesc, DESC_STAMP_ONE};
+use crate::sync::Ordering;
 use core::marker::PhantomData;
 use core::ptr;
 
@@ -141,12 +142,12 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             if self.stream && len <= STREAM_MAX_LEN && self.used + slots <= self.run.to_end {
                 // SAFETY: a valid length, the caller's memory, and slots of
                 // our reservation before the end of the data area.
-                unsafe { shape.stream_in_run(&self.run, self.used, frame) };
+                unsafe { shape.stream_in_run(&self.run, self.used, frame, Lag::PENDING) };
                 self.streamed = true;
             } else {
                 // SAFETY: a valid length, the caller's memory, and slots of
                 // our reservation.
-                unsafe { shape.write_in_run(&self.run, self.used, slots, frame) };
+                unsafe { shape.write_in_run(&self.run, self.used, slots, frame, Lag::PENDING) };
             }
             self.used += slots;
             self.frames += 1;
@@ -189,7 +190,8 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         model_write(&self.producer.storage, run.start.wrapping_add(used), slots);
         let mut writer = FrameWriter::new(head, head_len, shape.data, len);
         fill(&mut writer);
-        shape.store_desc(desc, len);
+        let stamp = shape.stamp(run.start.wrapping_add(used));
+        shape.store_desc(desc, len, stamp.wrapping_sub(Lag::PENDING.0));
         self.used += slots;
         self.frames += 1;
         self.bytes += len as u64;
@@ -235,7 +237,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         // instructions each).
         let per_frame = |n: u64| if slots == 1 { n } else { n / slots };
         let n = per_frame(self.reserved - self.used).min(count as u64) as usize;
+        // Unpublished until `commit` (see `Lag`).
         let word = SlotDesc::pack(len as u16, shape.flags_for(len));
+        let pending = |index: u64| word | shape.stamp(index).wrapping_sub(Lag::PENDING.0);
         let stride = (slots as usize) << shape.slot_shift;
         let mut done = 0;
         while done < n {
@@ -252,7 +256,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             let (descs, base) = unsafe { (shape.descs.add(slot), shape.slot_ptr(index)) };
             model_write(&self.producer.storage, index, k as u64 * slots);
             // SAFETY: as above: the `k` frames' first descriptors.
-            unsafe { put_descs(descs, k, slots as usize, word) };
+            unsafe { put_descs(descs, k, slots as usize, pending(index)) };
             for j in 0..k {
                 // Inside the data area: frame `j` lies before its end.
                 let head = base.wrapping_add(j * stride);
@@ -267,7 +271,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 let index = self.run.start.wrapping_add(self.used);
                 let (head, head_len) = shape.span(index, len);
                 model_write(&self.producer.storage, index, slots);
-                put_desc(shape.desc(index), word);
+                put_desc(shape.desc(index), pending(index));
                 let mut writer = FrameWriter::new(head, head_len, shape.data, len);
                 fill(done, &mut writer);
                 self.used += slots;
@@ -279,16 +283,41 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         Ok(n)
     }
 
-    /// Publishes every frame pushed, with one index store. Returns how many.
+    /// Publishes every frame pushed, in order: each frame's descriptor
+    /// gets its lap's stamp. Returns how many.
     pub fn commit(self) -> usize {
         if self.used > 0 {
             if self.streamed {
                 store_fence();
             }
             let head = self.run.start.wrapping_add(self.used);
+            self.stamp_frames(head);
             self.producer.publish(head, self.frames, self.bytes);
         }
         self.frames
+    }
+
+    /// Adds one lap to the stamp of each frame's descriptor from the run's
+    /// start to `head`: from the lap before's (written by the pushes, see
+    /// `Lag`) to its own, which publishes it. The frames are found by the
+    /// lengths in those descriptors: our own words, but in shared memory,
+    /// so each step is at least one slot and at most the slots left, and
+    /// the walk ends at `head` whatever the peer wrote there.
+    fn stamp_frames(&self, head: u64) {
+        let shape = &self.shape;
+        let mut at = self.run.start;
+        while at != head {
+            let desc = shape.desc(at);
+            // Relaxed: our own store in the push (the peer's scribbles
+            // only garble what it reads).
+            let word = desc.0.load(Ordering::Relaxed);
+            let (len, _) = SlotDesc::unpack(word);
+            let slots = shape
+                .slots_for(len as usize)
+                .clamp(1, head.wrapping_sub(at));
+            put_desc(desc, word.wrapping_add(DESC_STAMP_ONE));
+            at = at.wrapping_add(slots);
+        }
     }
 }
 

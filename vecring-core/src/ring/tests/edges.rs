@@ -125,9 +125,8 @@ pub(crate) fn the_largest_frame_fits_and_one_byte_more_does_not<S: RingStorage +
     assert_eq!(first(&mut rx, false), Err(RecvError::Empty));
 }
 
-/// The consumer takes a peer's frame of the largest length whose slots
-/// are all published, and reports one byte more as too long and a
-/// largest frame cut short by `head` as truncated.
+/// The consumer takes a peer's frame of the largest length, and reports
+/// one byte more as too long.
 pub(crate) fn a_peer_frame_of_the_largest_length_and_one_byte_more<S: RingStorage + Clone>(
     new: NewRing<S>,
 ) {
@@ -146,28 +145,22 @@ pub(crate) fn a_peer_frame_of_the_largest_length_and_one_byte_more<S: RingStorag
         let too_long = Corruption::FrameTooLong { slot: 0, max: 200 };
         assert_eq!(first(&mut rx, by_batch), Err(RecvError::Corrupt(too_long)));
         assert_eq!(rx.corruption(), Some(too_long));
-        // `head` one slot short of the largest frame.
-        let (ring, mut tx, mut rx) = corruptible_channel(new, g);
-        tx.send(&frame(200, 0)).unwrap();
-        ring.control().head.index.store(3, Ordering::Release);
-        assert_eq!(
-            first(&mut rx, by_batch),
-            Err(RecvError::Corrupt(Corruption::Truncated { slot: 0 }))
-        );
     }
-    // The same after a frame `recv_batch` delivers: slots 1..5, with
-    // `head` at 4.
+    // The same after a frame `recv_batch` delivers: slots 1..5.
     let (ring, mut tx, mut rx) = corruptible_channel(new, g);
     let frames = [frame(64, 0), frame(200, 1)];
     assert_eq!(tx.send_batch(frames.iter().map(|f| &f[..])), Ok(2));
-    ring.control().head.index.store(4, Ordering::Release);
+    set_desc(&ring, 1, 201, SLOT_FLAG_MORE);
     let mut bufs = vec![vec![0u8; 200]; 2];
     let mut lens = [0usize; 2];
     assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
     assert_eq!(&bufs[0][..lens[0]], &frames[0][..]);
     assert_eq!(
         rx.recv_batch(&mut bufs, &mut lens),
-        Err(RecvError::Corrupt(Corruption::Truncated { slot: 1 }))
+        Err(RecvError::Corrupt(Corruption::FrameTooLong {
+            slot: 1,
+            max: 200
+        }))
     );
 }
 
@@ -180,21 +173,33 @@ pub(crate) fn diagnose_passes_a_valid_frame_that_ready_exactly_covers<S: RingSto
 ) {
     let ring = new(Geometry::with_max_frame_len(8, 64, 200).unwrap());
     let shape = Shape::of(&ring);
-    let largest = SlotDesc::pack(200, SLOT_FLAG_MORE);
+    // Index 9: slot 1 of lap 1 of 8 slots.
+    let stamp = SlotDesc::stamp(9, 3);
+    let largest = SlotDesc::pack(200, SLOT_FLAG_MORE) | stamp;
     assert_eq!(shape.diagnose(9, largest, 4), Ok((200, 4)));
     assert_eq!(
         shape.diagnose(9, largest, 3),
         Err(Corruption::Truncated { slot: 1 })
     );
-    assert_eq!(shape.diagnose(9, SlotDesc::pack(64, 0), 1), Ok((64, 1)));
     assert_eq!(
-        shape.diagnose(9, SlotDesc::pack(64, 0), 0),
+        shape.diagnose(9, SlotDesc::pack(64, 0) | stamp, 1),
+        Ok((64, 1))
+    );
+    assert_eq!(
+        shape.diagnose(9, SlotDesc::pack(64, 0) | stamp, 0),
         Err(Corruption::Truncated { slot: 1 })
     );
     assert_eq!(
-        shape.diagnose(9, SlotDesc::pack(201, SLOT_FLAG_MORE), 8),
+        shape.diagnose(9, SlotDesc::pack(201, SLOT_FLAG_MORE) | stamp, 8),
         Err(Corruption::FrameTooLong { slot: 1, max: 200 })
     );
+    // Another lap's stamp: not where it was published.
+    for other in [0, SlotDesc::stamp(1, 3), SlotDesc::stamp(17, 3)] {
+        assert_eq!(
+            shape.diagnose(9, SlotDesc::pack(64, 0) | other, 8),
+            Err(Corruption::Truncated { slot: 1 })
+        );
+    }
 }
 
 /// The producer's geometry, counters and corruption, and the consumer's

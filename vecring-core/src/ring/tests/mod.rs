@@ -53,13 +53,15 @@ macro_rules! ring_suite {
             batch::recv_batch_group_stops_at_a_buffer_too_small,
             corruption::descriptors_scribbled_on_while_free_are_rewritten,
             corruption::consumer_detects_each_kind_of_corruption,
-            corruption::recv_reports_a_frame_like_the_last_one_cut_short_by_head,
+            corruption::recv_waits_for_this_laps_stamp_on_a_descriptor_like_the_last,
+            corruption::consumer_never_reads_the_producers_index,
+            corruption::a_frame_past_the_rings_capacity_is_truncated,
             corruption::recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops,
             corruption::a_corrupt_frame_ends_the_chunk_and_stays_reported,
             corruption::a_corrupt_descriptor_ends_a_run_and_is_reported_at_its_frame,
             corruption::recv_batch_group_catches_a_corrupt_descriptor_inside_it,
             corruption::producer_detects_tail_corruption_and_stays_poisoned,
-            corruption::attach_refuses_corrupt_indices,
+            corruption::producer_attach_refuses_corrupt_indices,
             edges::a_frame_of_exactly_one_slot_carries_no_more_flag,
             edges::the_largest_frame_fits_and_one_byte_more_does_not,
             edges::a_peer_frame_of_the_largest_length_and_one_byte_more,
@@ -131,8 +133,20 @@ fn corruptible_channel<S: RingStorage + Clone>(
     (ring, tx, rx)
 }
 
+/// Rewrites the length and flags of `slot`'s descriptor as a peer could,
+/// keeping its stamp (published or not, as it was).
 fn set_desc<S: RingStorage>(ring: &S, slot: usize, len: u16, flags: u16) {
-    ring.descs()[slot]
+    let desc = &ring.descs()[slot].0;
+    let stamp = desc.load(Ordering::Relaxed) & crate::abi::DESC_STAMP_MASK;
+    desc.store(SlotDesc::pack(len, flags) | stamp, Ordering::Relaxed);
+}
+
+/// Writes the descriptor of free-running `index` as a peer publishing a
+/// frame there would: length, flags and the stamp of `index`'s lap.
+fn forge_desc<S: RingStorage>(ring: &S, index: u64, len: u16, flags: u16) {
+    let g = ring.geometry();
+    let stamp = SlotDesc::stamp(index, g.slot_count().trailing_zeros());
+    ring.descs()[g.slot_of(index)]
         .0
-        .store(SlotDesc::pack(len, flags), Ordering::Relaxed);
+        .store(SlotDesc::pack(len, flags) | stamp, Ordering::Release);
 }

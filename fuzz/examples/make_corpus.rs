@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use vecring_core::internal::abi::{SlotDesc, DESC_STAMP_MASK};
 use vecring_core::internal::handshake::{Kind, Msg};
 use vecring_core::{Geometry, HeapRing, Producer, RingStorage};
 
@@ -39,8 +40,21 @@ fn ring_input(side: u8, geo: u8, max: u16, frames: &[usize], ops: &[u8]) -> Vec<
         v.extend_from_slice(&head.to_le_bytes());
         v.push(((head as u8) << 1) | 1);
     }
-    for d in ring.descs() {
-        v.extend_from_slice(&d.0.load(Ordering::Relaxed).to_le_bytes());
+    // Each descriptor: length and flags, then selector 0 (the stamp of
+    // its slot's lap from the endpoint's index) when it holds that stamp,
+    // otherwise 240 and the whole word.
+    let base = if side == 0 { 0 } else { head };
+    let shift = slot_count.trailing_zeros();
+    for (slot, d) in ring.descs().iter().enumerate() {
+        let word = d.0.load(Ordering::Relaxed);
+        let index = base + ((slot as u64).wrapping_sub(base) & (u64::from(slot_count) - 1));
+        v.extend_from_slice(&word.to_le_bytes()[..3]);
+        if word & DESC_STAMP_MASK == SlotDesc::stamp(index, shift) {
+            v.push(0);
+        } else {
+            v.push(240);
+            v.extend_from_slice(&word.to_le_bytes());
+        }
     }
     let bytes = slot_count as usize * slot_size as usize;
     v.extend_from_slice(&(bytes as u16).to_le_bytes());

@@ -13,9 +13,16 @@
 //!
 //! Input: side (1 byte), geometry (1 + 2), the endpoint's own index (8),
 //! the peer's index (1: `2 * distance` ahead, `2 * distance + 1` behind,
-//! 240 and up: 8 more bytes of any value), one descriptor word (4) per
-//! slot, data length (2) and bytes, then operations until the input ends
+//! 240 and up: 8 more bytes of any value), one descriptor per slot, data
+//! length (2) and bytes, then operations until the input ends
 //! (`fuzz/examples/make_corpus.rs` writes valid ones).
+//!
+//! A descriptor is its length and flags (3 bytes) and a stamp selector (1):
+//! below 192 the stamp of the slot's lap seen from the endpoint's index (a
+//! published frame, for a consumer), below 224 the lap before's (not yet
+//! published), below 240 the lap after's, and 240 and up 8 more bytes, the
+//! whole word. The consumer's peer also rewrites descriptors so between
+//! calls, from its read position.
 //!
 //! The ring lives on the heap (`HeapRing`: the same ring code as a shared
 //! region), with its data area exactly `slot_count * slot_size` bytes, so
@@ -25,6 +32,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::atomic::Ordering;
+use vecring_core::internal::abi::{SlotDesc, DESC_STAMP_ONE};
 use vecring_core::{
     Consumer, Corruption, Frame, Geometry, HeapRing, Producer, PushError, RecvError, RingStorage,
     SendError,
@@ -101,9 +109,30 @@ impl Peer {
         self.g.slot_count() as usize * self.g.slot_size() as usize
     }
 
-    fn write_desc(&self, slot: usize, word: u32) {
+    /// Writes the descriptor of `slot` (as [`Peer::desc_word`] reads it
+    /// from the input), the lap taken from free-running `base`.
+    fn write_desc(&self, inp: &mut Input, slot: usize, base: u64) {
         let descs = self.ring.descs();
-        descs[slot % descs.len()].0.store(word, Ordering::Release);
+        let slot = slot % descs.len();
+        let word = self.desc_word(inp, slot, base);
+        descs[slot].0.store(word, Ordering::Release);
+    }
+
+    /// A descriptor word for `slot`: see the module documentation. The
+    /// slot's free-running index is the first at or after `base`.
+    fn desc_word(&self, inp: &mut Input, slot: usize, base: u64) -> u64 {
+        let low = u64::from(inp.u16()) | u64::from(inp.u8()) << 16;
+        let sel = inp.u8();
+        let count = u64::from(self.g.slot_count());
+        let shift = self.g.slot_count().trailing_zeros();
+        let index = base.wrapping_add((slot as u64).wrapping_sub(base) & (count - 1));
+        let stamp = SlotDesc::stamp(index, shift);
+        match sel {
+            0..=191 => low | stamp,
+            192..=223 => low | stamp.wrapping_sub(DESC_STAMP_ONE),
+            224..=239 => low | stamp.wrapping_add(DESC_STAMP_ONE),
+            _ => inp.u64(),
+        }
     }
 
     fn write_data(&self, at: usize, bytes: &[u8]) {
@@ -117,10 +146,11 @@ impl Peer {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.data().add(at), n) };
     }
 
-    /// Fills descriptors and data from the input.
-    fn fill(&self, inp: &mut Input) {
+    /// Fills descriptors (laps seen from free-running `base`) and data from
+    /// the input.
+    fn fill(&self, inp: &mut Input, base: u64) {
         for slot in 0..self.g.slot_count() as usize {
-            self.write_desc(slot, inp.u32());
+            self.write_desc(inp, slot, base);
         }
         let n = inp.u16() as usize;
         let bytes = inp.bytes(n).to_vec();
@@ -168,7 +198,7 @@ fn consumer(inp: &mut Input, peer: &Peer) {
     ctl.head
         .index
         .store(index_near(inp, tail, g.slot_count()), Ordering::Release);
-    peer.fill(inp);
+    peer.fill(inp, tail);
     // SAFETY: the only consumer of this ring.
     let Ok(mut rx) = (unsafe { Consumer::attach(peer.ring.clone()) }) else {
         return;
@@ -265,7 +295,10 @@ fn consumer(inp: &mut Input, peer: &Peer) {
                 let next = index_near(inp, head, g.slot_count());
                 ctl.head.index.store(next, Ordering::Release);
             }
-            7 => peer.write_desc(inp.u8() as usize, inp.u32()),
+            7 => {
+                let slot = inp.u8() as usize;
+                peer.write_desc(inp, slot, rx.read_position());
+            }
             _ => {
                 let at = inp.u16() as usize;
                 let n = inp.u8() as usize;
@@ -288,7 +321,7 @@ fn producer(inp: &mut Input, peer: &Peer) {
     ctl.tail
         .index
         .store(index_near(inp, head, g.slot_count()), Ordering::Release);
-    peer.fill(inp);
+    peer.fill(inp, head);
     // SAFETY: the only producer of this ring.
     let Ok(mut tx) = (unsafe { Producer::attach(peer.ring.clone()) }) else {
         return;

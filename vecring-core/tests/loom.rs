@@ -1,4 +1,5 @@
-//! Model checks of the ring's index protocol with loom.
+//! Model checks of the ring's publication protocol with loom: stamped
+//! descriptors one way, the consumer's index the other.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p vecring-core --test loom --release`.
 //! Capacities are tiny so every interleaving is explored in seconds; the
@@ -8,9 +9,13 @@
 //! every read and write of a slot's bytes in it (`RingStorage::slot_access`),
 //! so loom reports a causality violation when the producer writes a slot the
 //! consumer may still be reading, or the consumer reads a slot before the
-//! producer's writes are visible to it: each of the four Acquire/Release
-//! operations on `head` and `tail`, weakened to `Relaxed`, fails these
-//! models. Descriptors are loom atomics.
+//! producer's writes are visible to it. The frames' bytes are published by
+//! the Release store of their descriptor's stamp (`put_desc`) and seen
+//! through the consumer's Acquire loads of it (`Consumer::find_ready`,
+//! `Consumer::recv`); the slots go back through the Release store and
+//! Acquire load of `tail`. Descriptors are loom atomics, and every model of
+//! more frames than slots runs the consumer into descriptors left from the
+//! lap before, which it must not take.
 //!
 //! Each model pairs one way of writing (`Write`) with one way of reading
 //! (`Read`), so that every copy and in-place path of both sides runs against
@@ -66,8 +71,8 @@ enum Read {
     /// `Consumer::release_to` one frame at a time.
     Keep,
     /// `Consumer::recv_batch` with a hold-back of the whole ring and no
-    /// wait: every batch read of a few one-slot frames looks at `head` once
-    /// more before reading (the hold-back's own load of it).
+    /// wait: every batch read of a few one-slot frames looks for published
+    /// frames once more before reading (the hold-back's own search).
     HeldBack,
 }
 

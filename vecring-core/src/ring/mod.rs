@@ -1,15 +1,25 @@
 //! The single-producer/single-consumer frame ring.
 //!
-//! A Lamport ring with free-running indices (as in rtrb and DPDK's
-//! `rte_ring`), each side caching the other's index so that the shared index
-//! lines are read only when the cached view runs out, and written once per
-//! batch:
+//! Free-running indices (as in rtrb and DPDK's `rte_ring`), with readiness
+//! in the descriptors (as in virtio's packed ring): a frame is published by
+//! its first descriptor, which carries the stamp of its slot's lap
+//! (`abi`'s module documentation has the word's layout), so that the
+//! consumer learns that the next frame is ready from that one line, with
+//! no load of the producer's index on its data path:
 //!
-//! - the producer fills slots and each frame's descriptor, then publishes `head`
-//!   with one `Release` store per [`WriteChunk::commit`];
-//! - the consumer loads `head` with `Acquire` only when it has consumed
-//!   everything it knew of, reads the frames, then publishes `tail` with one
-//!   `Release` store per [`ReadChunk::release`].
+//! - the producer fills a frame's slots, then stores its descriptor with
+//!   the stamp (a `Release` store, `descriptor::put_desc`); a chunk's
+//!   pushes store the lap before's stamp and [`WriteChunk::commit`] adds
+//!   the lap. After each call or batch it stores `head` once, a hint the
+//!   consumer's data path never reads;
+//! - the consumer loads the descriptor at its read position (`Acquire`)
+//!   and takes the frame when the stamp is the one its own index expects
+//!   ([`Consumer::recv`]), or looks ahead a batch at a time
+//!   (`Consumer::find_ready`), reads the frames, then gives the slots back
+//!   with one `Release` store of `tail` per [`ReadChunk::release`];
+//! - the producer loads `tail` (`Acquire`) only when its cached view of
+//!   the free slots runs out: that line is written only by the consumer
+//!   and read rarely, so the two sides do not bounce each other's lines.
 //!
 //! The copying calls sit on the chunks: `send_batch` and `recv_batch` are a
 //! chunk's loop flattened, and [`Producer::send`] and [`Consumer::recv`]

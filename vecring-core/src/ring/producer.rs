@@ -316,6 +316,12 @@ impl<S: RingStorage> Producer<S> {
                 plan.word |= run.stamp;
             }
             if plan.slots <= room {
+                // Each frame's descriptor store below publishes it, so the
+                // slots are declared written before the first: all `room`
+                // of them, as many as the frames below may take (loom only;
+                // nothing otherwise).
+                let used = Run::slots_between(run.descs, desc);
+                model_write(&self.storage, start.wrapping_add(used), room);
                 // SAFETY: `len` is valid (an invalid one's plan fits no
                 // room), `frame` is the caller's memory, and the
                 // `plan.slots` slots at `dst`/`desc` are free and end
@@ -357,10 +363,6 @@ impl<S: RingStorage> Producer<S> {
                 room -= k * plan.slots;
                 n += k as usize;
                 bytes += k * len as u64;
-                // The frame written above and the `k` after it.
-                let written = (k + 1) * plan.slots;
-                let used = Run::slots_between(run.descs, desc);
-                model_write(&self.storage, start.wrapping_add(used - written), written);
                 match end {
                     StreamEnd::Room => {}
                     StreamEnd::Other(next) => pending = Some(next),
@@ -382,8 +384,15 @@ impl<S: RingStorage> Producer<S> {
                     break;
                 }
                 refreshed = true;
-                // `head` moves only below, so this counts from `start`.
-                free = self.free_slots(u64::MAX)?;
+                // The `used` slots written so far are published already
+                // (each by its descriptor), so the consumer may have
+                // released them: the consumer's index is checked against
+                // the head after them, and the free slots are counted
+                // from `start` again.
+                self.head = start.wrapping_add(used);
+                let after = self.free_slots(u64::MAX);
+                self.head = start;
+                free = after? + used;
                 clear = free.min(run.to_end);
                 if slots > free - used {
                     break;

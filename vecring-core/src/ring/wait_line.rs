@@ -52,7 +52,10 @@
 //!
 //! A side about to sleep (the consumer for frames, the producer for space)
 //! writes an odd sequence into its line, issues a full fence and then looks
-//! at the other side's index once more. The other side, after storing its
+//! at the other side's index once more (the consumer: at the descriptor of
+//! its read position, whose stamp is the producer's publication; the
+//! producer's "index store" below is then its descriptor stores, which all
+//! come before its `head` store and the fence). The other side, after storing its
 //! index, issues a full fence and then loads that line; seeing an odd
 //! sequence it has not signalled yet, it rings the ring's doorbell. The two
 //! fences are a Dekker pair: in their single total order one comes first,

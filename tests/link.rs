@@ -383,3 +383,37 @@ fn receiver_hold_back_applies_to_every_generation() {
         "frames held back with the hold-back off"
     );
 }
+
+/// A slave of the previous ring format (ABI 4, readiness published by the
+/// producer's index) asks for the link: the master refuses it, naming both
+/// versions, and gives it no memory.
+#[test]
+fn a_slave_of_abi_4_is_refused_with_both_versions_named() {
+    use vecring_core::handshake::{self, Kind, Msg};
+    let _w = Watchdog::new("abi_4_slave", Duration::from_secs(60));
+    assert_eq!(vecring_core::abi::VERSION_MAJOR, 5);
+    let dir = run_dir("abi4_slave");
+    let _m = master(&dir);
+    let path = dir.join("dom").join("l0.sock");
+    let conn = (0..1000)
+        .find_map(|_| {
+            handshake::connect(&path)
+                .map_err(|_| std::thread::sleep(Duration::from_millis(10)))
+                .ok()
+        })
+        .expect("the master listens");
+    let mut request = Msg::new(Kind::Request, 0);
+    request.version_major = 4;
+    handshake::send(&conn, &request, &[]).unwrap();
+    let (reply, fds) = handshake::recv(&conn, UP).unwrap();
+    assert_eq!(reply.kind, Kind::Reject, "{reply:?}");
+    assert!(fds.is_empty(), "no memory for a refused slave");
+    assert!(
+        reply
+            .text
+            .contains("ABI major version mismatch: ours 5, theirs 4"),
+        "{}",
+        reply.text
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

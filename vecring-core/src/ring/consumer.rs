@@ -11,7 +11,7 @@ use super::storage::{model_read, Bell, RingStorage};
 use super::wait_line::WaitProtocol;
 use crate::abi::DESC_STAMP_MASK;
 use crate::geometry::Geometry;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 use std::time::{Duration, Instant};
 
 /// The reading end of a ring.
@@ -158,8 +158,28 @@ impl<S: RingStorage> Consumer<S> {
                     Err(c) => return Err(self.poison(c)),
                 },
             };
+            // The frames after it with the same word, before the end of
+            // the data area (past it the lap, and so the stamp, changes:
+            // a descriptor there left from this lap must not match),
+            // counted a group at a time (`Shape::count_like`).
+            let before_end = u64::from(shape.slot_count) - (at & shape.mask);
             at = at.wrapping_add(slots);
             found += 1;
+            if slots < before_end && found < frames {
+                let space = (before_end - slots).min(limit.wrapping_sub(at));
+                let fit = if slots == 1 { space } else { space / slots };
+                let limit_frames = fit.min(frames - found);
+                // SAFETY: the `limit_frames * slots` slots from `at` lie
+                // before the end of the data area (`before_end`).
+                let same = unsafe { shape.count_like(at, word, slots, limit_frames) };
+                // Acquire: the Relaxed loads of `count_like` read the
+                // producer's Release stores of these descriptors
+                // (`put_desc`); this fence makes the frames' bytes visible,
+                // as the Acquire load above does for the first.
+                fence(Ordering::Acquire);
+                at = at.wrapping_add(same * slots);
+                found += same;
+            }
         }
         // `seen` stays the last frame *read* (the hold-back asks about it).
         self.cached_head = at;

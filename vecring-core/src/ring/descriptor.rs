@@ -207,20 +207,20 @@ impl Shape {
 
     /// How many of the `limit` frames of `slots` slots each, back to back
     /// from free-running `index`, have the descriptor word `word`, counted
-    /// until the first that differs. Each descriptor is loaded once.
+    /// until the first that differs. Each descriptor is loaded once
+    /// (Relaxed: a caller that learns from the count that frames are
+    /// published follows it with an Acquire fence).
     ///
     /// # Safety
-    /// The `limit * slots` slots from `index` are published and lie before
-    /// the end of the data area.
+    /// The `limit * slots` slots from `index` lie before the end of the
+    /// data area.
     #[inline(always)]
     pub(super) unsafe fn count_like(&self, index: u64, word: u64, slots: u64, limit: u64) -> u64 {
         // From the array's pointer (see `run_from`).
         // SAFETY: the masked slot is below `slot_count`.
         let descs = unsafe { self.descs.add(self.slot(index)) };
-        // Frame `i`'s descriptor. Relaxed: the frames were published to us
-        // by the Acquire loads of their descriptors in
-        // `Consumer::find_ready`; a word equal to the validated one is that
-        // frame's.
+        // Frame `i`'s descriptor. Relaxed: see above; a word equal to the
+        // validated one, stamp included, is that frame's.
         let word_of = |i: u64| {
             // SAFETY: called for `i < limit` only: a descriptor of the
             // caller's slots.

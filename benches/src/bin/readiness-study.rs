@@ -616,6 +616,10 @@ fn throughput(proto: Proto, len: usize, o: &Opts) -> f64 {
     frames as f64 * 1e3 / ns as f64
 }
 
+/// One protocol's results in one round: protocol, placement, one-way ns,
+/// one-way / floor, Mfps at 64 B, Mfps at 1514 B.
+type Row = (Proto, &'static str, f64, f64, f64, f64);
+
 fn stats(v: &[f64]) -> String {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -659,7 +663,7 @@ fn main() {
     );
     println!("round | c2c ns | placement | proto | one-way ns | / floor | Mfps 64 B | Mfps 1514 B");
     // Per protocol: (placement, latency ratio, 64 B rate, 1514 B rate).
-    let mut rows: Vec<(Proto, &str, f64, f64, f64, f64)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let mut floors = Vec::new();
     let mut short = Vec::new();
     for round in 0..rounds {
@@ -722,14 +726,14 @@ fn main() {
             stats(&s56)
         );
         for proto in PROTOS {
-            let pick = |f: fn(&(Proto, &str, f64, f64, f64, f64)) -> f64| -> Vec<f64> {
+            let pick = |f: fn(&Row) -> f64| -> Vec<f64> {
                 rows.iter()
                     .filter(|r| r.0 == proto && r.1 == place)
                     .map(f)
                     .collect()
             };
             // Per-round ratios of the throughputs to the index protocol's.
-            let ratio = |f: fn(&(Proto, &str, f64, f64, f64, f64)) -> f64| -> Vec<f64> {
+            let ratio = |f: fn(&Row) -> f64| -> Vec<f64> {
                 let mine = pick(f);
                 let base: Vec<f64> = rows
                     .iter()

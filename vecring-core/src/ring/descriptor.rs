@@ -433,7 +433,7 @@ pub(super) fn put_desc(desc: &SlotDesc, word: u64) {
 }
 
 /// One-slot frames' descriptors checked together, by [`all_hold`].
-const DESC_GROUP: usize = 8;
+pub(super) const DESC_GROUP: usize = 8;
 
 /// Whether the [`DESC_GROUP`] descriptors from `descs` all hold `word`:
 /// one load of each and one test for the group.
@@ -442,7 +442,7 @@ const DESC_GROUP: usize = 8;
 /// The `DESC_GROUP` descriptors from `descs` are within the descriptor
 /// array.
 #[inline(always)]
-unsafe fn all_hold(descs: *const SlotDesc, word: u64) -> bool {
+pub(super) unsafe fn all_hold(descs: *const SlotDesc, word: u64) -> bool {
     const { assert!(DESC_GROUP == 8) };
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
     // SAFETY: the two fours of descriptors are the caller's eight; the rest

@@ -2,7 +2,7 @@
 //! [`FrameWriter`] of one frame.
 
 use super::bytes::store_fence;
-use super::descriptor::{put_desc, put_descs, Lag, Run, Shape};
+use super::descriptor::{all_hold, put_desc, put_descs, Lag, Run, Shape, DESC_GROUP};
 use super::error::{Corruption, PushError};
 use super::producer::Producer;
 use super::storage::{model_write, RingStorage};
@@ -306,17 +306,38 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     fn stamp_frames(&self, head: u64) {
         let shape = &self.shape;
         let mut at = self.run.start;
+        // The last word seen and its frame's slots (at least one): a chunk
+        // of one frame size works them out once.
+        let (mut last, mut last_slots) = (!0u64, 1u64);
+        let count = u64::from(shape.slot_count);
         while at != head {
+            // One-slot frames like the last, a group at a time.
+            if last_slots == 1
+                && head.wrapping_sub(at) >= DESC_GROUP as u64
+                && (at & shape.mask) + DESC_GROUP as u64 <= count
+            {
+                // SAFETY: the group's descriptors lie before the end of the
+                // descriptor array (tested above); from the array's
+                // pointer (see `Shape::run_from`).
+                let group = unsafe { shape.descs.add(shape.slot(at)) };
+                // SAFETY: as above.
+                if unsafe { all_hold(group, last) } {
+                    // SAFETY: as above.
+                    unsafe { put_descs(group, DESC_GROUP, 1, last.wrapping_add(DESC_STAMP_ONE)) };
+                    at = at.wrapping_add(DESC_GROUP as u64);
+                    continue;
+                }
+            }
             let desc = shape.desc(at);
             // Relaxed: our own store in the push (the peer's scribbles
             // only garble what it reads).
             let word = desc.0.load(Ordering::Relaxed);
-            let (len, _) = SlotDesc::unpack(word);
-            let slots = shape
-                .slots_for(len as usize)
-                .clamp(1, head.wrapping_sub(at));
+            if word != last {
+                let (len, _) = SlotDesc::unpack(word);
+                (last, last_slots) = (word, shape.slots_for(len as usize).max(1));
+            }
             put_desc(desc, word.wrapping_add(DESC_STAMP_ONE));
-            at = at.wrapping_add(slots);
+            at = at.wrapping_add(last_slots.min(head.wrapping_sub(at)));
         }
     }
 }

@@ -11,6 +11,8 @@
 //!   length and the lap of its slot; the producer stores it after the
 //!   frame, and the consumer polls the descriptor of the slot it expects
 //!   (a per-slot sequence, as in virtio's packed ring).
+//! - `desc-each`: `desc-seq` with each descriptor stored right after its
+//!   frame instead of after the batch.
 //! - `line-seq`: the same word at the head of the frame's first slot,
 //!   the frame's bytes after it: a frame of up to 56 bytes arrives with
 //!   its readiness in one line.
@@ -51,16 +53,25 @@ const HDR: usize = 8;
 enum Proto {
     Index,
     DescSeq,
+    /// `DescSeq` with each descriptor stored right after its frame, as
+    /// the ring's `send_batch` does.
+    DescEach,
     LineSeq,
 }
 
-const PROTOS: [Proto; 3] = [Proto::Index, Proto::DescSeq, Proto::LineSeq];
+const PROTOS: [Proto; 4] = [
+    Proto::Index,
+    Proto::DescSeq,
+    Proto::DescEach,
+    Proto::LineSeq,
+];
 
 impl Proto {
     fn name(self) -> &'static str {
         match self {
             Proto::Index => "index",
             Proto::DescSeq => "desc-seq",
+            Proto::DescEach => "desc-each",
             Proto::LineSeq => "line-seq",
         }
     }
@@ -241,7 +252,7 @@ impl Tx {
                     .desc(self.head)
                     .store(len as u64, Ordering::Relaxed);
             }
-            Proto::DescSeq => self.mem.put(self.head, 0, frame),
+            Proto::DescSeq | Proto::DescEach => self.mem.put(self.head, 0, frame),
             Proto::LineSeq => self.mem.put(self.head, HDR, frame),
         }
         if stamp {
@@ -254,7 +265,7 @@ impl Tx {
     fn stamp(&self, index: u64, len: usize) {
         let word = match self.proto {
             Proto::Index => return,
-            Proto::DescSeq => self.mem.desc(index),
+            Proto::DescSeq | Proto::DescEach => self.mem.desc(index),
             Proto::LineSeq => self.mem.header(index),
         };
         // Release: pairs with the consumer's Acquire load of the word.
@@ -284,12 +295,15 @@ impl Tx {
         let slots = slots_for(self.proto, frame.len());
         let start = self.head;
         let mut sent = 0;
+        let each = self.proto == Proto::DescEach;
         while sent < n && self.room(slots) {
-            self.write(frame, false);
+            self.write(frame, each);
             sent += 1;
         }
-        for i in (0..sent as u64).rev() {
-            self.stamp(start + i * slots, frame.len());
+        if !each {
+            for i in (0..sent as u64).rev() {
+                self.stamp(start + i * slots, frame.len());
+            }
         }
         if sent > 0 {
             self.publish();
@@ -331,8 +345,8 @@ impl Rx {
                 }
                 Some(self.mem.desc(self.tail).load(Ordering::Relaxed) as usize & 0xffff)
             }
-            Proto::DescSeq | Proto::LineSeq => {
-                let word = if self.proto == Proto::DescSeq {
+            Proto::DescSeq | Proto::DescEach | Proto::LineSeq => {
+                let word = if self.proto != Proto::LineSeq {
                     self.mem.desc(self.tail)
                 } else {
                     self.mem.header(self.tail)

@@ -389,9 +389,9 @@ fn receiver_hold_back_applies_to_every_generation() {
 /// versions, and gives it no memory.
 #[test]
 fn a_slave_of_abi_4_is_refused_with_both_versions_named() {
-    use vecring_core::handshake::{self, Kind, Msg};
+    use vecring_core::internal::handshake::{self, Kind, Msg};
     let _w = Watchdog::new("abi_4_slave", Duration::from_secs(60));
-    assert_eq!(vecring_core::abi::VERSION_MAJOR, 5);
+    assert_eq!(vecring_core::internal::abi::VERSION_MAJOR, 5);
     let dir = run_dir("abi4_slave");
     let _m = master(&dir);
     let path = dir.join("dom").join("l0.sock");

@@ -172,9 +172,8 @@ impl Shape {
         copied
     }
 
-    /// Copies `frame` into the slots from free-running `index`, then writes
-    /// its descriptor with its lap's stamp less `lag` (with no lag, the
-    /// descriptor's Release store publishes the frame).
+    /// Copies `frame` into the slots from free-running `index`, wrapping
+    /// around the end of the data area if it must; no descriptor.
     ///
     /// # Safety
     /// `frame` must be 1 to `max_frame` bytes, must not overlap the slots
@@ -182,7 +181,7 @@ impl Shape {
     /// frame held in place), and the `slots_for(frame.len())` slots from
     /// `index` must be reserved for the caller, the producer.
     #[inline(always)]
-    unsafe fn write_frame(&self, index: u64, frame: &[u8], lag: Lag) {
+    unsafe fn copy_frame(&self, index: u64, frame: &[u8]) {
         let len = frame.len();
         let (dst, head_len) = self.span(index, len);
         // SAFETY: `span` keeps the first `head_len` bytes inside the data
@@ -195,68 +194,66 @@ impl Shape {
                 ptr::copy_nonoverlapping(frame.as_ptr().add(head_len), self.data, len - head_len);
             }
         }
-        self.write_desc(index, len, lag);
     }
 
-    /// [`write_frame`](Self::write_frame) for a frame of `slots` slots
-    /// `used` slots into `run`: at a fixed offset from `run.base` unless it
-    /// wraps.
+    /// Copies `frame`, of `slots` slots, `used` slots into `run`: at a
+    /// fixed offset from `run.base` unless it wraps. No descriptor: a
+    /// chunk's frames are described at [`WriteChunk::commit`].
     ///
     /// # Safety
-    /// As for `write_frame`, at free-running index `run.start + used`, and
+    /// As for `copy_frame`, at free-running index `run.start + used`, and
     /// `slots` must be `slots_for(frame.len())`.
+    ///
+    /// [`WriteChunk::commit`]: super::WriteChunk::commit
     #[inline(always)]
-    pub(super) unsafe fn write_in_run(
-        &self,
-        run: &Run,
-        used: u64,
-        slots: u64,
-        frame: &[u8],
-        lag: Lag,
-    ) {
+    pub(super) unsafe fn copy_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
         if used + slots <= run.to_end {
-            // SAFETY: as `write_before_end`, whose condition was just tested.
-            unsafe { self.write_before_end(run, used, frame, lag) };
+            // SAFETY: the frame's slots lie before the end of the data
+            // area, `used` slots from `run.base`, and are the caller's;
+            // `frame` does not overlap them (the caller's contract).
+            unsafe {
+                copy_bytes(
+                    run.base.add((used as usize) << self.slot_shift),
+                    frame.as_ptr(),
+                    frame.len(),
+                );
+            }
         } else {
             // SAFETY: the caller's contract, at `run.start + used`.
-            unsafe { self.write_frame(run.start.wrapping_add(used), frame, lag) };
+            unsafe { self.copy_frame(run.start.wrapping_add(used), frame) };
         }
     }
 
-    /// [`write_in_run`](Self::write_in_run) for a frame known not to wrap:
-    /// at a fixed offset from `run.base`, its descriptor `used` entries
-    /// from `run.descs`, in the run's lap.
+    /// [`copy_in_run`](Self::copy_in_run), then the frame's descriptor
+    /// with its lap's stamp, whose Release store publishes it.
     ///
     /// # Safety
-    /// As for `write_in_run`, and the frame's slots end at or before
+    /// As for `copy_in_run`.
+    #[inline(always)]
+    pub(super) unsafe fn write_in_run(&self, run: &Run, used: u64, slots: u64, frame: &[u8]) {
+        // SAFETY: the caller's contract.
+        unsafe { self.copy_in_run(run, used, slots, frame) };
+        if used < run.to_end {
+            // A frame that starts before the end of the data area is in
+            // the run's lap.
+            // SAFETY: `used < run.to_end`.
+            let desc = unsafe { Self::desc_in_run(run, used) };
+            self.store_desc(desc, frame.len(), run.stamp);
+        } else {
+            self.write_desc(run.start.wrapping_add(used), frame.len(), Lag::NONE);
+        }
+    }
+
+    /// [`copy_in_run`](Self::copy_in_run) for a frame whose slots end at
+    /// or before `run.to_end`, with [`stream_lines`]' non-temporal stores:
+    /// the caller fences ([`store_fence`](super::bytes::store_fence))
+    /// before publishing it.
+    ///
+    /// # Safety
+    /// As for `copy_in_run`, and the frame's slots end at or before
     /// `run.to_end`.
     #[inline(always)]
-    unsafe fn write_before_end(&self, run: &Run, used: u64, frame: &[u8], lag: Lag) {
-        // SAFETY: the frame's slots lie before the end of the data area,
-        // `used` slots from `run.base`, and are the caller's; `frame` does
-        // not overlap them (the caller's contract); `used < run.to_end`.
-        unsafe {
-            copy_bytes(
-                run.base.add((used as usize) << self.slot_shift),
-                frame.as_ptr(),
-                frame.len(),
-            );
-            self.store_desc(
-                Self::desc_in_run(run, used),
-                frame.len(),
-                run.stamp.wrapping_sub(lag.0),
-            );
-        }
-    }
-
-    /// [`write_before_end`](Self::write_before_end) with [`stream_lines`]'
-    /// non-temporal stores: the caller fences
-    /// ([`store_fence`](super::bytes::store_fence)) before publishing it.
-    ///
-    /// # Safety
-    /// As for `write_before_end`.
-    #[inline(always)]
-    pub(super) unsafe fn stream_in_run(&self, run: &Run, used: u64, frame: &[u8], lag: Lag) {
+    pub(super) unsafe fn stream_in_run(&self, run: &Run, used: u64, frame: &[u8]) {
         // SAFETY: the frame's slots, the caller's, before the end of the
         // data area: 64-byte aligned like every slot (the data area is, and
         // slots are powers of two of at least 64 bytes), so they hold the
@@ -266,11 +263,6 @@ impl Shape {
                 run.base.add((used as usize) << self.slot_shift),
                 frame.as_ptr(),
                 frame.len(),
-            );
-            self.store_desc(
-                Self::desc_in_run(run, used),
-                frame.len(),
-                run.stamp.wrapping_sub(lag.0),
             );
         }
     }

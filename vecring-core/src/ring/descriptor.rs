@@ -546,8 +546,18 @@ unsafe fn four_equal(descs: *const SlotDesc, word: u64) -> core::arch::x86_64::_
 /// The `count` descriptors are within the descriptor array.
 #[inline(always)]
 pub(super) unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u64) {
-    for j in 0..count {
+    // Four stores a step of the loop.
+    let mut j = 0;
+    while j + 4 <= count {
+        for i in j..j + 4 {
+            // SAFETY: `i < count`: one of the caller's descriptors.
+            put_desc(unsafe { &*descs.add(i * step) }, word);
+        }
+        j += 4;
+    }
+    while j < count {
         // SAFETY: `j < count`: one of the caller's descriptors.
         put_desc(unsafe { &*descs.add(j * step) }, word);
+        j += 1;
     }
 }

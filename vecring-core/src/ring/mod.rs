@@ -9,9 +9,11 @@
 //!
 //! - the producer fills a frame's slots, then stores its descriptor with
 //!   the stamp (a `Release` store, `descriptor::put_desc`); a chunk's
-//!   pushes store the lap before's stamp and [`WriteChunk::commit`] adds
-//!   the lap. After each call or batch it stores `head` once, a hint the
-//!   consumer's data path never reads;
+//!   frames get their descriptors at [`WriteChunk::commit`], one store
+//!   each (a chunk whose length changes stores the lap before's stamp for
+//!   the frames before the change, and commit adds the lap). After each
+//!   call or batch it stores `head` once, a hint the consumer's data path
+//!   never reads;
 //! - the consumer loads the descriptor at its read position (`Acquire`)
 //!   and takes the frame when the stamp is the one its own index expects
 //!   ([`Consumer::recv`]), or looks ahead a batch at a time

@@ -5,7 +5,7 @@
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
 use super::copy::{stream_like, StreamEnd};
-use super::descriptor::{put_desc, Lag, LenPlan, Run, Shape};
+use super::descriptor::{put_desc, LenPlan, Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};
@@ -401,7 +401,7 @@ impl<S: RingStorage> Producer<S> {
             model_write(&self.storage, start.wrapping_add(used), slots);
             // SAFETY: `len` is valid (checked above), `frame` is the
             // caller's memory, and the slots are among the `free` ones.
-            unsafe { shape.write_in_run(&run, used, slots, frame, Lag::NONE) };
+            unsafe { shape.write_in_run(&run, used, slots, frame) };
             let used = used + slots;
             room = clear.saturating_sub(used);
             (dst, desc) = shape.cursors(&run, used);

@@ -30,6 +30,9 @@ impl<S: RingStorage> Producer<S> {
             bytes: 0,
             stream: false,
             streamed: false,
+            like_from: 0,
+            like_word: 0,
+            like_slots: 1,
             producer: self,
         })
     }
@@ -62,6 +65,18 @@ pub struct WriteChunk<'p, S: RingStorage> {
     stream: bool,
     /// Whether a frame was, so that `commit` fences first.
     streamed: bool,
+    /// The frames pushed from this many slots into the run on (to `used`)
+    /// have no descriptor yet: all of one length, their descriptors are
+    /// stored once each, with their laps' stamps, at
+    /// [`commit`](WriteChunk::commit). Those before have descriptors with
+    /// the lap before's stamp (see `Lag`), written when the length
+    /// changed, to which `commit` adds the lap.
+    like_from: u64,
+    /// Length and flags of the frames from `like_from` on (0, no valid
+    /// word, before the first push).
+    like_word: u64,
+    /// Their slots each (at least one).
+    like_slots: u64,
 }
 
 // SAFETY: as for `Producer`: the chunk's copy of the shape and its `Run`
@@ -139,15 +154,17 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 self.run.start.wrapping_add(self.used),
                 slots,
             );
+            self.like(SlotDesc::pack(len as u16, shape.flags_for(len)), slots);
+            let shape = &self.shape;
             if self.stream && len <= STREAM_MAX_LEN && self.used + slots <= self.run.to_end {
                 // SAFETY: a valid length, the caller's memory, and slots of
                 // our reservation before the end of the data area.
-                unsafe { shape.stream_in_run(&self.run, self.used, frame, Lag::PENDING) };
+                unsafe { shape.stream_in_run(&self.run, self.used, frame) };
                 self.streamed = true;
             } else {
                 // SAFETY: a valid length, the caller's memory, and slots of
                 // our reservation.
-                unsafe { shape.write_in_run(&self.run, self.used, slots, frame, Lag::PENDING) };
+                unsafe { shape.copy_in_run(&self.run, self.used, slots, frame) };
             }
             self.used += slots;
             self.frames += 1;
@@ -169,29 +186,23 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         F: FnOnce(&mut FrameWriter<'_>),
     {
         let slots = self.check_len(len)?;
+        self.like(SlotDesc::pack(len as u16, self.shape.flags_for(len)), slots);
         let (shape, run, used) = (&self.shape, &self.run, self.used);
-        // As `Shape::write_in_run`: at a fixed offset from the run's base
+        // As `Shape::copy_in_run`: at a fixed offset from the run's base
         // unless the frame wraps.
-        let (head, head_len, desc) = if used + slots <= run.to_end {
+        let (head, head_len) = if used + slots <= run.to_end {
             // SAFETY: the frame's slots lie before the end of the data area,
             // `used` slots into the run.
-            unsafe {
-                (
-                    run.base.add((used as usize) << shape.slot_shift),
-                    len,
-                    Shape::desc_in_run(run, used),
-                )
-            }
+            (
+                unsafe { run.base.add((used as usize) << shape.slot_shift) },
+                len,
+            )
         } else {
-            let index = run.start.wrapping_add(used);
-            let (head, head_len) = shape.span(index, len);
-            (head, head_len, shape.desc(index))
+            shape.span(run.start.wrapping_add(used), len)
         };
         model_write(&self.producer.storage, run.start.wrapping_add(used), slots);
         let mut writer = FrameWriter::new(head, head_len, shape.data, len);
         fill(&mut writer);
-        let stamp = shape.stamp(run.start.wrapping_add(used));
-        shape.store_desc(desc, len, stamp.wrapping_sub(Lag::PENDING.0));
         self.used += slots;
         self.frames += 1;
         self.bytes += len as u64;
@@ -237,9 +248,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         // instructions each).
         let per_frame = |n: u64| if slots == 1 { n } else { n / slots };
         let n = per_frame(self.reserved - self.used).min(count as u64) as usize;
-        // Unpublished until `commit` (see `Lag`).
-        let word = SlotDesc::pack(len as u16, shape.flags_for(len));
-        let pending = |index: u64| word | shape.stamp(index).wrapping_sub(Lag::PENDING.0);
+        // Described at `commit`, with the frames of this length pushed
+        // before.
+        self.like(SlotDesc::pack(len as u16, shape.flags_for(len)), slots);
         let stride = (slots as usize) << shape.slot_shift;
         let mut done = 0;
         while done < n {
@@ -249,14 +260,8 @@ impl<S: RingStorage> WriteChunk<'_, S> {
             // The frames left that lie wholly before the end of the data
             // area.
             let k = (per_frame(to_end) as usize).min(n - done);
-            // From the array's pointer (see `Shape::run_from`).
-            // SAFETY: the masked slot is below `slot_count`; the `k`
-            // frames' slots lie before the end of the data area, and are
-            // ours (`n` frames fit the reservation).
-            let (descs, base) = unsafe { (shape.descs.add(slot), shape.slot_ptr(index)) };
+            let base = shape.slot_ptr(index);
             model_write(&self.producer.storage, index, k as u64 * slots);
-            // SAFETY: as above: the `k` frames' first descriptors.
-            unsafe { put_descs(descs, k, slots as usize, pending(index)) };
             for j in 0..k {
                 // Inside the data area: frame `j` lies before its end.
                 let head = base.wrapping_add(j * stride);
@@ -271,7 +276,6 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                 let index = self.run.start.wrapping_add(self.used);
                 let (head, head_len) = shape.span(index, len);
                 model_write(&self.producer.storage, index, slots);
-                put_desc(shape.desc(index), pending(index));
                 let mut writer = FrameWriter::new(head, head_len, shape.data, len);
                 fill(done, &mut writer);
                 self.used += slots;
@@ -283,23 +287,100 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         Ok(n)
     }
 
-    /// Publishes every frame pushed, in order: each frame's descriptor
-    /// gets its lap's stamp. Returns how many.
+    /// Makes `word` (length and flags) and `slots` those of the frames
+    /// pushed from now on: when they change, the frames pushed since the
+    /// last change get their descriptors now, with the lap before's stamp
+    /// (unpublished until `commit`). A chunk of one length stores none
+    /// before `commit`.
+    #[inline(always)]
+    fn like(&mut self, word: u64, slots: u64) {
+        if word != self.like_word {
+            if self.like_from == self.used {
+                // None pushed since the last change (the chunk's first
+                // push, say): nothing to describe.
+                (self.like_word, self.like_slots) = (word, slots);
+            } else {
+                self.new_length(word, slots);
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_length(&mut self, word: u64, slots: u64) {
+        self.describe(self.like_from, Lag::PENDING);
+        (self.like_from, self.like_word, self.like_slots) = (self.used, word, slots);
+    }
+
+    /// Stores the descriptors of the frames pushed from `from` slots into
+    /// the run to `used`, all of `like_word` and `like_slots`, each with
+    /// its lap's stamp less `lag`: one store each, with no load, the
+    /// frames that start before the end of the data area in the run's lap,
+    /// the others in the next.
+    #[inline(always)]
+    fn describe(&self, from: u64, lag: Lag) {
+        let (shape, run) = (&self.shape, &self.run);
+        let (to, step) = (self.used, self.like_slots);
+        let before = to.min(run.to_end);
+        let mut at = from;
+        if from < before {
+            // The frames that start before the end of the data area.
+            let ahead = before - from;
+            let count = if step == 1 {
+                ahead
+            } else {
+                ahead.div_ceil(step)
+            };
+            let word = self.like_word | run.stamp.wrapping_sub(lag.0);
+            // SAFETY: the `count` frames' first descriptors, from `from`
+            // slots into the run to before `run.to_end`: within the array.
+            unsafe {
+                put_descs(
+                    run.descs.add(from as usize),
+                    count as usize,
+                    step as usize,
+                    word,
+                )
+            };
+            at += count * step;
+        }
+        if at < to {
+            // Past the end of the data area: the next lap, from the start
+            // of the array.
+            let next = run.start.wrapping_add(run.to_end);
+            let word = self.like_word | shape.stamp(next).wrapping_sub(lag.0);
+            while at < to {
+                // The slot `at - run.to_end` from the start: below
+                // `slot_count`, as the reservation is at most the ring.
+                put_desc(shape.desc(run.start.wrapping_add(at)), word);
+                at += step;
+            }
+        }
+    }
+
+    /// Publishes every frame pushed, in order: the frames pushed since
+    /// the last change of length get their descriptors, with their laps'
+    /// stamps, and those before have one lap added to theirs. Returns how
+    /// many.
     pub fn commit(self) -> usize {
         if self.used > 0 {
             if self.streamed {
                 store_fence();
             }
+            if self.like_from > 0 {
+                self.stamp_frames(self.run.start.wrapping_add(self.like_from));
+            }
+            self.describe(self.like_from, Lag::NONE);
             let head = self.run.start.wrapping_add(self.used);
-            self.stamp_frames(head);
             self.producer.publish(head, self.frames, self.bytes);
         }
         self.frames
     }
 
     /// Adds one lap to the stamp of each frame's descriptor from the run's
-    /// start to `head`: from the lap before's (written by the pushes, see
-    /// `Lag`) to its own, which publishes it. The frames are found by the
+    /// start to `head`: from the lap before's (written when the chunk's
+    /// length changed, see `WriteChunk::like`) to its own, which publishes
+    /// it. The frames are found by the
     /// lengths in those descriptors: our own words, but in shared memory,
     /// so each step is at least one slot and at most the slots left, and
     /// the walk ends at `head` whatever the peer wrote there.

@@ -253,29 +253,49 @@ pub(crate) fn multi_slot_frames_are_contiguous_unless_they_wrap<S: RingStorage +
     assert_eq!(tx.unread_frames(), 8);
 }
 
-/// Pushed frames carry the lap before's stamp until `commit`: a chunk
-/// dropped without it publishes nothing to any reader, on any lap.
+/// Pushed frames have no descriptor with their lap's stamp until
+/// `commit` (none at all, or the lap before's stamp when the length
+/// changed within the chunk): a chunk dropped without it publishes nothing
+/// to any reader, on any lap; a committed one of mixed lengths publishes
+/// every frame, in order.
 pub(crate) fn uncommitted_chunk_publishes_nothing<S: RingStorage + Clone>(new: NewRing<S>) {
     let (mut tx, mut rx) = channel(new, geometry(16, 2048));
     let mut buf = [0u8; 8];
     let (mut bufs, mut lens) = (vec![[0u8; 8]; 4], [0usize; 4]);
     for lap in 0..40u8 {
         {
-            let mut chunk = tx.write_chunk(4).unwrap();
+            let mut chunk = tx.write_chunk(6).unwrap();
             chunk.push(b"lost").unwrap();
             chunk
                 .push_with(4, |w| assert_eq!(w.append(b"lost"), 4))
                 .unwrap();
             let pushed = chunk.push_run(4, 2, |_, w| assert_eq!(w.append(b"lost"), 4));
             assert_eq!(pushed, Ok(2));
+            // Other lengths: the frames before each change get their
+            // descriptors, with the lap before's stamp.
+            chunk.push(b"lost!").unwrap();
+            chunk
+                .push_with(4, |w| assert_eq!(w.append(b"lost"), 4))
+                .unwrap();
         }
         assert_eq!(rx.ready_slots(), Ok(0));
         assert_eq!(rx.recv(&mut buf), Err(RecvError::Empty));
         assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(0));
         assert!(rx.read_chunk(4).unwrap().next_frame().unwrap().is_none());
-        tx.send(&[b'k', lap, 0, 0]).unwrap();
-        assert_eq!(rx.recv(&mut buf), Ok(4));
-        assert_eq!(buf[..4], [b'k', lap, 0, 0]);
+        let sent: [&[u8]; 3] = [
+            &[b'k', lap, 0, 0],
+            &[b'm', lap, 0, 0, 0],
+            &[b'n', lap, 0, 0],
+        ];
+        let mut chunk = tx.write_chunk(3).unwrap();
+        for frame in sent {
+            chunk.push(frame).unwrap();
+        }
+        assert_eq!(chunk.commit(), 3);
+        for frame in sent {
+            let n = rx.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], frame);
+        }
     }
 }
 

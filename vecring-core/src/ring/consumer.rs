@@ -11,7 +11,7 @@ use super::storage::{model_read, Bell, RingStorage};
 use super::wait_line::WaitProtocol;
 use crate::abi::DESC_STAMP_MASK;
 use crate::geometry::Geometry;
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 use std::time::{Duration, Instant};
 
 /// The reading end of a ring.
@@ -26,13 +26,12 @@ pub struct Consumer<S: RingStorage> {
     released: u64,
     /// The end of the frames found published from `tail` on, each
     /// descriptor checked (stamp, length, flags, within the ring) by
-    /// [`Consumer::find_ready`]; `cached_head - released` is in
-    /// `0..=slot_count`.
+    /// [`Consumer::find_ready`], or `tail` when the readers went past
+    /// them; `cached_head - released` is in `tail - released..=slot_count`.
+    /// The readers do not need it: they check each descriptor's stamp as
+    /// they read it. It answers [`Consumer::ready_slots`] and the
+    /// hold-back, and tells a frame taken back from one never found.
     pub(super) cached_head: u64,
-    /// Whether the last search for frames ([`Consumer::find_ready`])
-    /// stopped at `cached_head` because the descriptor there is corrupt:
-    /// the reader that reaches it reports it.
-    pub(super) corrupt_next: bool,
     pub(super) poisoned: Option<Corruption>,
     pub(super) stats: EndpointStats,
     /// The descriptor validated last (see [`Shape::frame_of`]).
@@ -84,7 +83,6 @@ impl<S: RingStorage> Consumer<S> {
             tail,
             released: tail,
             cached_head: tail,
-            corrupt_next: false,
             poisoned: None,
             seen: SeenDesc::NONE,
             stats: EndpointStats::default(),
@@ -120,70 +118,47 @@ impl<S: RingStorage> Consumer<S> {
     }
 
     /// Looks for frames published after those found already, at most
-    /// `frames` of them: from `cached_head` on, each descriptor is loaded
-    /// once; one without the stamp its slot's lap expects ends the search
-    /// (not published yet), and one with it is checked (length, flags, and
-    /// its slots within the ring's capacity from `released`) and moves
-    /// `cached_head` past its frame. A corrupt one ends the search, and
-    /// poisons the consumer when it is the first (at the read position). A stamp is never checked against the
-    /// peer's view of the lap, only against ours, derived from our own
-    /// index: the peer cannot make us expect an earlier lap.
+    /// `frames` of them (see [`Shape::scan`]), and moves `cached_head`
+    /// past them. A corrupt descriptor ends the search, and poisons the
+    /// consumer when it is the first (at the read position); otherwise
+    /// the reader that reaches it reports it, at its frame.
     pub(super) fn find_ready(&mut self, frames: u64) -> Result<(), Corruption> {
         let shape = self.shape;
         let limit = self.released.wrapping_add(u64::from(shape.slot_count));
-        let mut at = self.cached_head;
-        let mut seen = self.seen;
-        let mut found = 0;
-        self.corrupt_next = false;
-        while found < frames && at != limit {
-            // Acquire: pairs with the producer's Release store of this
-            // descriptor (`put_desc`, from `Producer::send`,
-            // `Producer::send_batch` or `WriteChunk::commit`): the frame's
-            // bytes are visible once its stamp is.
-            let word = shape.desc(at).0.load(Ordering::Acquire);
-            if word & DESC_STAMP_MASK != shape.stamp(at) {
-                break;
-            }
-            let room = limit.wrapping_sub(at);
-            let slots = match shape.frame_of(word, at, room, &mut seen) {
-                Some((_, slots)) => slots,
-                None => match shape.diagnose(at, word, room) {
-                    Ok((_, slots)) => slots,
-                    // Corruption is reported at the frame it is in, never
-                    // earlier: the frames found before it are read first.
-                    Err(_) if at != self.tail => {
-                        self.corrupt_next = true;
-                        break;
-                    }
-                    Err(c) => return Err(self.poison(c)),
-                },
-            };
-            // The frames after it with the same word, before the end of
-            // the data area (past it the lap, and so the stamp, changes:
-            // a descriptor there left from this lap must not match),
-            // counted a group at a time (`Shape::count_like`).
-            let before_end = u64::from(shape.slot_count) - (at & shape.mask);
-            at = at.wrapping_add(slots);
-            found += 1;
-            if slots < before_end && found < frames {
-                let space = (before_end - slots).min(limit.wrapping_sub(at));
-                let fit = if slots == 1 { space } else { space / slots };
-                let limit_frames = fit.min(frames - found);
-                // SAFETY: the `limit_frames * slots` slots from `at` lie
-                // before the end of the data area (`before_end`).
-                let same = unsafe { shape.count_like(at, word, slots, limit_frames) };
-                // Acquire: the Relaxed loads of `count_like` read the
-                // producer's Release stores of these descriptors
-                // (`put_desc`); this fence makes the frames' bytes visible,
-                // as the Acquire load above does for the first.
-                fence(Ordering::Acquire);
-                at = at.wrapping_add(same * slots);
-                found += same;
-            }
-        }
         // `seen` stays the last frame *read* (the hold-back asks about it).
+        let mut seen = self.seen;
+        let (at, bad) = shape.scan(self.cached_head, limit, frames, &mut seen);
+        if let (Some(c), true) = (bad, at == self.tail) {
+            return Err(self.poison(c));
+        }
         self.cached_head = at;
         Ok(())
+    }
+
+    /// The end of the ring's capacity from the last release: no frame
+    /// lies at or past it.
+    #[inline(always)]
+    pub(super) fn capacity_end(&self) -> u64 {
+        self.released.wrapping_add(u64::from(self.shape.slot_count))
+    }
+
+    /// Whether the frame at `pos` (at or after `tail`) was found published
+    /// by [`find_ready`](Self::find_ready): a descriptor there without its
+    /// stamp now was taken back by the peer, which is corruption, where
+    /// before it was only not published yet.
+    #[inline]
+    pub(super) fn found_before(&self, pos: u64) -> bool {
+        self.cached_head.wrapping_sub(self.released) > pos.wrapping_sub(self.released)
+    }
+
+    /// Moves the read position to `pos`, after frames read, and
+    /// `cached_head` with it if it was passed.
+    #[inline(always)]
+    pub(super) fn read_to(&mut self, pos: u64) {
+        self.tail = pos;
+        if !self.found_before(pos) {
+            self.cached_head = pos;
+        }
     }
 
     /// Slots published and not yet read, looking for newly published
@@ -281,7 +256,7 @@ impl<S: RingStorage> Consumer<S> {
             let stamp = shape.stamp(tail);
             let seen = self.seen;
             let room = u64::from(shape.slot_count) - tail.wrapping_sub(self.released);
-            if word == (seen.word & !DESC_STAMP_MASK) | stamp
+            if word == seen.bits | stamp
                 && seen.slots <= room
                 && seen.len <= buf.len()
                 && shape.slot(tail) as u64 + seen.slots <= u64::from(shape.slot_count)
@@ -291,14 +266,7 @@ impl<S: RingStorage> Consumer<S> {
                 // slots from `tail` on, before the end of the data area, and
                 // `buf` has room for them.
                 unsafe { copy_bytes(buf.as_mut_ptr(), shape.slot_ptr(tail), seen.len) };
-                self.tail = tail.wrapping_add(seen.slots);
-                // Past the frames found so far (their end was at `tail`),
-                // the end moves with us.
-                if self.tail.wrapping_sub(self.released)
-                    > self.cached_head.wrapping_sub(self.released)
-                {
-                    self.cached_head = self.tail;
-                }
+                self.read_to(tail.wrapping_add(seen.slots));
                 self.stats.frames += 1;
                 self.stats.bytes += seen.len as u64;
                 self.publish_release(self.tail);
@@ -348,21 +316,36 @@ impl<S: RingStorage> Consumer<S> {
         // The loop of `read_chunk` + `next_frame` + `copy_to`, flattened:
         // offsets, totals and the last descriptor seen stay in registers,
         // and frames before the end of the data area (all but at most one
-        // per lap) are copied from a fixed base.
+        // per lap) are copied from a fixed base. No search ahead: each
+        // descriptor is loaded once, as its frame is reached, and its
+        // stamp checked with the rest of the word.
         let max = bufs.len().min(lens.len());
-        self.ready_for(max as u64)?;
-        if self.holding() {
-            return Ok(0);
+        if let Some(c) = self.poisoned {
+            return Err(c.into());
         }
+        // Frames lie before the end of the ring's capacity; which of them
+        // are published, their descriptors' stamps say. Under a hold-back,
+        // which counts the ready slots first (see `HoldBack`), the frames
+        // found then.
+        let end = if self.hold_below == 0 {
+            self.capacity_end()
+        } else {
+            self.ready_for(max as u64)?;
+            if self.holding() {
+                return Ok(0);
+            }
+            self.cached_head
+        };
         let shape = self.shape;
         let start = self.tail;
-        let avail = self.cached_head.wrapping_sub(start);
+        let avail = end.wrapping_sub(start);
         let run = shape.run_from(start);
         let mut seen = self.seen;
         let (mut off, mut n, mut bytes) = (0u64, 0usize, 0u64);
-        // Up to here from `start`, a group of four single-slot frames needs
-        // no wrap or published-slots check of its own.
-        let group_end = avail.min(run.to_end).saturating_sub(RUN as u64 - 1);
+        // Up to here from `start`, frames need no wrap check of their own.
+        let clear = avail.min(run.to_end);
+        // Up to here, a group of four single-slot frames.
+        let group_end = clear.saturating_sub(RUN as u64 - 1);
         while n < max && off < avail {
             if seen.slots == 1 && (32..=64).contains(&seen.len) && off < group_end {
                 // As many groups as fit before `group_end` and in `bufs`.
@@ -372,8 +355,8 @@ impl<S: RingStorage> Consumer<S> {
                 let end = n + groups * RUN;
                 // SAFETY: `seen` is a one-slot frame of 32 to 64 bytes
                 // (tested above); the groups end before `group_end + RUN -
-                // 1`, i.e. before both the published head and the end of
-                // the data area.
+                // 1`, i.e. before both the end of the capacity and the end
+                // of the data area.
                 let copied = unsafe {
                     shape.copy_groups(&run, off, &seen, &mut bufs[n..end], &mut lens[n..end])
                 };
@@ -385,15 +368,15 @@ impl<S: RingStorage> Consumer<S> {
                     break;
                 }
                 // Otherwise the paths below take the next frame: not like
-                // `seen`, or a buffer too small for it.
+                // `seen`, not published, or a buffer too small for it.
             }
-            // SAFETY: `off < avail`, and `avail` slots from `start` are
-            // published.
-            let copied = unsafe {
+            // SAFETY: `off < avail`, `clear` is before the end of the data
+            // area and of the capacity, and `seen` is `NONE` or validated.
+            let (copied, stop) = unsafe {
                 shape.copy_like_seen(
                     &run,
                     off,
-                    avail.min(run.to_end),
+                    clear,
                     &seen,
                     &mut bufs[n..max],
                     &mut lens[n..max],
@@ -414,12 +397,21 @@ impl<S: RingStorage> Consumer<S> {
             }
             let pos = start.wrapping_add(off);
             let ready = avail - off;
-            // Relaxed: the frame was found published by the Acquire load of
-            // this descriptor that produced `avail` (`Consumer::find_ready`);
-            // read once, checked, then used.
-            let word = shape.desc(pos).0.load(Ordering::Relaxed);
-            let checked = match shape.frame_of(word, pos, ready, &mut seen) {
+            // The descriptor at `pos`, read once (by `copy_like_seen`, or
+            // here), checked, then used. Acquire, here as there: pairs
+            // with the producer's Release store of this descriptor
+            // (`put_desc`): the frame's bytes are visible once its stamp
+            // is.
+            let word = match stop {
+                Some(word) => word,
+                None => shape.desc(pos).0.load(Ordering::Acquire),
+            };
+            let stamp = shape.stamp(pos);
+            let checked = match shape.frame_of(word, stamp, ready, &mut seen) {
                 Some(frame) => Ok(frame),
+                // Not published (yet): the end of the batch, unless it was
+                // found published before and taken back.
+                None if word & DESC_STAMP_MASK != stamp && !self.found_before(pos) => break,
                 None => shape.diagnose(pos, word, ready),
             };
             let (len, slots) = match checked {
@@ -451,7 +443,7 @@ impl<S: RingStorage> Consumer<S> {
         self.seen = seen;
         if n > 0 {
             let pos = start.wrapping_add(off);
-            self.tail = pos;
+            self.read_to(pos);
             self.stats.frames += n as u64;
             self.stats.bytes += bytes;
             self.publish_release(pos);

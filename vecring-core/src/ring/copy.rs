@@ -6,7 +6,7 @@ use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, C
 use super::descriptor::{four_hold, put_desc, Lag, LenPlan, Run, SeenDesc, Shape};
 use super::frame::Frame;
 use crate::abi::SlotDesc;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 use core::ptr;
 
 /// Frames per group in [`Consumer::recv_batch`]'s fast path for streams of
@@ -18,13 +18,14 @@ pub(super) const RUN: usize = 4;
 impl Shape {
     /// Copies groups of [`RUN`] one-slot frames like `seen` from `off`
     /// slots into `run` to `bufs` (lengths to `lens`), one group per `RUN`
-    /// buffers, while each group's descriptors all hold `seen.word` and
-    /// each buffer has room; returns how many frames it copied.
+    /// buffers, while each group's descriptors all hold `seen`'s word with
+    /// the stamp of the run's lap (loaded once each, a group at a time)
+    /// and each buffer has room; returns how many frames it copied.
     ///
     /// # Safety
     /// `seen` is a validated one-slot frame of 32 to 64 bytes (the copy is
-    /// four 16-byte moves), and the `bufs.len()` slots from `off` are
-    /// published and lie before the end of the data area.
+    /// four 16-byte moves), and the `bufs.len()` slots from `off` lie
+    /// before the end of the data area and of the ring's capacity.
     #[inline(always)]
     pub(super) unsafe fn copy_groups<B: AsMut<[u8]>>(
         &self,
@@ -34,14 +35,19 @@ impl Shape {
         bufs: &mut [B],
         lens: &mut [usize],
     ) -> usize {
-        let (len, stride) = (seen.len, self.slot_size);
+        let (len, want, stride) = (seen.len, seen.bits | run.stamp, self.slot_size);
         let (mut src, mut desc) = self.cursors(run, off);
         let mut copied = 0;
         for (group, group_lens) in bufs.chunks_exact_mut(RUN).zip(lens.chunks_exact_mut(RUN)) {
             // SAFETY: the group's `RUN` descriptors are among the caller's.
-            if !unsafe { four_hold(desc, seen.word) } {
+            if !unsafe { four_hold(desc, want) } {
                 break;
             }
+            // Acquire: the loads of `four_hold` (Relaxed ones) read the
+            // producer's Release stores of these descriptors (`put_desc`),
+            // with their lap's stamp; this fence makes the frames' bytes
+            // visible before they are copied.
+            fence(Ordering::Acquire);
             // Each buffer is asked for its slice once: the slices checked
             // are the slices written.
             let mut dsts = group.iter_mut().map(|b| b.as_mut());
@@ -65,16 +71,20 @@ impl Shape {
         copied
     }
 
-    /// Copies frames like `seen` (same descriptor word) from `off` slots
-    /// into `run` to `bufs[i]` (lengths to `lens[i]`), one per buffer,
-    /// while each lies wholly before `clear` slots into `run` and its
-    /// buffer has room; returns how many it copied. A stream of one frame
-    /// size costs one descriptor comparison and one copy per frame.
+    /// Copies frames like `seen` from `off` slots into `run` to `bufs[i]`
+    /// (lengths to `lens[i]`), one per buffer, while each lies wholly
+    /// before `clear` slots into `run`, its descriptor holds `seen`'s word
+    /// with the stamp of the run's lap and its buffer has room; returns
+    /// how many it copied, and the descriptor word of the frame after them
+    /// if it loaded it (then it differs, or that frame's buffer is too
+    /// small): the caller checks that word, not another load. A stream of
+    /// one frame size costs one descriptor load and comparison and one
+    /// copy per frame.
     ///
     /// # Safety
     /// `seen` is [`SeenDesc::NONE`] or validated, and the slots from `off`
-    /// to `clear` are published and lie before the end of the data area
-    /// (`clear <= run.to_end`).
+    /// to `clear` lie before the end of the data area (`clear <=
+    /// run.to_end`) and of the ring's capacity.
     #[inline(always)]
     pub(super) unsafe fn copy_like_seen<B: AsMut<[u8]>>(
         &self,
@@ -84,7 +94,9 @@ impl Shape {
         seen: &SeenDesc,
         bufs: &mut [B],
         lens: &mut [usize],
-    ) -> usize {
+    ) -> (usize, Option<u64>) {
+        // The word of a frame like `seen` in the run's lap.
+        let want = seen.bits | run.stamp;
         // How many such frames fit before `clear`, counted once, so that
         // the loop below checks only descriptor and buffer (`NONE`'s
         // `slots` fits none).
@@ -102,9 +114,9 @@ impl Shape {
         // slots from `off` end at or before `clear`.
         unsafe {
             if seen.len > 64 {
-                self.copy_counted_long(run, off, seen, bufs, lens)
+                self.copy_counted_long(run, off, seen, want, bufs, lens)
             } else {
-                self.copy_counted::<B, COPY_ANY>(run, off, seen, bufs, lens)
+                self.copy_counted::<B, COPY_ANY>(run, off, seen, want, bufs, lens)
             }
         }
     }
@@ -122,11 +134,12 @@ impl Shape {
         run: &Run,
         off: u64,
         seen: &SeenDesc,
+        want: u64,
         bufs: &mut [B],
         lens: &mut [usize],
-    ) -> usize {
+    ) -> (usize, Option<u64>) {
         // SAFETY: the caller's contract.
-        unsafe { self.copy_counted::<B, COPY_MEMCPY>(run, off, seen, bufs, lens) }
+        unsafe { self.copy_counted::<B, COPY_MEMCPY>(run, off, seen, want, bufs, lens) }
     }
 
     /// [`copy_like_seen`](Self::copy_like_seen)'s loop, over frames known
@@ -142,21 +155,24 @@ impl Shape {
         run: &Run,
         off: u64,
         seen: &SeenDesc,
+        want: u64,
         bufs: &mut [B],
         lens: &mut [usize],
-    ) -> usize {
-        let (len, word) = (seen.len, seen.word);
+    ) -> (usize, Option<u64>) {
+        let len = seen.len;
         let stride = (seen.slots as usize) << self.slot_shift;
         let (mut src, mut desc) = self.cursors(run, off);
-        let mut copied = 0;
+        let (mut copied, mut stop) = (0, None);
         for buf in bufs.iter_mut() {
-            // Relaxed: the frame was found published by the Acquire load
-            // of its descriptor (`Consumer::find_ready`); read once.
+            // Acquire: pairs with the producer's Release store of this
+            // descriptor (`put_desc`): the frame's bytes are visible once
+            // its stamp is. Read once, compared with the validated word.
             // SAFETY: the descriptor of a frame before `clear`, within the
             // array (the caller's contract).
-            let seen_again = unsafe { &*desc }.0.load(Ordering::Relaxed);
+            let word = unsafe { &*desc }.0.load(Ordering::Acquire);
             let dst = buf.as_mut();
-            if seen_again != word || dst.len() < len {
+            if word != want || dst.len() < len {
+                stop = Some(word);
                 break;
             }
             // SAFETY: a validated frame of `len` bytes at `src`, in
@@ -169,7 +185,7 @@ impl Shape {
         }
         // Out of the loop, which then keeps fewer values across the copy.
         lens[..copied].fill(len);
-        copied
+        (copied, stop)
     }
 
     /// Copies `frame` into the slots from free-running `index`, wrapping

@@ -9,25 +9,26 @@ use super::error::{Corruption, PushError};
 use super::storage::RingStorage;
 use crate::abi::{SlotDesc, DESC_STAMP_MASK, SLOT_FLAGS_KNOWN, SLOT_FLAG_MORE};
 use crate::geometry::slots_for_shift;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 
 /// The last descriptor word the consumer validated, decoded: a stream of
-/// one frame size then costs one comparison per frame (see
+/// one frame size then costs one comparison per frame, of the word loaded
+/// against `bits` with the stamp the slot's lap expects (see
 /// [`Shape::frame_of`]).
 #[derive(Clone, Copy)]
 pub(super) struct SeenDesc {
-    /// The whole word, stamp included.
-    pub(super) word: u64,
+    /// Its length and flags, without the stamp.
+    pub(super) bits: u64,
     pub(super) len: usize,
     pub(super) slots: u64,
 }
 
 impl SeenDesc {
-    /// Matches no valid frame: word 0 is never valid, and `slots` fails
-    /// every published-slots check, so a 0 descriptor still goes to
-    /// [`Shape::diagnose`].
+    /// Matches no valid frame: length 0 is never valid, and `slots` fails
+    /// every published-slots check, so a descriptor of length 0 and
+    /// flags 0 still goes to [`Shape::diagnose`].
     pub(super) const NONE: SeenDesc = SeenDesc {
-        word: 0,
+        bits: 0,
         len: 0,
         slots: u64::MAX,
     };
@@ -111,7 +112,7 @@ fn decode_desc(word: u64, max_frame: usize, slot_shift: u32, stamp: u64) -> Opti
         && len.wrapping_sub(1) < max_frame
         && flags == if more { SLOT_FLAG_MORE } else { 0 };
     valid.then(|| SeenDesc {
-        word,
+        bits: word & !DESC_STAMP_MASK,
         len,
         slots: slots_for_shift(len, slot_shift),
     })
@@ -177,30 +178,24 @@ impl Shape {
         (self.slot_ptr(index), len.min(room))
     }
 
-    /// The length and slot count of the frame at free-running `index`
-    /// whose first descriptor holds `word`, if the descriptor is valid and
-    /// the frame lies within the `ready` slots known to be published from
+    /// The length and slot count of the frame whose first descriptor
+    /// holds `word`, at a slot whose lap has the stamp `stamp`, if the
+    /// descriptor is valid (that stamp exactly, a valid length and its
+    /// flags) and the frame lies within the `ready` slots it may take from
     /// there: the hot-path check. When `word` is the descriptor validated
-    /// last (`seen`), the answer comes from `seen` with one comparison;
-    /// otherwise `word` is decoded out of line, its stamp checked against
-    /// `index`'s lap, and, if valid, becomes `seen`.
-    ///
-    /// A word equal to `seen`'s is not checked against `index`'s lap: the
-    /// callers ask only about slots they found published with the right
-    /// stamp ([`Consumer::find_ready`]); if the peer rewrote one since,
-    /// the frame is still bounded by `ready`.
-    ///
-    /// [`Consumer::find_ready`]: super::Consumer::find_ready
+    /// last (`seen`) with `stamp`, the answer comes from `seen` with one
+    /// comparison; otherwise `word` is decoded out of line and, if valid,
+    /// becomes `seen`.
     #[inline(always)]
     pub(super) fn frame_of(
         &self,
         word: u64,
-        index: u64,
+        stamp: u64,
         ready: u64,
         seen: &mut SeenDesc,
     ) -> Option<(usize, u64)> {
-        if word != seen.word {
-            *seen = self.decode(word, index)?;
+        if word != seen.bits | stamp {
+            *seen = decode_desc(word, self.max_frame, self.slot_shift, stamp)?;
         }
         (seen.slots <= ready).then_some((seen.len, seen.slots))
     }
@@ -236,6 +231,11 @@ impl Shape {
             {
                 n += DESC_GROUP as u64;
             }
+            // Then half a group.
+            // SAFETY: `n + 4 <= limit`: the caller's descriptors.
+            if n + 4 <= limit && unsafe { four_hold(descs.add(n as usize), word) } {
+                n += 4;
+            }
         }
         while n < limit && word_of(n) == word {
             n += 1;
@@ -243,13 +243,68 @@ impl Shape {
         n
     }
 
-    /// `word`, found at free-running `index`, decoded and validated, but
-    /// for the published-slots check. Out of line, and handed numbers
-    /// rather than the shape: a shape passed by address would pin its
-    /// holder (a chunk, a loop's locals) in memory for the whole loop.
-    #[inline(always)]
-    fn decode(&self, word: u64, index: u64) -> Option<SeenDesc> {
-        decode_desc(word, self.max_frame, self.slot_shift, self.stamp(index))
+    /// Looks for published frames from free-running `from`, at most
+    /// `frames` of them, none reaching `limit` (the end of the ring's
+    /// capacity from the consumer's last release): each descriptor is
+    /// loaded once; one without the stamp its slot's lap expects ends the
+    /// search (not published yet), and one with it is checked (length,
+    /// flags, and its slots before `limit`). Returns the end of the frames
+    /// found, and what is wrong with the descriptor there if it has the
+    /// stamp but is corrupt. `seen` is the last descriptor validated,
+    /// updated. A stamp is never checked against the peer's view of the
+    /// lap, only against ours, derived from our own index: the peer cannot
+    /// make us expect an earlier lap.
+    pub(super) fn scan(
+        &self,
+        from: u64,
+        limit: u64,
+        frames: u64,
+        seen: &mut SeenDesc,
+    ) -> (u64, Option<Corruption>) {
+        let mut at = from;
+        let mut found = 0;
+        while found < frames && at != limit {
+            // Acquire: pairs with the producer's Release store of this
+            // descriptor (`put_desc`, from `Producer::send`,
+            // `Producer::send_batch` or `WriteChunk::commit`): the frame's
+            // bytes are visible once its stamp is.
+            let word = self.desc(at).0.load(Ordering::Acquire);
+            let stamp = self.stamp(at);
+            if word & DESC_STAMP_MASK != stamp {
+                break;
+            }
+            let room = limit.wrapping_sub(at);
+            let slots = match self.frame_of(word, stamp, room, seen) {
+                Some((_, slots)) => slots,
+                None => match self.diagnose(at, word, room) {
+                    Ok((_, slots)) => slots,
+                    Err(c) => return (at, Some(c)),
+                },
+            };
+            // The frames after it with the same word, before the end of
+            // the data area (past it the lap, and so the stamp, changes:
+            // a descriptor there left from this lap must not match),
+            // counted a group at a time (`count_like`).
+            let before_end = u64::from(self.slot_count) - (at & self.mask);
+            at = at.wrapping_add(slots);
+            found += 1;
+            if slots < before_end && found < frames {
+                let space = (before_end - slots).min(limit.wrapping_sub(at));
+                let fit = if slots == 1 { space } else { space / slots };
+                let limit_frames = fit.min(frames - found);
+                // SAFETY: the `limit_frames * slots` slots from `at` lie
+                // before the end of the data area (`before_end`).
+                let same = unsafe { self.count_like(at, word, slots, limit_frames) };
+                // Acquire: the Relaxed loads of `count_like` read the
+                // producer's Release stores of these descriptors
+                // (`put_desc`); this fence makes the frames' bytes visible,
+                // as the Acquire load above does for the first.
+                fence(Ordering::Acquire);
+                at = at.wrapping_add(same * slots);
+                found += same;
+            }
+        }
+        (at, None)
     }
 
     /// What is wrong with the frame descriptor `word` at free-running
@@ -480,23 +535,23 @@ pub(super) unsafe fn four_hold(descs: *const SlotDesc, word: u64) -> bool {
 }
 
 /// [`all_hold`] and [`four_hold`] with one atomic load of each of the
-/// `count` descriptors from `descs` (under loom and Miri, and on other
-/// targets).
+/// `count` descriptors from `descs`, up to the first that differs (under
+/// loom and Miri, and on other targets).
 ///
 /// # Safety
 /// The `count` descriptors from `descs` are within the descriptor array.
 #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
 #[inline(always)]
 unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u64) -> bool {
-    // Relaxed: the values are only compared, for frames the consumer found
-    // published with Acquire loads of their descriptors
-    // (`Consumer::find_ready`).
-    let differs = (0..count).fold(0, |acc, i| {
+    // Relaxed: the values are only compared with a validated word; a
+    // caller that learns from them that frames are published follows
+    // with an Acquire fence (`Shape::scan`, `Shape::copy_groups`,
+    // `ReadChunk::start_run`).
+    (0..count).all(|i| {
         // SAFETY: `i < count`: one of the caller's descriptors.
         let desc = unsafe { &*descs.add(i) };
-        acc | (desc.0.load(Ordering::Relaxed) ^ word)
-    });
-    differs == 0
+        desc.0.load(Ordering::Relaxed) == word
+    })
 }
 
 /// Four descriptors from `descs` compared with `word` in two 16-byte
@@ -509,9 +564,9 @@ unsafe fn each_holds(descs: *const SlotDesc, count: usize, word: u64) -> bool {
 /// Whatever the peer did (a torn or changing value included), a word that
 /// differs from the one compared only fails the group's test, and one that
 /// equals it is that word: a word already validated. Ordered as the
-/// Relaxed loads it stands for: the frames were found published by the
-/// consumer's Acquire loads of their descriptors
-/// (`Consumer::find_ready`).
+/// Relaxed loads it stands for: a caller that learns from them that frames
+/// are published follows with an Acquire fence (`Shape::scan`,
+/// `Shape::copy_groups`, `ReadChunk::start_run`).
 ///
 /// # Safety
 /// The four descriptors from `descs` are within the descriptor array.

@@ -7,7 +7,7 @@ use super::error::Corruption;
 use super::frame::{Frame, FrameRun};
 use super::storage::{model_read, RingStorage};
 use crate::abi::DESC_STAMP_MASK;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 use core::marker::PhantomData;
 use core::ptr;
 
@@ -21,12 +21,23 @@ impl<S: RingStorage> Consumer<S> {
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
-        self.ready_for(max_frames as u64)?;
-        // Held back: an empty chunk.
-        let end = if self.holding() {
-            self.tail
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        // Frames lie before the end of the ring's capacity; which of them
+        // are published, their descriptors' stamps say, checked as each
+        // run starts: nothing is looked at before. Under a hold-back,
+        // which counts the ready slots first (see `HoldBack`), the frames
+        // found then, or none while it holds them back.
+        let end = if self.hold_below == 0 {
+            self.capacity_end()
         } else {
-            self.cached_head
+            self.ready_for(max_frames as u64)?;
+            if self.holding() {
+                self.tail
+            } else {
+                self.cached_head
+            }
         };
         Ok(ReadChunk {
             shape: self.shape,
@@ -57,7 +68,9 @@ pub struct ReadChunk<'c, S: RingStorage> {
     shape: Shape,
     /// Next slot to examine.
     pos: u64,
-    /// The end of the frames found published when the chunk was made.
+    /// The end of the ring's capacity from the consumer's last release (no
+    /// frame lies at or past it); under a hold-back, the end of the frames
+    /// found when the chunk was made (`pos` while held back).
     end: u64,
     /// The chunk's frame budget.
     max_frames: usize,
@@ -95,9 +108,16 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         &self.consumer.storage
     }
 
-    /// Slots in this chunk not yet handed out.
+    /// Slots in this chunk not yet handed out: those of the frames
+    /// validated already, and of the published frames after them (up to
+    /// the chunk's frame budget), looked for now. The descriptors looked
+    /// at are loaded again when their frames are handed out.
     pub fn ready_slots(&self) -> usize {
-        self.end.wrapping_sub(self.pos) as usize
+        let shape = &self.shape;
+        let run_end = self.pos.wrapping_add(self.run_left * self.seen.slots);
+        let mut seen = self.seen;
+        let (end, _) = shape.scan(run_end, self.end, self.frames_left as u64, &mut seen);
+        end.wrapping_sub(self.pos) as usize
     }
 
     /// The frame at `pos`, validated, without consuming it. Inside a run
@@ -129,95 +149,88 @@ impl<S: RingStorage> ReadChunk<'_, S> {
 
     /// Validates the frame at `pos` and counts the frames after it that
     /// have the same descriptor word, up to the chunk's frame budget, the
-    /// published slots and the end of the data area: one comparison each
-    /// (a group of eight one-slot frames' descriptors at once), and the
-    /// run is handed out without looking at a descriptor again. `Ok(false)`
-    /// at the end of the chunk.
+    /// end of the ring's capacity and the end of the data area: one
+    /// comparison each (a group of eight one-slot frames' descriptors at
+    /// once), and the run is handed out without looking at a descriptor
+    /// again. Each descriptor is loaded once; its stamp, checked with the
+    /// rest of the word, says whether the frame is published. `Ok(false)`
+    /// at the end of the chunk: its budget used, or a frame not published.
     ///
-    /// Only the first frame is decoded (when its word is not `seen`'s);
-    /// the end of the chunk and every kind of corruption go to
-    /// [`peek_slow`], which is handed values, not the chunk: a chunk
-    /// whose address never escapes keeps its fields in registers.
-    /// Corruption is reported at the frame it is in, never earlier: a
-    /// differing descriptor only ends a run.
+    /// Only the first frame is decoded (when its word is not `seen`'s
+    /// with its lap's stamp); a frame not published and every kind of
+    /// corruption go to [`peek_slow`], which is handed values, not the
+    /// chunk: a chunk whose address never escapes keeps its fields in
+    /// registers. Corruption is reported at the frame it is in, never
+    /// earlier: a differing descriptor only ends a run.
     #[inline(always)]
     fn start_run(&mut self) -> Result<bool, Corruption> {
         // A copy: its fields stay in registers.
         let (shape, pos) = (self.shape, self.pos);
-        // No poisoned test on this path: a chunk is made only for a
-        // healthy consumer, and `peek_slow`, the one place that poisons
-        // it during the chunk, also ends the chunk.
-        let ready = if self.frames_left == 0 {
-            0
+        let ready = self.end.wrapping_sub(pos);
+        if self.frames_left == 0 || ready == 0 {
+            // The end of the chunk, or of a chunk ended by corruption
+            // (`peek_slow` is the one place that poisons the consumer
+            // during a chunk, and it ends the chunk): reported again.
+            return match self.consumer.poisoned {
+                Some(c) => Err(c),
+                None => Ok(false),
+            };
+        }
+        // Acquire: pairs with the producer's Release store of this
+        // descriptor (`put_desc`, from `Producer::send`,
+        // `Producer::send_batch` or `WriteChunk::commit`): the frame's
+        // bytes are visible once its stamp is. Loaded once: checked here
+        // against the last validated word, or in `peek_slow`.
+        let word = shape.desc(pos).0.load(Ordering::Acquire);
+        let stamp = shape.stamp(pos);
+        let seen = if word == self.seen.bits | stamp && self.seen.slots <= ready {
+            self.seen
         } else {
-            self.end.wrapping_sub(pos)
-        };
-        if ready != 0 {
-            // Relaxed: the frame was found published by the Acquire load
-            // of this descriptor that produced `end`
-            // (`Consumer::find_ready`). The value is used only if it
-            // passes the check; otherwise `peek_slow` loads and checks it
-            // afresh.
-            let word = shape.desc(pos).0.load(Ordering::Relaxed);
-            if let Some((len, slots)) = shape.frame_of(word, pos, ready, &mut self.seen) {
-                let (head, head_len) = shape.span(pos, len);
-                let mut count = 1;
-                if head_len == len {
-                    // Slots from `pos` both published and before the end
-                    // of the data area: at least this frame's.
-                    let room = ready.min(u64::from(shape.slot_count) - (pos & shape.mask));
-                    let fit = if slots == 1 { room } else { room / slots };
-                    let limit = fit.min(self.frames_left as u64);
-                    // Counted from this frame, whose descriptor is loaded
-                    // again, so that a batch of one-slot frames goes in
-                    // whole groups of eight. At least this frame, whatever
-                    // the second load saw: the first validated it.
-                    // SAFETY: frame `j` of the `limit` from this one starts
-                    // `j * slots` slots from `pos`, all published and before
-                    // the end of the descriptor array (`limit * slots <=
-                    // room`).
-                    count = unsafe { shape.count_like(pos, word, slots, limit) }.max(1);
+            match peek_slow(self.consumer, shape, pos, ready, word) {
+                Ok(Some(seen)) => {
+                    self.seen = seen;
+                    seen
                 }
-                // The run's frames and bytes are counted now (and what is
-                // left of the run uncounted on drop): nothing per frame.
-                self.frames_left -= count as usize;
-                self.bytes += count * len as u64;
-                self.run_left = count;
-                self.run_head = head;
-                self.run_head_len = head_len;
-                self.run_stride = (slots as usize) << shape.slot_shift;
-                return Ok(true);
+                Ok(None) => return Ok(false),
+                Err(c) => {
+                    // End the chunk: this path is the only one that tests
+                    // for poison.
+                    self.end = pos;
+                    return Err(c);
+                }
+            }
+        };
+        let (len, slots) = (seen.len, seen.slots);
+        let (head, head_len) = shape.span(pos, len);
+        let mut count = 1;
+        if head_len == len {
+            // Slots after this frame both within the capacity and before
+            // the end of the data area (this frame's lie within both).
+            let room = ready.min(u64::from(shape.slot_count) - (pos & shape.mask)) - slots;
+            let fit = if slots == 1 { room } else { room / slots };
+            let limit = fit.min(self.frames_left as u64 - 1);
+            if limit > 0 {
+                // SAFETY: frame `j` of the `limit` after this one starts
+                // `(j + 1) * slots` slots from `pos`, before the end of the
+                // descriptor array (`(limit + 1) * slots <= room + slots`).
+                count += unsafe { shape.count_like(pos.wrapping_add(slots), word, slots, limit) };
+                // Acquire: the Relaxed loads of `count_like` read the
+                // producer's Release stores of these descriptors
+                // (`put_desc`), with their lap's stamp; this fence makes
+                // the frames' bytes visible, as the Acquire load above
+                // does for the first.
+                fence(Ordering::Acquire);
             }
         }
-        if ready == 0
-            && self.consumer.poisoned.is_none()
-            && (self.frames_left == 0 || !self.consumer.corrupt_next)
-        {
-            // The end of a healthy chunk.
-            return Ok(false);
-        }
-        match peek_slow(self.consumer, shape, pos, ready) {
-            Ok(Some(seen)) => {
-                // Valid after all (the peer rewrote the descriptor between
-                // the two loads): a run of one.
-                let (head, head_len) = shape.span(pos, seen.len);
-                self.seen = seen;
-                self.frames_left -= 1;
-                self.bytes += seen.len as u64;
-                self.run_left = 1;
-                self.run_head = head;
-                self.run_head_len = head_len;
-                self.run_stride = (seen.slots as usize) << shape.slot_shift;
-                Ok(true)
-            }
-            Ok(None) => Ok(false),
-            Err(c) => {
-                // End the chunk: this path is the only one that tests for
-                // poison.
-                self.end = pos;
-                Err(c)
-            }
-        }
+        // The run's frames and bytes are counted now (and what is left of
+        // the run uncounted on drop): nothing per frame.
+        self.frames_left -= count as usize;
+        self.bytes += count * len as u64;
+        self.run_left = count;
+        self.run_head = head;
+        self.run_head_len = head_len;
+        self.run_stride = (slots as usize) << shape.slot_shift;
+        Ok(true)
     }
 
     /// Consumes the frame [`peek`](Self::peek) returned; `next` is the
@@ -328,7 +341,7 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
             // Frames and bytes validated, less the rest of the run, which
             // was not handed out.
             let frames = self.max_frames - self.frames_left - self.run_left as usize;
-            c.tail = self.pos;
+            c.read_to(self.pos);
             c.stats.frames += frames as u64;
             c.stats.bytes += self.bytes - self.run_left * self.seen.len as u64;
             if !self.keep {
@@ -338,58 +351,32 @@ impl<S: RingStorage> Drop for ReadChunk<'_, S> {
     }
 }
 
-/// The end of a chunk at `pos`, where the search that made the chunk
-/// stopped at a corrupt descriptor (`Consumer::find_ready`): reported at
-/// its frame, as inside the chunk, if it still says a frame is published
-/// (this lap's stamp) and is corrupt; `None` otherwise. The descriptor is
-/// loaded once more, once.
-#[cold]
-fn end_of_chunk<S: RingStorage>(
-    consumer: &mut Consumer<S>,
-    shape: Shape,
-    pos: u64,
-) -> Result<Option<SeenDesc>, Corruption> {
-    let room = u64::from(shape.slot_count) - pos.wrapping_sub(consumer.released_position());
-    if room == 0 {
-        return Ok(None);
-    }
-    // Acquire: pairs with the producer's Release store of this descriptor
-    // (`put_desc`); only its stamp and validity are used.
-    let word = shape.desc(pos).0.load(Ordering::Acquire);
-    if word & DESC_STAMP_MASK != shape.stamp(pos) {
-        return Ok(None);
-    }
-    match shape.diagnose(pos, word, room) {
-        Ok(_) => Ok(None),
-        Err(c) => Err(consumer.poison(c)),
-    }
-}
-
-/// [`ReadChunk::start_run`] for the end of the chunk (`ready` is 0) and
-/// every kind of corruption: the frame at `pos`, if valid after all, or
-/// `None`. The descriptor is loaded once.
+/// [`ReadChunk::start_run`] for a descriptor `word` at `pos` that is not
+/// the last one validated, with `ready` slots to the end of the ring's
+/// capacity: the frame there, if valid, or `None` if not published (yet).
+/// A descriptor without its lap's stamp where frames were found published
+/// before (`Consumer::find_ready`) was taken back: corruption, as is any
+/// other invalid one with its stamp.
 #[inline(never)]
 fn peek_slow<S: RingStorage>(
     consumer: &mut Consumer<S>,
     shape: Shape,
     pos: u64,
     ready: u64,
+    word: u64,
 ) -> Result<Option<SeenDesc>, Corruption> {
     if let Some(c) = consumer.poisoned {
         return Err(c);
     }
-    if ready == 0 {
-        return match consumer.corrupt_next {
-            true => end_of_chunk(consumer, shape, pos),
-            false => Ok(None),
-        };
+    if word & DESC_STAMP_MASK != shape.stamp(pos) && !consumer.found_before(pos) {
+        return Ok(None);
     }
-    // Relaxed: the frame was found published by the Acquire load of this
-    // descriptor that produced the chunk's end (`Consumer::find_ready`);
-    // read exactly once.
-    let word = shape.desc(pos).0.load(Ordering::Relaxed);
     match shape.diagnose(pos, word, ready) {
-        Ok((len, slots)) => Ok(Some(SeenDesc { word, len, slots })),
+        Ok((len, slots)) => Ok(Some(SeenDesc {
+            bits: word & !DESC_STAMP_MASK,
+            len,
+            slots,
+        })),
         Err(c) => Err(consumer.poison(c)),
     }
 }

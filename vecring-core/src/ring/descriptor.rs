@@ -202,15 +202,24 @@ impl Shape {
 
     /// How many of the `limit` frames of `slots` slots each, back to back
     /// from free-running `index`, have the descriptor word `word`, counted
-    /// until the first that differs. Each descriptor is loaded once
-    /// (Relaxed: a caller that learns from the count that frames are
-    /// published follows it with an Acquire fence).
+    /// until the first that differs, and that first word, if it was
+    /// reached before `limit`. The descriptors are compared a group at a
+    /// time (one-slot frames) and one at a time after a group that differs
+    /// (Relaxed loads: a caller that learns from the count that frames are
+    /// published follows it with an Acquire fence, and one that uses the
+    /// word that differed checks it in full first).
     ///
     /// # Safety
     /// The `limit * slots` slots from `index` lie before the end of the
     /// data area.
     #[inline(always)]
-    pub(super) unsafe fn count_like(&self, index: u64, word: u64, slots: u64, limit: u64) -> u64 {
+    pub(super) unsafe fn count_like(
+        &self,
+        index: u64,
+        word: u64,
+        slots: u64,
+        limit: u64,
+    ) -> (u64, Option<u64>) {
         // From the array's pointer (see `run_from`).
         // SAFETY: the masked slot is below `slot_count`.
         let descs = unsafe { self.descs.add(self.slot(index)) };
@@ -237,10 +246,14 @@ impl Shape {
                 n += 4;
             }
         }
-        while n < limit && word_of(n) == word {
+        while n < limit {
+            let other = word_of(n);
+            if other != word {
+                return (n, Some(other));
+            }
             n += 1;
         }
-        n
+        (n, None)
     }
 
     /// Looks for published frames from free-running `from`, at most
@@ -294,7 +307,7 @@ impl Shape {
                 let limit_frames = fit.min(frames - found);
                 // SAFETY: the `limit_frames * slots` slots from `at` lie
                 // before the end of the data area (`before_end`).
-                let same = unsafe { self.count_like(at, word, slots, limit_frames) };
+                let (same, _) = unsafe { self.count_like(at, word, slots, limit_frames) };
                 // Acquire: the Relaxed loads of `count_like` read the
                 // producer's Release stores of these descriptors
                 // (`put_desc`); this fence makes the frames' bytes visible,

@@ -176,52 +176,93 @@ impl<S: RingStorage> ReadChunk<'_, S> {
                 None => Ok(false),
             };
         }
-        // Acquire: pairs with the producer's Release store of this
-        // descriptor (`put_desc`, from `Producer::send`,
-        // `Producer::send_batch` or `WriteChunk::commit`): the frame's
-        // bytes are visible once its stamp is. Loaded once: checked here
-        // against the last validated word, or in `peek_slow`.
-        let word = shape.desc(pos).0.load(Ordering::Acquire);
         let stamp = shape.stamp(pos);
-        let seen = if word == self.seen.bits | stamp && self.seen.slots <= ready {
-            self.seen
+        // Slots from `pos` both within the capacity and before the end of
+        // the data area.
+        let room = ready.min(u64::from(shape.slot_count) - (pos & shape.mask));
+        // The common case: frames like the last validated one, in this
+        // lap, counted from this one a group of descriptors at a time (no
+        // frame of `NONE`'s slots fits).
+        let like = self.seen;
+        let fit = if like.slots == 1 {
+            room
         } else {
-            match peek_slow(self.consumer, shape, pos, ready, word) {
-                Ok(Some(seen)) => {
-                    self.seen = seen;
-                    seen
+            room / like.slots
+        };
+        let limit = fit.min(self.frames_left as u64);
+        let (like_count, stop) = if limit > 0 {
+            // SAFETY: the `limit` frames of `like.slots` slots from `pos`
+            // lie before the end of the data area (`limit * slots <=
+            // room`).
+            unsafe { shape.count_like(pos, like.bits | stamp, like.slots, limit) }
+        } else {
+            (0, None)
+        };
+        let (seen, count, head, head_len) = if like_count > 0 {
+            // Acquire: the Relaxed loads of `count_like` read the
+            // producer's Release stores of these descriptors (`put_desc`,
+            // from `Producer::send`, `Producer::send_batch` or
+            // `WriteChunk::commit`), with their lap's stamp; this fence
+            // makes the frames' bytes visible.
+            fence(Ordering::Acquire);
+            (like, like_count, shape.slot_ptr(pos), like.len)
+        } else {
+            // Another word, or a frame that wraps: the descriptor, read
+            // once (by `count_like`, or here), checked, then used. Acquire
+            // (a fence after `count_like`'s Relaxed load): pairs with the
+            // producer's Release store of this descriptor (`put_desc`):
+            // the frame's bytes are visible once its stamp is.
+            let word = match stop {
+                Some(word) => {
+                    fence(Ordering::Acquire);
+                    word
                 }
-                Ok(None) => return Ok(false),
-                Err(c) => {
-                    // End the chunk: this path is the only one that tests
-                    // for poison.
-                    self.end = pos;
-                    return Err(c);
+                None => shape.desc(pos).0.load(Ordering::Acquire),
+            };
+            let seen = if word == like.bits | stamp && like.slots <= ready {
+                like
+            } else {
+                match peek_slow(self.consumer, shape, pos, ready, word) {
+                    Ok(Some(seen)) => {
+                        self.seen = seen;
+                        seen
+                    }
+                    Ok(None) => return Ok(false),
+                    Err(c) => {
+                        // End the chunk: this path is the only one that
+                        // tests for poison.
+                        self.end = pos;
+                        return Err(c);
+                    }
+                }
+            };
+            let (head, head_len) = shape.span(pos, seen.len);
+            let mut count = 1;
+            if head_len == seen.len {
+                // Slots after this frame both within the capacity and
+                // before the end of the data area (this frame's lie
+                // within both).
+                let rest = room - seen.slots;
+                let fit = if seen.slots == 1 {
+                    rest
+                } else {
+                    rest / seen.slots
+                };
+                let limit = fit.min(self.frames_left as u64 - 1);
+                if limit > 0 {
+                    let next = pos.wrapping_add(seen.slots);
+                    // SAFETY: frame `j` of the `limit` after this one
+                    // starts `(j + 1) * slots` slots from `pos`, before the
+                    // end of the descriptor array (`(limit + 1) * slots <=
+                    // room`).
+                    count += unsafe { shape.count_like(next, word, seen.slots, limit) }.0;
+                    // Acquire: as for the first, for these frames.
+                    fence(Ordering::Acquire);
                 }
             }
+            (seen, count, head, head_len)
         };
         let (len, slots) = (seen.len, seen.slots);
-        let (head, head_len) = shape.span(pos, len);
-        let mut count = 1;
-        if head_len == len {
-            // Slots after this frame both within the capacity and before
-            // the end of the data area (this frame's lie within both).
-            let room = ready.min(u64::from(shape.slot_count) - (pos & shape.mask)) - slots;
-            let fit = if slots == 1 { room } else { room / slots };
-            let limit = fit.min(self.frames_left as u64 - 1);
-            if limit > 0 {
-                // SAFETY: frame `j` of the `limit` after this one starts
-                // `(j + 1) * slots` slots from `pos`, before the end of the
-                // descriptor array (`(limit + 1) * slots <= room + slots`).
-                count += unsafe { shape.count_like(pos.wrapping_add(slots), word, slots, limit) };
-                // Acquire: the Relaxed loads of `count_like` read the
-                // producer's Release stores of these descriptors
-                // (`put_desc`), with their lap's stamp; this fence makes
-                // the frames' bytes visible, as the Acquire load above
-                // does for the first.
-                fence(Ordering::Acquire);
-            }
-        }
         // The run's frames and bytes are counted now (and what is left of
         // the run uncounted on drop): nothing per frame.
         self.frames_left -= count as usize;

@@ -362,6 +362,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// the last change of length get their descriptors, with their laps'
     /// stamps, and those before have one lap added to theirs. Returns how
     /// many.
+    #[inline(always)]
     pub fn commit(self) -> usize {
         if self.used > 0 {
             if self.streamed {
@@ -384,6 +385,7 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// lengths in those descriptors: our own words, but in shared memory,
     /// so each step is at least one slot and at most the slots left, and
     /// the walk ends at `head` whatever the peer wrote there.
+    #[inline(never)]
     fn stamp_frames(&self, head: u64) {
         let shape = &self.shape;
         let mut at = self.run.start;

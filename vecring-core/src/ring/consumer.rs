@@ -155,10 +155,12 @@ impl<S: RingStorage> Consumer<S> {
     /// `cached_head` with it if it was passed.
     #[inline(always)]
     pub(super) fn read_to(&mut self, pos: u64) {
-        self.tail = pos;
-        if !self.found_before(pos) {
+        // Both ends are at or after `tail` (within the capacity from
+        // `released`): `cached_head` was passed if it was no further.
+        if self.cached_head.wrapping_sub(self.tail) <= pos.wrapping_sub(self.tail) {
             self.cached_head = pos;
         }
+        self.tail = pos;
     }
 
     /// Slots published and not yet read, looking for newly published

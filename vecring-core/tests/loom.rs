@@ -11,8 +11,9 @@
 //! consumer may still be reading, or the consumer reads a slot before the
 //! producer's writes are visible to it. The frames' bytes are published by
 //! the Release store of their descriptor's stamp (`put_desc`) and seen
-//! through the consumer's Acquire loads of it (`Consumer::find_ready`,
-//! `Consumer::recv`); the slots go back through the Release store and
+//! through the consumer's Acquire loads of it, or Relaxed loads and an
+//! Acquire fence (`Consumer::recv`, `Consumer::recv_batch`,
+//! `ReadChunk::start_run`, `Consumer::find_ready`); the slots go back through the Release store and
 //! Acquire load of `tail`. Descriptors are loom atomics, and every model of
 //! more frames than slots runs the consumer into descriptors left from the
 //! lap before, which it must not take.

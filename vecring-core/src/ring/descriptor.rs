@@ -495,7 +495,10 @@ impl Lag {
 #[inline(always)]
 pub(super) fn put_desc(desc: &SlotDesc, word: u64) {
     // Release: pairs with the consumer's Acquire load of this descriptor
-    // (`Consumer::find_ready`, `Consumer::recv`): the frame's bytes, written
+    // (`Consumer::recv`, `Shape::scan`, `Shape::copy_like_seen`,
+    // `ReadChunk::start_run`), or its Relaxed load followed by an Acquire
+    // fence (`Shape::copy_groups`, `Shape::count_like`'s callers): the
+    // frame's bytes, written
     // before, are visible to a consumer that sees the stamp.
     desc.0.store(word, Ordering::Release);
 }

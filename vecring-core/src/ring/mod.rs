@@ -16,9 +16,13 @@
 //!   never reads;
 //! - the consumer loads the descriptor at its read position (`Acquire`)
 //!   and takes the frame when the stamp is the one its own index expects
-//!   ([`Consumer::recv`]), or looks ahead a batch at a time
-//!   (`Consumer::find_ready`), reads the frames, then gives the slots back
-//!   with one `Release` store of `tail` per [`ReadChunk::release`];
+//!   ([`Consumer::recv`]); its batch readers ([`Consumer::recv_batch`],
+//!   [`ReadChunk`]) load each descriptor once as they reach its frame,
+//!   compare it with the last validated word and that stamp (a group at a
+//!   time, then an `Acquire` fence), read the frames, then give the slots
+//!   back with one `Release` store of `tail` per [`ReadChunk::release`].
+//!   Only [`Consumer::ready_slots`], the hold-back and
+//!   [`Consumer::prepare_sleep`] look ahead (`Consumer::find_ready`);
 //! - the producer loads `tail` (`Acquire`) only when its cached view of
 //!   the free slots runs out: that line is written only by the consumer
 //!   and read rarely, so the two sides do not bounce each other's lines.

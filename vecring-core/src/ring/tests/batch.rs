@@ -158,6 +158,31 @@ pub(crate) fn push_run_refuses_bad_lengths_without_calling_fill<S: RingStorage +
     assert_eq!(chunk.commit(), 0);
 }
 
+/// A chunk looks at no descriptor before its frames are read: frames
+/// published after it was made, within its frame budget, are read too, and
+/// its `ready_slots` counts them.
+pub(crate) fn a_chunk_reads_frames_published_after_it_was_made<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (mut tx, mut rx) = channel(new, geometry(16, 2048));
+    tx.send(&frame(100, 0)).unwrap();
+    let mut chunk = rx.read_chunk(3).unwrap();
+    assert_eq!(chunk.next_frame().unwrap().unwrap().to_vec(), frame(100, 0));
+    assert!(chunk.next_frame().unwrap().is_none());
+    drop(chunk);
+    let mut chunk = rx.read_chunk(3).unwrap();
+    assert_eq!(chunk.ready_slots(), 0);
+    for i in 1..5 {
+        tx.send(&frame(100, i)).unwrap();
+    }
+    assert_eq!(chunk.ready_slots(), 3, "up to the chunk's budget");
+    let got: Vec<Vec<u8>> =
+        core::iter::from_fn(|| chunk.next_frame().unwrap().map(|f| f.to_vec())).collect();
+    assert_eq!(got, (1..4).map(|i| frame(100, i)).collect::<Vec<_>>());
+    drop(chunk);
+    assert_eq!((rx.stats().frames, rx.stats().bytes), (4, 400));
+}
+
 /// A chunk validates a run ahead of the frames it hands out: the frames
 /// not handed out stay queued and are not counted.
 pub(crate) fn frames_validated_but_not_handed_out_stay_queued<S: RingStorage + Clone>(

@@ -202,6 +202,42 @@ pub(crate) fn a_frame_past_the_rings_capacity_is_truncated<S: RingStorage + Clon
     }
 }
 
+/// The readers check each descriptor's stamp as they reach its frame: one
+/// without it is not published yet, unless `ready_slots` found its frame
+/// published before, when the peer took it back: truncation, reported at
+/// that frame by each batch reader, after the frames before it.
+pub(crate) fn a_frame_found_published_then_taken_back_is_truncated<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    for by_batch in [false, true] {
+        let (ring, mut tx, mut rx) = corruptible_channel(new, geometry(16, 2048));
+        for i in 0..3 {
+            tx.send(&frame(64, i)).unwrap();
+        }
+        assert_eq!(rx.ready_slots(), Ok(3));
+        // Frame 1's descriptor back to the lap before's stamp.
+        let desc = &ring.descs()[1].0;
+        let word = desc.load(Ordering::Relaxed);
+        desc.store(word.wrapping_sub(DESC_STAMP_ONE), Ordering::Relaxed);
+        let truncated = Corruption::Truncated { slot: 1 };
+        if by_batch {
+            let (mut bufs, mut lens) = (vec![[0u8; 64]; 4], [0usize; 4]);
+            assert_eq!(rx.recv_batch(&mut bufs, &mut lens), Ok(1));
+            assert_eq!(bufs[0][..], frame(64, 0)[..]);
+            assert_eq!(
+                rx.recv_batch(&mut bufs, &mut lens),
+                Err(RecvError::Corrupt(truncated))
+            );
+        } else {
+            let mut chunk = rx.read_chunk(4).unwrap();
+            assert_eq!(chunk.next_frame().unwrap().unwrap().to_vec(), frame(64, 0));
+            assert_eq!(chunk.next_frame().err(), Some(truncated));
+        }
+        assert_eq!(rx.corruption(), Some(truncated));
+        assert_eq!((rx.stats().frames, rx.stats().corruptions), (1, 1));
+    }
+}
+
 pub(crate) fn recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops<
     S: RingStorage + Clone,
 >(

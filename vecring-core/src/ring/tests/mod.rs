@@ -56,6 +56,8 @@ macro_rules! ring_suite {
             corruption::recv_waits_for_this_laps_stamp_on_a_descriptor_like_the_last,
             corruption::consumer_never_reads_the_producers_index,
             corruption::a_frame_past_the_rings_capacity_is_truncated,
+            corruption::a_frame_found_published_then_taken_back_is_truncated,
+            batch::a_chunk_reads_frames_published_after_it_was_made,
             corruption::recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops,
             corruption::a_corrupt_frame_ends_the_chunk_and_stays_reported,
             corruption::a_corrupt_descriptor_ends_a_run_and_is_reported_at_its_frame,

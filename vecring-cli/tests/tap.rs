@@ -790,3 +790,129 @@ fn a_hostile_peers_virtio_net_headers_never_stop_the_bridge() {
     require("ping");
     hostile_master(true);
 }
+
+/// Where an unprivileged container's root lands on the host.
+const MAPPED_ROOT: u32 = 100_000;
+
+#[test]
+fn an_unprivileged_containers_root_runs_the_slave_tap() {
+    use std::os::unix::fs::PermissionsExt;
+    if !root_or_skip("an_unprivileged_containers_root_runs_the_slave_tap") {
+        return;
+    }
+    require("lxc-execute");
+    require("ping");
+    let _w = Watchdog::new("tap in an LXC container", Duration::from_secs(120));
+    // A directory every uid reaches: the tool, the run directory, the
+    // container's configuration.
+    let scratch = Scratch::new("lxc");
+    let dir = &scratch.0;
+    std::fs::create_dir_all(dir.join("run/web")).unwrap();
+    for (d, mode) in [
+        (dir.clone(), 0o755),
+        (dir.join("run"), 0o755),
+        (dir.join("run/web"), 0o711),
+    ] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // Copied by `cp`: no write descriptor of this process for a child
+    // forked meanwhile to inherit (ETXTBSY).
+    let tool = dir.join("vecring");
+    sh(&format!(
+        "cp {TOOL} {} && chmod 755 {}",
+        tool.display(),
+        tool.display()
+    ));
+    let run = dir.join("run");
+    let config = dir.join("config");
+    // The host's root file system shared, the domain directory bound,
+    // /dev (and /dev/net/tun) the host's; an id-mapped root.
+    std::fs::write(
+        &config,
+        format!(
+            "lxc.uts.name = vrtap\n\
+             lxc.rootfs.path =\n\
+             lxc.net.0.type = empty\n\
+             lxc.console.path = none\n\
+             lxc.mount.auto = proc:rw sys:rw\n\
+             lxc.autodev = 0\n\
+             lxc.mount.entry = {web} {inside} none bind,create=dir 0 0\n\
+             lxc.idmap = u 0 {MAPPED_ROOT} 65536\n\
+             lxc.idmap = g 0 {MAPPED_ROOT} 65536\n",
+            web = run.join("web").display(),
+            inside = run.join("web").strip_prefix("/").unwrap().display(),
+        ),
+    )
+    .unwrap();
+    let host = Netns::new();
+    let master = Proc(
+        host.cmd(&[
+            tool.to_str().unwrap(),
+            "tap",
+            "--role",
+            "master",
+            "--domain",
+            "web",
+            "--link",
+            "eth0",
+            "--run-dir",
+            run.to_str().unwrap(),
+            "--ifname",
+            "web0",
+            "--owner",
+            &format!("{MAPPED_ROOT}:{MAPPED_ROOT}"),
+            "--hugepages",
+            "never",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap(),
+    );
+    wait_until(Duration::from_secs(10), "the host's interface", || {
+        host.sh("cat /sys/class/net/web0/carrier 2>/dev/null || echo none")
+            .trim()
+            == "0"
+    });
+    host.sh("ip addr add 10.0.3.1/24 dev web0");
+    // In the container (its own network namespace, root mapped to
+    // 100000): the slave tap, then the kernel's tools through it.
+    let script = format!(
+        "set -e\n\
+         {tool} tap --domain web --link eth0 --run-dir {run} &\n\
+         for i in $(seq 100); do [ \"$(cat /sys/class/net/eth0/carrier 2>/dev/null)\" = 1 ] && break; sleep 0.1; done\n\
+         echo uid_map $(cat /proc/self/uid_map)\n\
+         ip addr add 10.0.3.2/24 dev eth0\n\
+         ping -c 3 -i 0.2 -W 2 10.0.3.1\n\
+         ping -c 2 -i 0.2 -W 2 -s 8972 -M do 10.0.3.1\n\
+         kill $!\n\
+         wait\n",
+        tool = tool.display(),
+        run = run.display(),
+    );
+    let out = run_bounded(
+        {
+            let mut c = Command::new("lxc-execute");
+            c.args(["-n", "vrtap", "-P"])
+                .arg(dir)
+                .arg("-f")
+                .arg(&config)
+                .args(["--", "sh", "-c", &script])
+                .current_dir("/tmp");
+            c
+        },
+        Duration::from_secs(90),
+    );
+    let text = show("lxc-execute", &out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("uid_map 0 {MAPPED_ROOT} 65536")),
+        "not id-mapped: {text}"
+    );
+    assert!(
+        text.contains("3 received") && text.contains("2 received"),
+        "{text}"
+    );
+    drop(master);
+    drop(host);
+}

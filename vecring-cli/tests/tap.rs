@@ -916,3 +916,65 @@ fn an_unprivileged_containers_root_runs_the_slave_tap() {
     drop(master);
     drop(host);
 }
+
+#[test]
+fn with_offloads_tcp_super_frames_cross_the_link_whole() {
+    if !root_or_skip("with_offloads_tcp_super_frames_cross_the_link_whole") {
+        return;
+    }
+    require("iperf3");
+    require("ping");
+    let _w = Watchdog::new("tap offloads", Duration::from_secs(120));
+    // An MTU of 1500: TCP's super-frames are several segments each.
+    let p = Pair::new("offload", &["--offload", "--mtu", "1500"]);
+    let gso = p.a.sh(&format!("ip -d link show {IF}"));
+    assert!(gso.contains("gso_max_size 9206"), "{gso}");
+    assert!(p
+        .b
+        .sh("ping -c 2 -i 0.2 -W 2 -s 1472 -M do 10.77.0.1")
+        .contains("2 received"));
+    let server = Proc(
+        p.b.cmd(&["iperf3", "-s", "-1", "-B", "10.77.0.2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut json = String::new();
+    for _ in 0..20 {
+        let out = run_bounded(
+            p.a.cmd(&["iperf3", "-J", "-c", "10.77.0.2", "-t", "1"]),
+            Duration::from_secs(60),
+        );
+        if out.status.success() {
+            json = String::from_utf8_lossy(&out.stdout).into_owned();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (sent, received) = iperf_bytes(&json);
+    assert!(received > 0 && received <= sent, "iperf3: {json}");
+    drop(server);
+    let a_tx = p.a.counter("tx_bytes");
+    let err = stop(p.master_take());
+    let (frames, bytes) = (
+        summary_count(&err, "to the link"),
+        summary_count(&err, "frames"),
+    );
+    assert!(
+        frames > 0 && bytes / frames > 1514,
+        "no super-frames crossed:\n{err}"
+    );
+    assert_eq!(
+        bytes, a_tx,
+        "the interface's bytes against the bridge's:\n{err}"
+    );
+    for label in [
+        "too long for the link",
+        "bad length",
+        "bad header",
+        "refused by the interface",
+    ] {
+        assert_eq!(summary_count(&err, label), 0, "{label}:\n{err}");
+    }
+}

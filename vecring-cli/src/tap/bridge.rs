@@ -23,7 +23,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use vecring_core::{PushError, Receiver, RecvError, SendError, Sender};
 
 /// Frames moved per direction before looking at the other.
@@ -82,6 +82,9 @@ pub struct Shared {
     pub max_from_link: AtomicUsize,
     /// Whether frames carry a virtio-net header.
     pub vnet_hdr: bool,
+    /// How long a thread keeps looking for frames after the last it
+    /// moved before it sleeps (`--poll-us`).
+    pub poll: Duration,
 }
 
 /// One queue's thread's state.
@@ -169,12 +172,23 @@ impl Queue {
         let mut watching_tap = true;
         let mut once = Once::default();
         let mut tokens = Vec::new();
+        // When the last frame moved, while polling before a sleep.
+        let mut idle_since: Option<Instant> = None;
         while !self.shared.stop.load(Ordering::Relaxed) {
             let from_link = self.link_to_tap(&mut once);
             let to_link = self.tap_to_link(&mut buf, &mut pending, &mut once);
             if from_link || to_link {
+                idle_since = None;
                 continue;
             }
+            // Nothing moved: look again for a while (a reply, the next
+            // frame of a burst) before paying for a sleep and a wakeup.
+            let now = Instant::now();
+            if now.duration_since(*idle_since.get_or_insert(now)) < self.shared.poll {
+                std::hint::spin_loop();
+                continue;
+            }
+            idle_since = None;
             // Nothing moved: sleep until the TAP or the link has work.
             match self.rx.prepare_wait() {
                 Ok(true) => {}

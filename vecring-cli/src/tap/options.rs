@@ -44,7 +44,19 @@ pub struct TapArgs {
     /// DPDK peer cannot read them).
     #[arg(long)]
     pub offload: bool,
+    /// Microseconds each queue's thread keeps looking for frames after
+    /// the last it moved before it sleeps: a reply or the next frame of a
+    /// burst is then taken without a wakeup's delay. Busy while traffic
+    /// flows, asleep when idle; 0 sleeps at once.
+    #[arg(long, value_name = "USECS", default_value_t = DEFAULT_POLL_US)]
+    pub poll_us: u64,
 }
+
+/// `--poll-us`'s default.
+pub const DEFAULT_POLL_US: u64 = 50;
+
+/// `--poll-us`'s largest value: a tenth of a second.
+const MAX_POLL_US: u64 = 100_000;
 
 /// What the options resolved to, checked.
 pub struct Plan {
@@ -55,6 +67,7 @@ pub struct Plan {
     pub mtu: u32,
     pub queues: u16,
     pub offload: bool,
+    pub poll: std::time::Duration,
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff` (hex digits in either case).
@@ -154,6 +167,12 @@ impl TapArgs {
                 "interface {ifname} exists already in this network namespace; choose another --ifname"
             ));
         }
+        if self.poll_us > MAX_POLL_US {
+            return Err(format!(
+                "--poll-us {}: at most {MAX_POLL_US} (a tenth of a second)",
+                self.poll_us
+            ));
+        }
         Ok(Plan {
             link,
             ifname,
@@ -161,6 +180,7 @@ impl TapArgs {
             mtu,
             queues,
             offload: self.offload,
+            poll: std::time::Duration::from_micros(self.poll_us),
         })
     }
 }

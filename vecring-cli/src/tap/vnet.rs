@@ -29,8 +29,11 @@ pub const GSO_UDP_L4: u8 = 5;
 pub const GSO_ECN: u8 = 0x80;
 
 /// The offloads a TAP with the header takes from its kernel
-/// (`TUNSETOFFLOAD`): frames with partial checksums.
-pub const TUN_OFFLOADS: libc::c_uint = libc::TUN_F_CSUM;
+/// (`TUNSETOFFLOAD`): frames with partial checksums, and TCP super-frames
+/// (TSO, IPv4 and IPv6, with ECN), which the interface's GSO cap keeps
+/// within a frame on the link.
+pub const TUN_OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
 
 /// A header's fields (native byte order: both ends of a link run on the
 /// same host).

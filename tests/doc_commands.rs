@@ -301,6 +301,24 @@ const PLANS: &[Plan] = &[
         ],
         ..run("docs/operations.md", "$ vecring doctor")
     },
+    // docs/operations.md, `vecring tap`: the host and a namespace c1.
+    run("docs/operations.md", "ip netns add c1"),
+    steps(
+        "docs/operations.md",
+        "$ vecring tap --role master --domain lab",
+        &[Term("lab master", Some("bridging link"))],
+        &[],
+    ),
+    steps(
+        "docs/operations.md",
+        "$ ip netns exec c1 vecring tap --domain lab",
+        &[Term("lab slave", Some("carrier on"))],
+        &[WaitFor("lab master", "carrier on", 1)],
+    ),
+    Plan {
+        after: &[Interrupt("lab slave"), Interrupt("lab master")],
+        ..run("docs/operations.md", "$ ip addr add 10.0.9.1/24 dev lab0")
+    },
     // docs/ovs.md: OVS's database and run directory in the sandbox's /run.
     run(OVS, "ovsdb-tool create /var/run/openvswitch/conf.db"),
     run(OVS, "ovs-vsctl add-br br0"),

@@ -140,19 +140,39 @@ const PLANS: &[Plan] = &[
         &[Fg, Term("container", None)],
         &[Exit("host"), EndInput("container")],
     ),
-    run_in(LXC, "6.", "sed -i -e '/^lxc.idmap/d'"),
+    // Section 6: a tap in the container and one on the host.
+    run_in(LXC, "6.", "echo 'lxc.mount.entry = /dev/net/tun"),
     steps_in(
         LXC,
         "6.",
+        "$ lxc-attach -n web -- vecring tap",
+        &[Fg, Term("container tap", Some("bridging link"))],
+        &[],
+    ),
+    steps_in(
+        LXC,
+        "6.",
+        "$ vecring tap --role master --domain web",
+        &[Term("host tap", Some("carrier on"))],
+        &[WaitFor("container tap", "carrier on", 1)],
+    ),
+    Plan {
+        after: &[Interrupt("container tap"), Interrupt("host tap")],
+        ..run_in(LXC, "6.", "$ ip addr add 10.0.3.1/24 dev web0")
+    },
+    run_in(LXC, "7.", "sed -i -e '/^lxc.idmap/d'"),
+    steps_in(
+        LXC,
+        "7.",
         "$ lxc-start -n web",
         &[Fg, Term("container", Some("waiting for the master"))],
         &[],
     ),
     Plan {
         after: &[EndInput("container")],
-        ..run_in(LXC, "6.", "$ vecring txonly --role master")
+        ..run_in(LXC, "7.", "$ vecring txonly --role master")
     },
-    run_in(LXC, "6.", "lxc-destroy -n web"),
+    run_in(LXC, "7.", "lxc-destroy -n web"),
     // docs/dpdk-container.md: testpmd in a container with a root file
     // system of its own, unprivileged without hugepages, then privileged
     // with them, joined to a testpmd on the host.

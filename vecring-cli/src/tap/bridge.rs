@@ -185,7 +185,9 @@ impl Queue {
             // frame of a burst) before paying for a sleep and a wakeup.
             let now = Instant::now();
             if now.duration_since(*idle_since.get_or_insert(now)) < self.shared.poll {
-                std::hint::spin_loop();
+                // Another thread on this CPU (the program the interface
+                // serves, the other end's bridge) goes first if it can.
+                std::thread::yield_now();
                 continue;
             }
             idle_since = None;

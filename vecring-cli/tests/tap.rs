@@ -978,3 +978,41 @@ fn with_offloads_tcp_super_frames_cross_the_link_whole() {
         assert_eq!(summary_count(&err, label), 0, "{label}:\n{err}");
     }
 }
+
+#[test]
+fn deleting_the_interface_ends_the_tap_with_a_message() {
+    if !root_or_skip("deleting_the_interface_ends_the_tap_with_a_message") {
+        return;
+    }
+    let _w = Watchdog::new("tap interface deleted", Duration::from_secs(60));
+    let (a, run) = (Netns::new(), Scratch::new("deleted"));
+    let mut master = tap(&a, "master", run.path(), &["--queues", "2"]);
+    wait_until(Duration::from_secs(10), "the interface", || {
+        a.carrier().is_some()
+    });
+    a.sh(&format!("ip link del {IF}"));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = master.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "tap still running 10 s after its interface went"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    master
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("was it deleted?") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -128,25 +128,15 @@ fn write_tap(tap: RawFd, segments: &[&[u8]]) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads one frame from the TAP (see [`read_tap`]); a failure is logged
-/// once and taken as no frame.
-fn read_logged(tap: RawFd, buf: &mut [u8], once: &mut Once, q: u16) -> Option<usize> {
-    match read_tap(tap, buf) {
-        Ok(n) => n,
-        Err(e) => {
-            if !once.read {
-                once.read = true;
-                log::warn!(target: "vecring", "tap queue {q}: reading the interface: {e}");
-            }
-            None
-        }
-    }
+/// The TAP failing as only a removed interface makes it (a read error,
+/// or a write refused with EBADFD): the bridge cannot go on.
+fn gone(q: u16, what: &str, e: io::Error) -> String {
+    format!("queue {q}: {what} the interface: {e} (was it deleted?)")
 }
 
 /// Logs a failure at most once per kind per thread.
 #[derive(Default)]
 struct Once {
-    read: bool,
     write: bool,
 }
 
@@ -175,8 +165,8 @@ impl Queue {
         // When the last frame moved, while polling before a sleep.
         let mut idle_since: Option<Instant> = None;
         while !self.shared.stop.load(Ordering::Relaxed) {
-            let from_link = self.link_to_tap(&mut once);
-            let to_link = self.tap_to_link(&mut buf, &mut pending, &mut once);
+            let from_link = self.link_to_tap(&mut once)?;
+            let to_link = self.tap_to_link(&mut buf, &mut pending)?;
             if from_link || to_link {
                 idle_since = None;
                 continue;
@@ -237,7 +227,7 @@ impl Queue {
 
     /// Moves up to [`BATCH`] frames from the link to the TAP; returns
     /// whether there were any.
-    fn link_to_tap(&mut self, once: &mut Once) -> bool {
+    fn link_to_tap(&mut self, once: &mut Once) -> Result<bool, String> {
         let tap = self.tap.as_raw_fd();
         let max_plain = self.shared.max_from_link.load(Ordering::Relaxed);
         let vnet_hdr = self.shared.vnet_hdr;
@@ -245,7 +235,7 @@ impl Queue {
         let mut chunk = match self.rx.read_chunk(BATCH) {
             Ok(c) => c,
             // Down, or a corrupt generation the link is ending.
-            Err(_) => return false,
+            Err(_) => return Ok(false),
         };
         let mut seen = 0;
         let (mut frames, mut bytes) = (0u64, 0u64);
@@ -280,6 +270,9 @@ impl Queue {
                     frames += 1;
                     bytes += (len - if vnet_hdr { vnet::VNET_HDR_LEN } else { 0 }) as u64;
                 }
+                Err(e) if e.raw_os_error() == Some(libc::EBADFD) => {
+                    return Err(gone(self.q, "writing to", e));
+                }
                 Err(e) => {
                     add(&t.drop_tap_refused, 1);
                     if !once.write {
@@ -297,17 +290,12 @@ impl Queue {
         self.rx.flush_counters();
         add(&t.to_tap_frames, frames);
         add(&t.to_tap_bytes, bytes);
-        seen > 0
+        Ok(seen > 0)
     }
 
     /// Moves up to [`BATCH`] frames from the TAP to the link; returns
     /// whether any were read.
-    fn tap_to_link(
-        &mut self,
-        buf: &mut [u8],
-        pending: &mut Option<usize>,
-        once: &mut Once,
-    ) -> bool {
+    fn tap_to_link(&mut self, buf: &mut [u8], pending: &mut Option<usize>) -> Result<bool, String> {
         let tap = self.tap.as_raw_fd();
         let prefix = if self.shared.vnet_hdr {
             vnet::VNET_HDR_LEN
@@ -321,11 +309,15 @@ impl Queue {
                 // No peer (or a corrupt generation being ended): what the
                 // TAP holds has nowhere to go.
                 let mut dropped = u64::from(pending.take().is_some());
-                while dropped < BATCH as u64 && read_logged(tap, buf, once, self.q).is_some() {
+                while dropped < BATCH as u64
+                    && read_tap(tap, buf)
+                        .map_err(|e| gone(self.q, "reading", e))?
+                        .is_some()
+                {
                     dropped += 1;
                 }
                 add(&t.drop_link_down, dropped);
-                return dropped > 0;
+                return Ok(dropped > 0);
             }
         };
         let mut seen = 0;
@@ -333,7 +325,7 @@ impl Queue {
         while seen < BATCH {
             let len = match pending.take() {
                 Some(len) => len,
-                None => match read_logged(tap, buf, once, self.q) {
+                None => match read_tap(tap, buf).map_err(|e| gone(self.q, "reading", e))? {
                     Some(len) => len,
                     None => break,
                 },
@@ -358,6 +350,6 @@ impl Queue {
         self.tx.flush_counters();
         add(&t.to_link_frames, frames);
         add(&t.to_link_bytes, bytes);
-        seen > 0
+        Ok(seen > 0)
     }
 }

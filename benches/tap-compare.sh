@@ -5,6 +5,7 @@
 # with a wire's FCS) at the rate the sender manages, and ping's round
 # trip. Each kind gets two namespaces of its own, set up once:
 #   veth         a veth pair (MTU 1500, the kernel's defaults: TSO, GRO)
+#   veth-9202    the same with the tap's MTU
 #   tap          a tap at each end of a link (MTU 9202, plain Ethernet)
 #   tap-offload  the same with --offload (virtio-net header: checksums and
 #                TCP super-frames of up to 9206 bytes cross whole)
@@ -16,7 +17,8 @@
 # Usage: benches/tap-compare.sh [ROUNDS] [SECONDS]
 #        (as root, after cargo build --release -p vecring-cli and
 #        scripts/setup.sh for iperf3; default 3 rounds of 5 s)
-# Environment: TAP_COMPARE_KINDS (default "veth tap tap-offload tap-poll"),
+# Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
+# tap-poll"),
 # VECRING (the tool; default target/release/vecring), TAP_COMPARE_OUT
 # (where the logs go; default benches/results/<date>-tap).
 # Prints each run's iperf3 interval lines and totals, one line per run,
@@ -28,7 +30,7 @@ ROUNDS=${1:-3}
 SECS=${2:-5}
 TOOL=${VECRING:-$ROOT/target/release/vecring}
 # shellcheck disable=SC2206
-KINDS=(${TAP_COMPARE_KINDS:-veth tap tap-offload tap-poll})
+KINDS=(${TAP_COMPARE_KINDS:-veth veth-9202 tap tap-offload tap-poll})
 OUT=${TAP_COMPARE_OUT:-$ROOT/benches/results/$(date -u +%Y-%m-%d-%H%M)-tap}
 P=vrcmp$$
 RUN=$(mktemp -d /tmp/vecring-tapcmp.XXXXXX)
@@ -68,10 +70,14 @@ for kind in "${KINDS[@]}"; do
 	netns "$b"
 	CLIENT[$kind]=$a SERVER[$kind]=$b ADDR[$kind]=10.91.$i.2
 	case $kind in
-	veth)
+	veth | veth-9202)
 		ip link add "vtc${i}a" netns "$a" type veth peer name "vtc${i}b" netns "$b"
 		ip -n "$a" link set "vtc${i}a" name eth0
 		ip -n "$b" link set "vtc${i}b" name eth0
+		if [ "$kind" = veth-9202 ]; then
+			ip -n "$a" link set eth0 mtu 9202
+			ip -n "$b" link set eth0 mtu 9202
+		fi
 		;;
 	tap | tap-offload | tap-poll)
 		extra=()
@@ -91,7 +97,7 @@ for kind in "${KINDS[@]}"; do
 			sleep 0.1
 		done
 		;;
-	*) echo "tap-compare: unknown kind '$kind' (veth tap tap-offload tap-poll)" >&2; exit 2 ;;
+	*) echo "tap-compare: unknown kind '$kind' (veth veth-9202 tap tap-offload tap-poll)" >&2; exit 2 ;;
 	esac
 	ip -n "$a" addr add "10.91.$i.1/24" dev eth0
 	ip -n "$b" addr add "10.91.$i.2/24" dev eth0

@@ -6,11 +6,11 @@
 # trip. Each kind gets two namespaces of its own, set up once:
 #   veth         a veth pair (MTU 1500, the kernel's defaults: TSO, GRO)
 #   veth-9202    the same with the tap's MTU
-#   tap          a tap at each end of a link (MTU 9202, plain Ethernet)
+#   tap          a tap at each end of a link (MTU 9202, plain Ethernet),
+#                sleeping as soon as it finds nothing (--poll-us 0)
 #   tap-offload  the same with --offload (virtio-net header: checksums and
 #                TCP super-frames of up to 9206 bytes cross whole)
-#   tap-poll     tap with --poll-us 50 (looks for frames 50 us before
-#                sleeping)
+#   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50)
 # and the kinds alternate within each round, so that whatever else the
 # machine does falls on all of them alike.
 #
@@ -80,8 +80,8 @@ for kind in "${KINDS[@]}"; do
 		fi
 		;;
 	tap | tap-offload | tap-poll)
-		extra=()
-		[ "$kind" = tap-offload ] && extra=(--offload)
+		extra=(--poll-us 0)
+		[ "$kind" = tap-offload ] && extra=(--offload --poll-us 0)
 		[ "$kind" = tap-poll ] && extra=(--poll-us 50)
 		ip netns exec "$a" "$TOOL" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &

@@ -173,15 +173,17 @@ impl Queue {
             }
             // Nothing moved: look again for a while (a reply, the next
             // frame of a burst) before paying for a sleep and a wakeup.
-            let now = Instant::now();
-            if now.duration_since(*idle_since.get_or_insert(now)) < self.shared.poll {
-                // Another thread on this CPU (the program the interface
-                // serves, the other end's bridge) goes first if it can.
-                std::thread::yield_now();
-                continue;
+            if !self.shared.poll.is_zero() {
+                let now = Instant::now();
+                if now.duration_since(*idle_since.get_or_insert(now)) < self.shared.poll {
+                    // Another thread on this CPU (the program the interface
+                    // serves, the other end's bridge) goes first if it can.
+                    std::thread::yield_now();
+                    continue;
+                }
+                idle_since = None;
             }
-            idle_since = None;
-            // Nothing moved: sleep until the TAP or the link has work.
+            // Sleep until the TAP or the link has work.
             match self.rx.prepare_wait() {
                 Ok(true) => {}
                 Ok(false) => continue,

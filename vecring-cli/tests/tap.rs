@@ -1016,3 +1016,30 @@ fn deleting_the_interface_ends_the_tap_with_a_message() {
         "{err}"
     );
 }
+
+#[test]
+fn a_slave_whose_queue_count_differs_stays_down_and_says_why() {
+    if !root_or_skip("a_slave_whose_queue_count_differs_stays_down_and_says_why") {
+        return;
+    }
+    let _w = Watchdog::new("tap queue count", Duration::from_secs(60));
+    let (a, b, run) = (Netns::new(), Netns::new(), Scratch::new("queues"));
+    let master = tap(&a, "master", run.path(), &["--queues", "2"]);
+    wait_until(Duration::from_secs(10), "the master's interface", || {
+        a.carrier().is_some()
+    });
+    // The slave's interface has its one queue; the master's two are refused.
+    let slave = tap(&b, "slave", run.path(), &[]);
+    wait_until(Duration::from_secs(10), "the slave's interface", || {
+        b.carrier().is_some()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(a.carrier(), Some(false));
+    assert_eq!(b.carrier(), Some(false));
+    let err = stop(slave);
+    assert!(
+        err.contains("queue count mismatch: ours 1, theirs 2"),
+        "{err}"
+    );
+    drop(master);
+}

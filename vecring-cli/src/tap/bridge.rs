@@ -18,13 +18,14 @@
 //! frame too long for it.
 
 use super::epoll::{Epoll, Event};
+use super::tso;
 use super::vnet::{self, Bad, VnetHdr};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{PushError, Receiver, RecvError, SendError, Sender};
+use vecring_core::{Geometry, PushError, Receiver, RecvError, SendError, Sender};
 
 /// Frames moved per direction before looking at the other.
 const BATCH: usize = 32;
@@ -305,6 +306,8 @@ impl Queue {
             0
         };
         let t = &*self.tally;
+        let g = self.tx.geometry().unwrap_or(Geometry::DEFAULT);
+        let max_frame = g.max_frame_len() as usize;
         let mut chunk = match self.tx.write_chunk(usize::MAX) {
             Ok(c) => c,
             Err(_) => {
@@ -332,7 +335,44 @@ impl Queue {
                     None => break,
                 },
             };
-            match chunk.push(&buf[..len]) {
+            let frame = &buf[..len];
+            let pushed = if prefix > 0 && len > max_frame {
+                // A TCP super-frame longer than a frame on the link: in
+                // pieces that fit, all or none.
+                match tso::layout(frame, max_frame) {
+                    Some(lay)
+                        if lay
+                            .piece_lens(len)
+                            .map(|l| g.slots_for(l) as usize)
+                            .sum::<usize>()
+                            > chunk.free_slots() =>
+                    {
+                        Err(PushError::Full)
+                    }
+                    Some(lay) => {
+                        let mut ok = true;
+                        tso::pieces(frame, &lay, |v, h, p| {
+                            ok = chunk
+                                .push_with(v.len() + h.len() + p.len(), |w| {
+                                    w.append(v);
+                                    w.append(h);
+                                    w.append(p);
+                                })
+                                .is_ok();
+                            ok
+                        });
+                        if ok {
+                            Ok(())
+                        } else {
+                            Err(PushError::Empty)
+                        }
+                    }
+                    None => Err(PushError::Empty),
+                }
+            } else {
+                chunk.push(frame)
+            };
+            match pushed {
                 Ok(()) => {
                     seen += 1;
                     frames += 1;

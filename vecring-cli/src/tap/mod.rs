@@ -8,8 +8,8 @@
 //! - [`options`]: the options and their checks, before anything exists;
 //! - [`dev`]: the TAP interface and its settings (ioctls);
 //! - [`bridge`]: one thread per queue moving frames, asleep when idle;
-//! - [`vnet`]: the virtio-net header of `--offload`, and [`netlink`]: the
-//!   cap on the kernel's super-frames that keeps them within the link's;
+//! - [`vnet`]: the virtio-net header of `--offload`, and [`tso`]: TCP
+//!   super-frames cut into pieces that fit the link's frames;
 //! - [`epoll`]: the sets the threads sleep on.
 //!
 //! The main thread follows the link: the interface's carrier is on while
@@ -21,8 +21,8 @@
 mod bridge;
 mod dev;
 mod epoll;
-mod netlink;
 mod options;
+mod tso;
 mod vnet;
 
 pub use options::TapArgs;
@@ -34,7 +34,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use vecring_core::abi::MAX_FRAME_LEN;
 use vecring_core::Link;
 
 /// Bytes a VLAN tag adds to a frame: a frame from the link may carry one
@@ -100,17 +99,6 @@ pub fn run(args: &TapArgs) -> Result<(), String> {
     ifc.set_mac(plan.mac)?;
     ifc.set_mtu(plan.mtu)?;
     if plan.offload {
-        // Super-frames no longer than a frame on the link, header
-        // included: set before the offloads, so that none is ever larger.
-        let index = dev::index_of(&plan.ifname)
-            .ok_or_else(|| format!("{}: the interface vanished", plan.ifname))?;
-        let cap = (MAX_FRAME_LEN - vnet::VNET_HDR_LEN) as u32;
-        netlink::set_gso_max_size(index, cap).map_err(|e| {
-            format!(
-                "{}: cannot cap its GSO super-frames at {cap} bytes: {e}",
-                plan.ifname
-            )
-        })?;
         tap.set_offload(vnet::TUN_OFFLOADS)?;
     }
     ifc.set_up()?;

@@ -30,8 +30,8 @@ pub const GSO_ECN: u8 = 0x80;
 
 /// The offloads a TAP with the header takes from its kernel
 /// (`TUNSETOFFLOAD`): frames with partial checksums, and TCP super-frames
-/// (TSO, IPv4 and IPv6, with ECN), which the interface's GSO cap keeps
-/// within a frame on the link.
+/// (TSO, IPv4 and IPv6, with ECN), which the bridge cuts into pieces that
+/// fit the link's frames (`tso`).
 pub const TUN_OFFLOADS: libc::c_uint =
     libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
 
@@ -64,7 +64,6 @@ impl VnetHdr {
 
     /// Writes the header at the start of `out` (at least
     /// [`VNET_HDR_LEN`] bytes).
-    #[cfg(test)]
     pub fn write(&self, out: &mut [u8]) {
         out[0] = self.flags;
         out[1] = self.gso_type;

@@ -38,10 +38,10 @@ pub struct TapArgs {
     #[arg(long)]
     pub mtu: Option<u32>,
     /// Carry the kernel's virtio-net header (IFF_VNET_HDR) in every frame
-    /// on the link: checksums are left to the receiving kernel and TCP
-    /// and UDP segments of up to the link's largest frame cross as one.
-    /// Both ends must give it: frames are no longer plain Ethernet (a
-    /// DPDK peer cannot read them).
+    /// on the link: checksums are left to the receiving kernel, and TCP
+    /// super-frames (up to 64 KiB) cross in pieces of whole segments that
+    /// fit the link's frames. Both ends must give it: frames are no longer
+    /// plain Ethernet (a DPDK peer cannot read them).
     #[arg(long)]
     pub offload: bool,
     /// Microseconds each queue's thread keeps looking for frames after

@@ -530,6 +530,7 @@ fn the_carrier_follows_the_peer_and_traffic_resumes_after_restarts() {
 
 #[test]
 fn bad_options_are_refused_before_anything_is_made() {
+    let _w = Watchdog::new("tap bad options", Duration::from_secs(120));
     let run = Scratch::new("options");
     let cases: &[(&[&str], &str)] = &[
         (&["--ifname", "a/b"], "--ifname"),

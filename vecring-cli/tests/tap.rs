@@ -1083,3 +1083,55 @@ fn a_slave_whose_queue_count_differs_stays_down_and_says_why() {
     );
     drop(master);
 }
+
+#[test]
+fn any_vecring_peer_reaches_the_interface_with_the_default_addresses() {
+    if !root_or_skip("any_vecring_peer_reaches_the_interface") {
+        return;
+    }
+    let _w = Watchdog::new("tap and txonly", Duration::from_secs(120));
+    let (a, run) = (Netns::new(), Scratch::new("txonly"));
+    let master = tap(&a, "master", run.path(), &[]);
+    wait_until(Duration::from_secs(10), "the interface", || {
+        a.carrier().is_some()
+    });
+    let before = a.counter("rx_packets");
+    // txonly's slave sends from the slave's default MAC to the master's,
+    // which is the interface's: the kernel takes every frame (and drops
+    // them for their ethertype, after counting).
+    let out = run_bounded(
+        {
+            let mut c = Command::new(TOOL);
+            c.args([
+                "txonly",
+                "--domain",
+                "d",
+                "--link",
+                "l",
+                "--run-dir",
+                run.path(),
+                "--seconds",
+                "1",
+            ]);
+            c
+        },
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success(), "{text}");
+    let taken = text
+        .split("taken by the peer ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no count taken:\n{text}"));
+    assert!(taken > 0, "{text}");
+    wait_until(
+        Duration::from_secs(10),
+        "every frame on the interface",
+        || a.counter("rx_packets") - before == taken,
+    );
+    let err = stop(master);
+    assert_eq!(summary_count(&err, "to the interface"), taken, "{err}");
+}

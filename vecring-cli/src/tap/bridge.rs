@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::{Geometry, PushError, Receiver, RecvError, SendError, Sender};
+use vecring_core::{Geometry, LinkRecvError, LinkSendError, PushError, Receiver, Sender};
 
 /// Frames moved per direction before looking at the other.
 const BATCH: usize = 32;
@@ -188,7 +188,7 @@ impl Queue {
             match self.rx.prepare_wait() {
                 Ok(true) => {}
                 Ok(false) => continue,
-                Err(RecvError::Corrupt(_)) => {
+                Err(LinkRecvError::Corrupt(_)) => {
                     std::thread::sleep(CORRUPT_PAUSE);
                     continue;
                 }
@@ -202,7 +202,7 @@ impl Queue {
                         self.rx.cancel_wait();
                         continue;
                     }
-                    Err(SendError::Corrupt(_)) => {
+                    Err(LinkSendError::Corrupt(_)) => {
                         self.rx.cancel_wait();
                         std::thread::sleep(CORRUPT_PAUSE);
                         continue;

@@ -20,7 +20,7 @@
 # Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
 # tap-poll"),
 # VECRING (the tool; default target/release/vecring), TAP_COMPARE_OUT
-# (where the logs go; default benches/results/<date>-tap).
+# (where the logs go; default benches/results/runs/<date>-tap).
 # Prints each run's iperf3 interval lines and totals, one line per run,
 # and a table of medians with ranges (min-max) and the ratio to veth's.
 set -euo pipefail
@@ -31,7 +31,7 @@ SECS=${2:-5}
 TOOL=${VECRING:-$ROOT/target/release/vecring}
 # shellcheck disable=SC2206
 KINDS=(${TAP_COMPARE_KINDS:-veth veth-9202 tap tap-offload tap-poll})
-OUT=${TAP_COMPARE_OUT:-$ROOT/benches/results/$(date -u +%Y-%m-%d-%H%M)-tap}
+OUT=${TAP_COMPARE_OUT:-$ROOT/benches/results/runs/$(date -u +%Y-%m-%d-%H%M)-tap}
 P=vrcmp$$
 RUN=$(mktemp -d /tmp/vecring-tapcmp.XXXXXX)
 

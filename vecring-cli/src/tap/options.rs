@@ -6,8 +6,8 @@ use super::dev;
 use super::vnet::VNET_HDR_LEN;
 use crate::LinkArgs;
 use clap::Args;
-use vecring_core::MAX_FRAME_LEN;
 use vecring_core::Role;
+use vecring_core::MAX_FRAME_LEN;
 
 /// Bytes of an Ethernet header (addresses and type) before the payload
 /// the MTU counts.
@@ -160,7 +160,11 @@ impl TapArgs {
             ));
         }
         let mac = self.mac.unwrap_or_else(|| {
-            vecring_core::internal::mac::default_mac(&link.domain, &link.link, link.role == Role::Master)
+            vecring_core::internal::mac::default_mac(
+                &link.domain,
+                &link.link,
+                link.role == Role::Master,
+            )
         });
         if dev::index_of(&ifname).is_some() {
             return Err(format!(

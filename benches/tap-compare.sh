@@ -11,6 +11,8 @@
 #   tap-offload  the same with --offload (virtio-net header: checksums and
 #                TCP super-frames of up to 9206 bytes cross whole)
 #   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50)
+#   tap-offload-q2  tap-offload with 2 queue pairs (a thread each per end;
+#                not in the default list)
 # and the kinds alternate within each round, so that whatever else the
 # machine does falls on all of them alike.
 #
@@ -79,10 +81,11 @@ for kind in "${KINDS[@]}"; do
 			ip -n "$b" link set eth0 mtu 9202
 		fi
 		;;
-	tap | tap-offload | tap-poll)
+	tap | tap-offload | tap-poll | tap-offload-q2)
 		extra=(--poll-us 0)
 		[ "$kind" = tap-offload ] && extra=(--offload --poll-us 0)
 		[ "$kind" = tap-poll ] && extra=(--poll-us 50)
+		[ "$kind" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
 		ip netns exec "$a" "$TOOL" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &
 		PIDS+=($!)
@@ -97,7 +100,7 @@ for kind in "${KINDS[@]}"; do
 			sleep 0.1
 		done
 		;;
-	*) echo "tap-compare: unknown kind '$kind' (veth veth-9202 tap tap-offload tap-poll)" >&2; exit 2 ;;
+	*) echo "tap-compare: unknown kind '$kind' (veth veth-9202 tap tap-offload tap-poll tap-offload-q2)" >&2; exit 2 ;;
 	esac
 	ip -n "$a" addr add "10.91.$i.1/24" dev eth0
 	ip -n "$b" addr add "10.91.$i.2/24" dev eth0

@@ -125,6 +125,11 @@ enum Command {
     /// pair, MTU from the link's largest frame, carrier on while the peer
     /// is attached. Needs CAP_NET_ADMIN in this namespace (a container's
     /// root in its own).
+    ///
+    /// The interface's queues are made before the peer is known: a slave
+    /// requires its --queues (default 1) of the master. It waits for its
+    /// peer as long as it runs (--up-timeout and --hold-back are not tap
+    /// options) and prints what it moved and dropped when it ends.
     Tap(tap::TapArgs),
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).

@@ -13,6 +13,8 @@
 #   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50)
 #   tap-offload-q2  tap-offload with 2 queue pairs (a thread each per end;
 #                not in the default list)
+#   KIND-b       any tap kind run by another build of the tool, $VECRING_B
+#                (an A/B of two builds in one run; not in the default list)
 # and the kinds alternate within each round, so that whatever else the
 # machine does falls on all of them alike.
 #
@@ -21,7 +23,8 @@
 #        scripts/setup.sh for iperf3; default 3 rounds of 5 s)
 # Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
 # tap-poll"),
-# VECRING (the tool; default target/release/vecring), TAP_COMPARE_OUT
+# VECRING (the tool; default target/release/vecring), VECRING_B (the
+# tool of the -b kinds), TAP_COMPARE_OUT
 # (where the logs go; default benches/results/runs/<date>-tap).
 # Prints each run's iperf3 interval lines and totals, one line per run,
 # and a table of medians with ranges (min-max) and the ratio to veth's.
@@ -81,16 +84,20 @@ for kind in "${KINDS[@]}"; do
 			ip -n "$b" link set eth0 mtu 9202
 		fi
 		;;
-	tap | tap-offload | tap-poll | tap-offload-q2)
+	tap | tap-offload | tap-poll | tap-offload-q2 | tap-b | tap-offload-b | tap-poll-b | tap-offload-q2-b)
+		base=${kind%-b} tool=$TOOL
+		if [ "$base" != "$kind" ]; then
+			tool=${VECRING_B:?"the -b kinds need VECRING_B, another build of the tool"}
+		fi
 		extra=(--poll-us 0)
-		[ "$kind" = tap-offload ] && extra=(--offload --poll-us 0)
-		[ "$kind" = tap-poll ] && extra=(--poll-us 50)
-		[ "$kind" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
-		ip netns exec "$a" "$TOOL" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
+		[ "$base" = tap-offload ] && extra=(--offload --poll-us 0)
+		[ "$base" = tap-poll ] && extra=(--poll-us 50)
+		[ "$base" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
+		ip netns exec "$a" "$tool" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &
 		PIDS+=($!)
 		TAPS[$kind]="$!"
-		ip netns exec "$b" "$TOOL" -q tap --role slave --domain "$P" --link "l$i" --run-dir "$RUN" \
+		ip netns exec "$b" "$tool" -q tap --role slave --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-slave.log" &
 		PIDS+=($!)
 		TAPS[$kind]+=" $!"
@@ -100,7 +107,7 @@ for kind in "${KINDS[@]}"; do
 			sleep 0.1
 		done
 		;;
-	*) echo "tap-compare: unknown kind '$kind' (veth veth-9202 tap tap-offload tap-poll tap-offload-q2)" >&2; exit 2 ;;
+	*) echo "tap-compare: unknown kind '$kind' (veth veth-9202 tap tap-offload tap-poll tap-offload-q2, each tap kind with -b)" >&2; exit 2 ;;
 	esac
 	ip -n "$a" addr add "10.91.$i.1/24" dev eth0
 	ip -n "$b" addr add "10.91.$i.2/24" dev eth0

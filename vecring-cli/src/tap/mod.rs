@@ -8,8 +8,9 @@
 //! - [`options`]: the options and their checks, before anything exists;
 //! - [`dev`]: the TAP interface and its settings (ioctls);
 //! - [`bridge`]: one thread per queue moving frames, asleep when idle;
-//! - [`vnet`]: the virtio-net header of `--offload`, and [`tso`]: TCP
-//!   super-frames cut into pieces that fit the link's frames;
+//! - [`vnet`]: the virtio-net header of `--offload`, [`tso`]: TCP
+//!   super-frames cut into pieces that fit the link's frames, and
+//!   [`gro`]: pieces from the link joined back for the interface;
 //! - [`epoll`]: the sets the threads sleep on.
 //!
 //! The main thread follows the link: the interface's carrier is on while
@@ -21,6 +22,7 @@
 mod bridge;
 mod dev;
 mod epoll;
+mod gro;
 mod options;
 mod tso;
 mod vnet;
@@ -148,6 +150,7 @@ pub fn run(args: &TapArgs) -> Result<(), String> {
         .zip(tap.take_queues().into_iter().zip(&tallies))
     {
         let queue = Queue {
+            gro: Default::default(),
             q,
             tap: tap_fd,
             tx,

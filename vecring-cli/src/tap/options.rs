@@ -20,8 +20,14 @@ pub const MIN_MTU: u32 = 68;
 /// for its peer as long as it runs).
 const UP_TIMEOUT_DEFAULT: f64 = 30.0;
 
-/// Options of `vecring tap`.
+/// Options of `vecring tap`. Of the link's options, `--up-timeout` and
+/// `--hold-back` mean nothing to a tap: hidden from its help, and refused
+/// when given.
 #[derive(Args)]
+#[command(
+    mut_arg("up_timeout", |a| a.hide(true)),
+    mut_arg("hold_back", |a| a.hide(true))
+)]
 pub struct TapArgs {
     #[command(flatten)]
     pub link: LinkArgs,

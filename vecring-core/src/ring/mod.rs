@@ -57,6 +57,8 @@ mod storage;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
 mod wait;
+#[cfg(all(test, not(loom)))]
+mod wait_decision_tests;
 mod wait_line;
 #[cfg(all(test, not(loom)))]
 mod wait_throttle_tests;

@@ -20,9 +20,21 @@ impl<S: RingStorage> Consumer<S> {
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
+        self.chunk(max_frames, true)
+    }
+
+    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
+    /// frames are held back. `recv` asks with `hold` false: it is never
+    /// held back (see [`HoldBack`](super::HoldBack)).
+    #[inline]
+    pub(super) fn chunk(
+        &mut self,
+        max_frames: usize,
+        hold: bool,
+    ) -> Result<ReadChunk<'_, S>, Corruption> {
         self.ready_slots()?;
         // Held back: an empty chunk.
-        let end = if self.holding() {
+        let end = if hold && self.holding() {
             self.tail
         } else {
             self.cached_head

@@ -10,7 +10,8 @@
 #                sleeping as soon as it finds nothing (--poll-us 0)
 #   tap-offload  the same with --offload (virtio-net header: checksums and
 #                TCP super-frames of up to 9206 bytes cross whole)
-#   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50)
+#   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50,
+#                the default; TAP_POLL_US sets another)
 #   tap-offload-q2  tap-offload with 2 queue pairs (a thread each per end;
 #                not in the default list)
 #   KIND-b       any tap kind run by another build of the tool, $VECRING_B
@@ -24,7 +25,7 @@
 # Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
 # tap-poll"),
 # VECRING (the tool; default target/release/vecring), VECRING_B (the
-# tool of the -b kinds), TAP_COMPARE_OUT
+# tool of the -b kinds), TAP_POLL_US (tap-poll's --poll-us), TAP_COMPARE_OUT
 # (where the logs go; default benches/results/runs/<date>-tap).
 # Prints each run's iperf3 interval lines and totals, one line per run,
 # and a table of medians with ranges (min-max) and the ratio to veth's.
@@ -91,7 +92,7 @@ for kind in "${KINDS[@]}"; do
 		fi
 		extra=(--poll-us 0)
 		[ "$base" = tap-offload ] && extra=(--offload --poll-us 0)
-		[ "$base" = tap-poll ] && extra=(--poll-us 50)
+		[ "$base" = tap-poll ] && extra=(--poll-us "${TAP_POLL_US:-50}")
 		[ "$base" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
 		ip netns exec "$a" "$tool" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &

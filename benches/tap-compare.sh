@@ -25,7 +25,8 @@
 # Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
 # tap-poll"),
 # VECRING (the tool; default target/release/vecring), VECRING_B (the
-# tool of the -b kinds), TAP_POLL_US (tap-poll's --poll-us), TAP_COMPARE_OUT
+# tool of the -b kinds), TAP_POLL_US (tap-poll's --poll-us; TAP_POLL_US_B
+# that of tap-poll-b), TAP_COMPARE_OUT
 # (where the logs go; default benches/results/runs/<date>-tap).
 # Prints each run's iperf3 interval lines and totals, one line per run,
 # and a table of medians with ranges (min-max) and the ratio to veth's.
@@ -92,7 +93,9 @@ for kind in "${KINDS[@]}"; do
 		fi
 		extra=(--poll-us 0)
 		[ "$base" = tap-offload ] && extra=(--offload --poll-us 0)
-		[ "$base" = tap-poll ] && extra=(--poll-us "${TAP_POLL_US:-50}")
+		poll=${TAP_POLL_US:-50}
+		[ "$base" != "$kind" ] && poll=${TAP_POLL_US_B:-$poll}
+		[ "$base" = tap-poll ] && extra=(--poll-us "$poll")
 		[ "$base" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
 		ip netns exec "$a" "$tool" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &

@@ -3,8 +3,10 @@
 # Idempotent: a second run only checks.
 #   - build tools, DPDK 22.11 (runtime, testpmd, dev headers), LXC, Open
 #     vSwitch with DPDK (its ovs-vswitchd-dpdk; no system instance is
-#     configured or started here), and what building another DPDK line
-#     from its release source needs (scripts/dpdk.sh)
+#     configured or started here), what building another DPDK line from
+#     its release source needs (scripts/dpdk.sh), and iperf3 and ping for
+#     `vecring tap`'s tests and benches/tap-compare.sh (iperf3 without its
+#     system-wide server)
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
 #     taken from Debian's dpdk source package of the installed version
 #   - 2 MiB hugepages and a hugetlbfs mount at /dev/hugepages
@@ -17,12 +19,14 @@ HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 
 need_pkgs=()
 for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl \
-  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev; do
+  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing ${need_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # iperf3's package asks whether to start a system-wide server: no.
+  echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
 fi

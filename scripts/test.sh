@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole vecring test suite on a fresh Debian 12 machine (as root):
 # installs what the tests need, then unit, integration, loom, DPDK and
-# container tests, the fuzz targets (about a minute each), then the lint
+# container tests, the fuzz targets (half a minute each), then the lint
 # gates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,8 +61,8 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   timeout --kill-after=30s 10m cargo test --release -p vecring-core --test loom --test loom_wake
 
-step "fuzzing: the handshake parser and the ring endpoints over hostile memory (cargo fuzz, 50 s per target)"
-bash scripts/fuzz.sh 50
+step "fuzzing: the handshake parser and receive, a region header at attach, and the ring endpoints over hostile memory (cargo fuzz, 30 s per target)"
+bash scripts/fuzz.sh 30
 
 step "lint gates"
 cargo fmt --all -- --check

@@ -140,19 +140,39 @@ const PLANS: &[Plan] = &[
         &[Fg, Term("container", None)],
         &[Exit("host"), EndInput("container")],
     ),
-    run_in(LXC, "6.", "sed -i -e '/^lxc.idmap/d'"),
+    // Section 6: a tap in the container and one on the host.
+    run_in(LXC, "6.", "echo 'lxc.mount.entry = /dev/net/tun"),
     steps_in(
         LXC,
         "6.",
+        "$ lxc-attach -n web -- vecring tap",
+        &[Fg, Term("container tap", Some("bridging link"))],
+        &[],
+    ),
+    steps_in(
+        LXC,
+        "6.",
+        "$ vecring tap --role master --domain web",
+        &[Term("host tap", Some("carrier on"))],
+        &[WaitFor("container tap", "carrier on", 1)],
+    ),
+    Plan {
+        after: &[Interrupt("container tap"), Interrupt("host tap")],
+        ..run_in(LXC, "6.", "$ ip addr add 10.0.3.1/24 dev web0")
+    },
+    run_in(LXC, "7.", "sed -i -e '/^lxc.idmap/d'"),
+    steps_in(
+        LXC,
+        "7.",
         "$ lxc-start -n web",
         &[Fg, Term("container", Some("waiting for the master"))],
         &[],
     ),
     Plan {
         after: &[EndInput("container")],
-        ..run_in(LXC, "6.", "$ vecring txonly --role master")
+        ..run_in(LXC, "7.", "$ vecring txonly --role master")
     },
-    run_in(LXC, "6.", "lxc-destroy -n web"),
+    run_in(LXC, "7.", "lxc-destroy -n web"),
     // docs/dpdk-container.md: testpmd in a container with a root file
     // system of its own, unprivileged without hugepages, then privileged
     // with them, joined to a testpmd on the host.
@@ -300,6 +320,24 @@ const PLANS: &[Plan] = &[
             EndInput("web slave"),
         ],
         ..run("docs/operations.md", "$ vecring doctor")
+    },
+    // docs/operations.md, `vecring tap`: the host and a namespace c1.
+    run("docs/operations.md", "ip netns add c1"),
+    steps(
+        "docs/operations.md",
+        "$ vecring tap --role master --domain lab",
+        &[Term("lab master", Some("bridging link"))],
+        &[],
+    ),
+    steps(
+        "docs/operations.md",
+        "$ ip netns exec c1 vecring tap --domain lab",
+        &[Term("lab slave", Some("carrier on"))],
+        &[WaitFor("lab master", "carrier on", 1)],
+    ),
+    Plan {
+        after: &[Interrupt("lab slave"), Interrupt("lab master")],
+        ..run("docs/operations.md", "$ ip addr add 10.0.9.1/24 dev lab0")
     },
     // docs/ovs.md: OVS's database and run directory in the sandbox's /run.
     run(OVS, "ovsdb-tool create /var/run/openvswitch/conf.db"),

@@ -252,6 +252,60 @@ fn a_sender_waits_for_room_and_a_receiver_waits_through_link_up() {
     assert_eq!(drainer.join().unwrap(), filled + 1);
 }
 
+/// An idle receiver whose peer has acknowledged the wait protocol sleeps
+/// on the doorbell: over a second of waiting its timer never fires. Before
+/// the acknowledgement the same receiver naps on its 1 ms to 64 ms timer,
+/// about twenty wakeups a second; a receiver that always napped would
+/// fail here though it still got every frame.
+#[test]
+fn an_acknowledged_idle_receiver_sleeps_without_timer_wakeups() {
+    let _w = Watchdog::new("acked_sleep", Duration::from_secs(60));
+    let dir = run_dir("wait-acked");
+    let m = open(&dir, Role::Master);
+    let s = open(&dir, Role::Slave);
+    m.wait_up(UP).unwrap();
+    s.wait_up(UP).unwrap();
+    let mut rx = m.receiver().unwrap();
+    let mut tx = s.sender().unwrap();
+    let mut buf = [0u8; 64];
+    // Nothing sent yet: the receiver arms its wait line and naps.
+    let before = rx.timer_wakeups();
+    assert_eq!(
+        rx.recv_timeout(&mut buf, Duration::from_millis(500)),
+        Err(LinkRecvError::Timeout)
+    );
+    let naps = rx.timer_wakeups() - before;
+    assert!(
+        naps >= 5,
+        "an unacknowledged receiver woke by its timer {naps} times in 500 ms"
+    );
+    // The sender's first frame since then sees the receiver armed, takes
+    // the fenced path and acknowledges.
+    tx.send(b"ack").unwrap();
+    assert_eq!(rx.recv_timeout(&mut buf, UP), Ok(3));
+    let before = rx.timer_wakeups();
+    let t0 = Instant::now();
+    assert_eq!(
+        rx.recv_timeout(&mut buf, Duration::from_secs(1)),
+        Err(LinkRecvError::Timeout)
+    );
+    let woke = rx.timer_wakeups() - before;
+    assert!(
+        woke <= 1,
+        "an acknowledged idle receiver woke by its timer {woke} times in {:?}: it napped",
+        t0.elapsed()
+    );
+    // The doorbell still wakes it.
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        tx.send(b"late").unwrap();
+        tx
+    });
+    assert_eq!(rx.recv_timeout(&mut buf, UP), Ok(4));
+    assert_eq!(rx.timer_wakeups(), before + woke, "woken by the doorbell");
+    drop(sender.join().unwrap());
+}
+
 /// A hostile slave (`vecring-attack wait-attack mode=...`) against the
 /// master's sleeping receiver of queue 0.
 fn hostile(mode: &str, extra: &[&str]) -> (Proc, Link, vecring_core::Receiver) {

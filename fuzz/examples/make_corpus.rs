@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use vecring_core::internal::abi::{SlotDesc, DESC_STAMP_MASK};
 use vecring_core::internal::handshake::{Kind, Msg};
-use vecring_core::{Geometry, HeapRing, Producer, RingStorage};
+use vecring_core::{Geometry, HeapRing, Producer, Region, RegionOptions, RingStorage};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,6 +83,51 @@ fn main() {
         ),
     ] {
         write("handshake_decode", name, &m.encode());
+        // handshake_recv: no flags and no descriptors (first two bytes),
+        // then the datagram; the Hello also with the region and a doorbell
+        // per ring of one queue pair (3 descriptors), as a master sends it.
+        let mut input = vec![0u8, 0];
+        input.extend_from_slice(&m.encode());
+        write("handshake_recv", name, &input);
+    }
+    let mut input = vec![0u8, 3];
+    input.extend_from_slice(&Msg::hello(g, 1, 1 << 21, 7).encode());
+    write("handshake_recv", "hello_fds", &input);
+    // region_attach: headers of regions the real master makes, with the
+    // memfd at the header's size (mode 0), and with every expectation set
+    // as the slave's handshake sets them (mode 0x78).
+    for (name, geometry, queues) in [
+        ("one_queue", g, 1u16),
+        (
+            "four_queues",
+            Geometry::with_max_frame_len(64, 128, 256).unwrap(),
+            4,
+        ),
+    ] {
+        let opts = RegionOptions {
+            hugepages: vecring_core::HugepagePolicy::Never,
+            ..RegionOptions::default()
+        };
+        let region = Region::create(geometry, queues, 7, &opts).unwrap();
+        // SAFETY: the header is plain integers; its bytes are read.
+        let header = unsafe {
+            std::slice::from_raw_parts(
+                (region.header() as *const vecring_core::internal::abi::RegionHeader).cast::<u8>(),
+                std::mem::size_of_val(region.header()),
+            )
+        };
+        let mut plain = header.to_vec();
+        plain.push(0);
+        write("region_attach", name, &plain);
+        let mut expecting = header.to_vec();
+        expecting.push(0x78);
+        expecting.extend_from_slice(&7u64.to_le_bytes());
+        expecting.extend_from_slice(&queues.to_le_bytes());
+        expecting.extend_from_slice(&geometry.slot_count().to_le_bytes());
+        expecting.extend_from_slice(&geometry.slot_size().to_le_bytes());
+        expecting.extend_from_slice(&geometry.max_frame_len().to_le_bytes());
+        expecting.extend_from_slice(&queues.to_le_bytes());
+        write("region_attach", &format!("{name}_expected"), &expecting);
     }
     // 16 slots of 64 bytes, frames up to 512 bytes.
     let frames = [64, 64, 60, 200, 1, 300, 64];

@@ -33,6 +33,7 @@
 #   queues      cases/queues.sh      queue pairs: limits, 4 queues, absent queues
 #   lxc         cases/lxc.sh         the slave testpmd in an LXC container
 #   rust        cases/rust.sh        the Rust tests tests/dpdk_*.rs
+#   tap         cases/tap.sh         `vecring tap` in two namespaces through testpmd
 #
 # Usage: tests/dpdk/run.sh [GROUP|CASE...]     (run as root; needs hugepages
 #        or VECRING_TEST_NO_HUGE=1)
@@ -125,6 +126,8 @@ group() {
 . "$HERE/cases/lxc.sh"
 # shellcheck source=cases/rust.sh
 . "$HERE/cases/rust.sh"
+# shellcheck source=cases/tap.sh
+. "$HERE/cases/tap.sh"
 
 # is_one_of WORD LIST...: WORD is one of LIST.
 is_one_of() {

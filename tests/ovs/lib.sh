@@ -27,7 +27,7 @@ ovs_start() {
 			-vconsole:off --log-file="$OVS/ovsdb-server.log" --detach --no-chdir || return 1
 		vsctl --no-wait init
 		vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true \
-			other_config:dpdk-socket-mem=512 other_config:dpdk-socket-limit=512 \
+			other_config:dpdk-socket-mem=1024 other_config:dpdk-socket-limit=1024 \
 			other_config:per-port-memory=true \
 			other_config:dpdk-lcore-mask=0x1 other_config:pmd-cpu-mask=0x2 \
 			other_config:dpdk-extra="--no-pci --file-prefix=$PREFIX ${OVS_DPDK_EXTRA:-}"

@@ -22,6 +22,13 @@
 #   queues       del-port, then add-port again with two queues
 #                (queues=2, options:n_rxq=2): per-queue statistics
 #                (rx_q0_packets, rx_q1_packets) sum to the port's total
+#   tap          two network namespaces, each with `vecring tap` as the
+#                slave of a link whose master is an OVS port (vt0, vt1):
+#                carriers on with the ports, ping (8972-byte with -M do:
+#                ports at mtu_request=9000, taps at --mtu 9000), a bounded
+#                iperf3 TCP and UDP run, 16 MiB over TCP arriving whole
+#                (SHA-256 at both ends), and each
+#                interface's counters equal OVS's on its port, both ways
 #
 # Usage: tests/ovs/run.sh [CASE...]     (as root, after scripts/test.sh's
 #        build: the vecring tool, the driver in DPDK's driver directory)
@@ -229,13 +236,15 @@ setup_bridge() {
 	add_flows
 }
 
-# add_flows: vr0 <-> vr1 (OpenFlow tables live in ovs-vswitchd, not in its
-# database: a restarted ovs-vswitchd needs them again, as a controller
-# would give them).
+# add_flows: vr0 <-> vr1, and the tap case's vt0 <-> vt1 (OpenFlow tables
+# live in ovs-vswitchd, not in its database: a restarted ovs-vswitchd
+# needs them again, as a controller would give them).
 add_flows() {
 	ovs-ofctl del-flows br0 &&
 		ovs-ofctl add-flow br0 in_port=1,actions=output:2 &&
-		ovs-ofctl add-flow br0 in_port=2,actions=output:1
+		ovs-ofctl add-flow br0 in_port=2,actions=output:1 &&
+		ovs-ofctl add-flow br0 in_port=3,actions=output:4 &&
+		ovs-ofctl add-flow br0 in_port=4,actions=output:3
 }
 
 # A link has one slave, so a container either sends or receives at a
@@ -339,6 +348,140 @@ test_queues() {
 	rx_stop c2
 }
 
+# --- the tap case ------------------------------------------------------------
+
+# A network namespace of this run per tap (`ip netns`: the container's
+# network, which is what `vecring tap` serves), IPv6 off so that only the
+# case's own traffic crosses (no router solicitations racing the counts).
+TAP_NS=()
+ns_name() { echo "vrovs-$1-$$"; }
+ns() { local n; n=$(ns_name "$1"); shift; ip netns exec "$n" "$@"; }
+
+# tap_start NAME LINK ADDR: namespace NAME with `vecring tap` as the slave
+# of ovs/LINK, interface vr0 with address ADDR/24 once its carrier is on;
+# its MTU is the ports' (set to 9000 first: OVS drops what exceeds a
+# port's MTU, and the link's frames would allow 9202).
+tap_start() {
+	local name=$1 link=$2 addr=$3 n i
+	n=$(ns_name "$name")
+	ip netns add "$n" || return 1
+	TAP_NS+=("$n")
+	ns "$name" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	ns "$name" ip link set lo up
+	timeout --kill-after=5 "$WATCHDOG" ip netns exec "$n" "$VECRING" tap --role slave --domain ovs \
+		--link "$link" --run-dir "$RUN_DIR" --ifname vr0 --hugepages never --mtu 9000 \
+		>"$WORK/tap-$name.log" 2>&1 &
+	PIDS+=($!)
+	printf -v "TAPPID_$name" '%s' "$!"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(ns "$name" cat /sys/class/net/vr0/carrier 2>/dev/null)" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$(ns "$name" cat /sys/class/net/vr0/carrier 2>/dev/null)" = 1 ] || return 1
+	ns "$name" ip addr add "$addr/24" dev vr0
+}
+
+# if_stat NAME KEY: a counter of namespace NAME's vr0 (rx_packets, ...).
+if_stat() { ns "$1" cat "/sys/class/net/vr0/statistics/$2"; }
+
+# counts_agree WHAT: once nothing moves, vt0's and vt1's counters in OVS
+# equal the interfaces' at the other end of each link, both ways.
+counts_agree() {
+	local what=$1 i a_tx a_rx b_tx b_rx o0_rx o0_tx o1_rx o1_tx
+	for ((i = 0; i < 50; i++)); do
+		a_tx=$(if_stat a tx_packets) a_rx=$(if_stat a rx_packets)
+		b_tx=$(if_stat b tx_packets) b_rx=$(if_stat b rx_packets)
+		o0_rx=$(port_stat vt0 rx_packets) o0_tx=$(port_stat vt0 tx_packets)
+		o1_rx=$(port_stat vt1 rx_packets) o1_tx=$(port_stat vt1 tx_packets)
+		[ "$a_tx" = "$o0_rx" ] && [ "$b_rx" = "$o1_tx" ] && [ "$b_tx" = "$o1_rx" ] && [ "$a_rx" = "$o0_tx" ] && break
+		sleep 0.2
+	done
+	expect_eq "$what: OVS received on vt0 every frame namespace a's vr0 sent" "$o0_rx" "$a_tx"
+	expect_eq "$what: namespace b's vr0 received every frame OVS sent on vt1" "$b_rx" "$o1_tx"
+	expect_eq "$what: OVS received on vt1 every frame namespace b's vr0 sent" "$o1_rx" "$b_tx"
+	expect_eq "$what: namespace a's vr0 received every frame OVS sent on vt0" "$a_rx" "$o0_tx"
+}
+
+test_tap() {
+	command -v iperf3 >/dev/null && command -v ping >/dev/null ||
+		{ fail "tap: iperf3 or ping missing (scripts/setup.sh)"; return; }
+	add_port vt0 2 t1 "" mtu_request=9000 && add_port vt1 3 t2 "" mtu_request=9000 ||
+		{ fail "tap: add-port vt0, vt1"; return; }
+	add_flows
+	tap_start a t1 10.78.0.1 && tap_start b t2 10.78.0.2 &&
+		pass "tap: both interfaces' carriers on once OVS's ports are their masters" ||
+		{ fail "tap: a tap's carrier did not come on"; tail -n 5 "$WORK"/tap-*.log | sed 's/^/    /'; return; }
+	expect_eq "tap: OVS's vt0 at the tap's MTU" "$(vsctl get Interface vt0 mtu)" 9000
+	local out
+	out=$(ns a ping -c 5 -i 0.2 -W 2 10.78.0.2 2>&1)
+	[[ "$out" == *" 5 received"* ]] &&
+		pass "tap: ping through OVS, 5 of 5 answered" ||
+		fail "tap: ping through OVS: $(tail -n 2 <<<"$out")"
+	out=$(ns a ping -c 3 -i 0.2 -W 2 -M do -s 8972 10.78.0.2 2>&1)
+	[[ "$out" == *" 3 received"* ]] &&
+		pass "tap: 9000-byte IP packets with -M do through OVS" ||
+		fail "tap: ping -M do -s 8972: $(tail -n 2 <<<"$out")"
+	out=$(ns a ping -c 1 -W 1 -M do -s 8973 10.78.0.2 2>&1)
+	[[ "$out" == *"message too long"* ]] &&
+		pass "tap: one byte more is refused at the sender (MTU 9000)" ||
+		fail "tap: ping -M do -s 8973: $(tail -n 2 <<<"$out")"
+	# 16 MiB over TCP from a to b (Python at both ends): the digest at b
+	# is the digest of what a sent.
+	ns b timeout 60 python3 -c '
+import hashlib, socket
+s = socket.create_server(("10.78.0.2", 5201))
+c, _ = s.accept()
+h, n = hashlib.sha256(), 0
+while True:
+    b = c.recv(1 << 20)
+    if not b:
+        break
+    h.update(b)
+    n += len(b)
+print(n, h.hexdigest())' >"$WORK/tcp-recv.out" 2>&1 &
+	local server=$!
+	for ((i = 0; i < 50; i++)); do
+		ns b ss -ltn 2>/dev/null | grep -q ':5201 ' && break
+		sleep 0.1
+	done
+	local sent
+	sent=$(ns a timeout 60 python3 -c '
+import hashlib, os, socket
+data = os.urandom(16 << 20)
+c = socket.create_connection(("10.78.0.2", 5201))
+c.sendall(data)
+c.close()
+print(len(data), hashlib.sha256(data).hexdigest())' 2>&1)
+	wait "$server"
+	expect_eq "tap: 16 MiB over TCP through OVS arrive whole (length, SHA-256)" "$(cat "$WORK/tcp-recv.out")" "$sent"
+	# A bounded iperf3 run, TCP then UDP.
+	ns b timeout 60 iperf3 -s -B 10.78.0.2 >"$WORK/iperf3-server.log" 2>&1 &
+	server=$!
+	local out tcp udp
+	for ((i = 0; i < 20; i++)); do
+		ns a timeout 30 iperf3 -c 10.78.0.2 -t 2 -J >"$WORK/iperf3-tcp.json" 2>&1 && break
+		sleep 0.2
+	done
+	tcp=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["end"]; print(int(d["sum_sent"]["bytes"] > 0 and d["sum_received"]["bytes"] > 0))' "$WORK/iperf3-tcp.json" 2>/dev/null)
+	expect_eq "tap: iperf3 TCP through OVS for 2 s, bytes sent and received" "$tcp" 1
+	log "tap: iperf3 TCP through OVS: $(python3 -c 'import json,sys; print("%.2f Gbit/s" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$WORK/iperf3-tcp.json" 2>/dev/null)"
+	ns a timeout 30 iperf3 -c 10.78.0.2 -u -b 100M -l 1400 -t 1 -J >"$WORK/iperf3-udp.json" 2>&1
+	udp=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["end"]["sum"]; print(int(d["packets"] > 0 and d["lost_packets"] < d["packets"]))' "$WORK/iperf3-udp.json" 2>/dev/null)
+	expect_eq "tap: iperf3 UDP through OVS for 1 s, datagrams arrive" "$udp" 1
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+	counts_agree "tap"
+	local p
+	for p in a b; do
+		local pidvar=TAPPID_$p
+		kill -TERM "${!pidvar}" 2>/dev/null
+		wait "${!pidvar}"
+		expect_eq "tap: namespace $p's tap ends on SIGTERM with status 0" "$?" 0
+	done
+	for p in "${TAP_NS[@]}"; do ip netns del "$p"; done
+	TAP_NS=()
+}
+
 # --- run ---------------------------------------------------------------------
 
 cleanup() {
@@ -347,6 +490,10 @@ cleanup() {
 		kill -9 "$p" 2>/dev/null
 	done
 	pkill -9 -f "vecring .* --domain ovs --run-dir $CTR_RUN" 2>/dev/null
+	for p in "${TAP_NS[@]}"; do
+		ip netns pids "$p" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$p" 2>/dev/null
+	done
 	ovs_stop
 	wait 2>/dev/null
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
@@ -357,7 +504,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ALL=(traffic peer_kill ovs_restart jumbo queues)
+ALL=(traffic peer_kill ovs_restart jumbo queues tap)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${ALL[@]}")
 for t in "${TESTS[@]}"; do

@@ -24,6 +24,7 @@ mod doctor;
 mod escape;
 mod ops;
 mod prepare;
+mod tap;
 mod traffic;
 mod wait;
 
@@ -119,6 +120,17 @@ enum Command {
     /// stdin (one reply line each on stdout; see the crate's
     /// `agent::protocol`).
     Agent(agent::command::AgentArgs),
+    /// Create a TAP interface in this network namespace and bridge it to
+    /// the link until SIGINT or SIGTERM: one interface queue per queue
+    /// pair, MTU from the link's largest frame, carrier on while the peer
+    /// is attached. Needs CAP_NET_ADMIN in this namespace (a container's
+    /// root in its own).
+    ///
+    /// The interface's queues are made before the peer is known: a slave
+    /// requires its --queues (default 1) of the master. It waits for its
+    /// peer as long as it runs (--up-timeout and --hold-back are not tap
+    /// options) and prints what it moved and dropped when it ends.
+    Tap(tap::TapArgs),
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).
     List(ops::ListArgs),
@@ -369,6 +381,7 @@ fn main() -> ExitCode {
         Command::Prepare(args) => prepare::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Agent(args) => agent::command::run(&args),
+        Command::Tap(args) => tap::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
         Command::Doctor(args) => match doctor::doctor(&args) {

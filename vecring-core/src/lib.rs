@@ -132,6 +132,6 @@ pub use link::{
 pub use memory::{HugepagePolicy, Region, RegionOptions};
 pub use ring::{
     heap_channel, Bell, Consumer, Corruption, Frame, FrameArrays, FrameRun, FrameWriter, HeapRing,
-    HoldBack, Producer, PushError, ReadChunk, RecvError, RingStorage, SendError, WaitDecision,
-    WriteChunk,
+    HoldBack, Producer, PushError, ReadChunk, ReadyWord, RecvError, RingStorage, SendError,
+    WaitDecision, WriteChunk,
 };

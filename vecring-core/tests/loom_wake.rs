@@ -12,7 +12,9 @@
 //! The models fail (a deadlock) when either SeqCst fence of the protocol
 //! (`WaitProtocol::signal`, `WaitProtocol::prepare`) is removed. The `ack` word
 //! needs no ordering of its own: it is stored before a fence and loaded
-//! after one.
+//! after one. Because a nap stands for a timer here, the models above
+//! would pass if every wait napped; `an_acknowledged_consumer_sleeps`
+//! fails then.
 #![cfg(loom)]
 
 use vecring_core::{
@@ -162,6 +164,59 @@ fn arming_after_a_publish() {
             tx.send(&[1]).expect("room");
         });
         consume(&ring, &mut rx, 2, Idle::Sleep);
+        producer.join().expect("producer thread");
+    });
+}
+
+/// Once the producer has published after seeing the consumer armed, the
+/// consumer's next wait is a full sleep on the doorbell, never a nap: a
+/// nap (a yield here) would hide a lost wakeup from the models above, and
+/// in a process costs a timer wakeup every 64 ms. The consumer arms
+/// before the producer starts, so the producer's first publish takes the
+/// fenced path; whatever the interleaving of the two frames with the
+/// consumer's waits, after the producer has finished the decision is
+/// `Sleep`, and the doorbell that sleep waits on rings for the next frame.
+#[test]
+fn an_acknowledged_consumer_sleeps() {
+    builder().check(|| {
+        let (ring, mut tx, mut rx) = channel();
+        assert_eq!(
+            rx.prepare_sleep(),
+            Ok(WaitDecision::Nap),
+            "nobody acknowledged yet"
+        );
+        rx.cancel_sleep();
+        let producer = loom::thread::spawn(move || {
+            tx.send(&[0]).expect("room");
+            tx.send(&[1]).expect("room");
+            tx
+        });
+        consume(&ring, &mut rx, 2, Idle::Sleep);
+        let mut tx = producer.join().expect("producer thread");
+        assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Sleep), "acknowledged");
+        rx.cancel_sleep();
+        let producer = loom::thread::spawn(move || tx.send(&[2]).expect("room"));
+        let mut buf = [0u8; 64];
+        loop {
+            match rx.recv(&mut buf) {
+                Ok(n) => {
+                    assert_eq!(&buf[..n], &[2]);
+                    break;
+                }
+                Err(RecvError::Empty) => {}
+                Err(e) => panic!("consumer: {e}"),
+            }
+            // A wakeup for an earlier signal or a spurious one: every wait
+            // from now on is still a full sleep.
+            match rx.prepare_sleep().expect("consumer") {
+                WaitDecision::Ready => {}
+                WaitDecision::Nap => panic!("an acknowledged consumer napped"),
+                WaitDecision::Sleep => {
+                    ring.wait_doorbell(Bell::Data);
+                    rx.cancel_sleep();
+                }
+            }
+        }
         producer.join().expect("producer thread");
     });
 }

@@ -1,11 +1,11 @@
 # shellcheck shell=bash
 # Group "rust", sourced by tests/dpdk/run.sh: the ignored Rust tests that
 # need root, testpmd and the PMD (tests/dpdk_interop.rs, dpdk_hostile.rs,
-# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs), built with cargo and run here; each passing
+# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs, dpdk_monitor.rs), built with cargo and run here; each passing
 # Rust test is one PASS, and each binary must list and pass exactly the
 # expected number of tests.
 
-group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr
+group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr rust_monitor
 
 # rust_tests LABEL TEST COUNT: runs the ignored tests of tests/TEST.rs (each
 # counts as one check here). The binary must list exactly COUNT ignored
@@ -82,3 +82,4 @@ test_rust_tool() { rust_tests "rust tool" dpdk_tool 1; }
 # is not blocked by descriptors a hostile slave plants on its doorbells, and
 # its port closes within a second (tests/dpdk_intr.rs, tests/c/rx_intr.c).
 test_rust_intr() { rust_tests "rust intr" dpdk_intr 11; }
+test_rust_monitor() { rust_tests "rust monitor" dpdk_monitor 2; }

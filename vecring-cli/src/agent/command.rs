@@ -125,10 +125,11 @@ const SINK_ROOM: u64 = 1 << 28;
 
 /// Frames a receive call takes at most.
 const RX_BATCH: usize = 32;
-/// The drain after a trial: until nothing came for this long...
-const DRAIN_QUIET: Duration = Duration::from_millis(50);
+/// The drain after a trial, when frames are missing: until nothing came
+/// for this long (a forwarder descheduled for a while still counts)...
+const DRAIN_QUIET: Duration = Duration::from_millis(200);
 /// ... or this long in all.
-const DRAIN_MAX: Duration = Duration::from_secs(1);
+const DRAIN_MAX: Duration = Duration::from_secs(2);
 
 /// The agent's state: its link ends, receive buffers and counts.
 struct Agent {
@@ -459,7 +460,10 @@ impl Agent {
         // The drain: frames still on their way back.
         let drain = Instant::now();
         let mut quiet = Instant::now();
-        while quiet.elapsed() < DRAIN_QUIET && drain.elapsed() < DRAIN_MAX {
+        // Done at once when every frame the ring took is back (a
+        // forwarder); otherwise after a quiet spell (a sink, or losses).
+        while self.tally.unique < tx && quiet.elapsed() < DRAIN_QUIET && drain.elapsed() < DRAIN_MAX
+        {
             if self.poll()? > 0 {
                 quiet = Instant::now();
             }

@@ -296,7 +296,7 @@ impl Drop for PeerSocket {
 }
 
 /// Takes ownership of every descriptor in `hdr`'s `SCM_RIGHTS` control
-/// messages, in order.
+/// messages, in order (as [`rights_in`] finds them).
 ///
 /// # Safety
 /// `hdr` is a msghdr that `recvmsg` just filled (its control buffer live,
@@ -304,24 +304,51 @@ impl Drop for PeerSocket {
 /// nobody else: each is taken once.
 pub(crate) unsafe fn take_rights(hdr: &libc::msghdr) -> Received {
     let mut got = Received::default();
-    // SAFETY: walking the control buffer the kernel filled, within
-    // msg_controllen, with the CMSG_* helpers; per the caller, each
-    // descriptor is ours to own once.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(hdr);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
-                    / core::mem::size_of::<libc::c_int>();
-                for i in 0..count {
-                    got.push(OwnedFd::from_raw_fd(core::ptr::read_unaligned(data.add(i))));
-                }
-            }
-            c = libc::CMSG_NXTHDR(hdr, c);
-        }
+    if hdr.msg_control.is_null() || hdr.msg_controllen == 0 {
+        return got;
+    }
+    // SAFETY: per the caller, the control buffer is live and the kernel
+    // filled its first `msg_controllen` bytes.
+    let control =
+        unsafe { core::slice::from_raw_parts(hdr.msg_control.cast::<u8>(), hdr.msg_controllen) };
+    for fd in rights_in(control) {
+        // SAFETY: per the caller, each descriptor is ours to own once.
+        got.push(unsafe { OwnedFd::from_raw_fd(fd) });
     }
     got
+}
+
+/// The descriptor numbers carried by the `SCM_RIGHTS` messages of a
+/// control buffer as `recvmsg` fills it, in order. Every header, and the
+/// data its length claims, must lie inside `control`: the walk stops at
+/// the first that does not (the kernel never writes one, but the walk is
+/// fuzzed on arbitrary bytes: `fuzz/fuzz_targets/handshake_recv.rs`).
+/// Takes ownership of nothing.
+pub fn rights_in(control: &[u8]) -> Vec<libc::c_int> {
+    const HDR: usize = core::mem::size_of::<libc::cmsghdr>();
+    // CMSG_ALIGN: headers and their data are aligned to `size_t`.
+    let align = |n: usize| n.next_multiple_of(core::mem::size_of::<usize>());
+    let data_at = align(HDR);
+    let mut fds = Vec::new();
+    let mut off = 0;
+    while control.len().saturating_sub(off) >= HDR {
+        // SAFETY: `HDR` bytes from `off` lie inside `control`; a cmsghdr is
+        // plain integers, valid for any bytes, read unaligned.
+        let c: libc::cmsghdr = unsafe { core::ptr::read_unaligned(control[off..].as_ptr().cast()) };
+        let len = c.cmsg_len as usize;
+        if len < data_at || len > control.len() - off {
+            break;
+        }
+        if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_RIGHTS {
+            fds.extend(
+                control[off + data_at..off + len]
+                    .chunks_exact(core::mem::size_of::<libc::c_int>())
+                    .map(|b| libc::c_int::from_ne_bytes(b.try_into().expect("4 bytes"))),
+            );
+        }
+        off = off.saturating_add(align(len));
+    }
+    fds
 }
 
 /// Descriptors received in one message: whatever the receiver does not

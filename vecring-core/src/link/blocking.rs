@@ -237,6 +237,14 @@ impl Receiver {
     pub fn spurious_wakeups(&self) -> u64 {
         self.endpoint_ref().wait.spurious_total
     }
+
+    /// Wakeups of this receiver's blocking waits by its timer: naps (the
+    /// peer had not acknowledged the wait protocol yet) and the back-off
+    /// from a peer ringing for nothing. An idle receiver whose peer has
+    /// acknowledged sleeps on the doorbell and adds none.
+    pub fn timer_wakeups(&self) -> u64 {
+        self.endpoint_ref().wait.timer_total
+    }
 }
 
 impl Sender {

@@ -3,7 +3,7 @@
 use super::endpoint::Endpoint;
 use super::frame_error::{Gone, LinkRecvError};
 use crate::memory::{Region, RegionRing};
-use crate::ring::{Consumer, HoldBack, ReadChunk};
+use crate::ring::{Consumer, HoldBack, ReadChunk, ReadyWord};
 use std::sync::Arc;
 
 /// The receive side of one queue of a [`Link`](super::Link)
@@ -67,6 +67,24 @@ impl Receiver {
             self.hold_epoch = epoch;
         }
         Ok(ring)
+    }
+
+    /// The word that changes when this receiver has something new, for a
+    /// wait that watches memory (see [`ReadyWord`]): with the link up, its
+    /// ring's (a frame is ready); while it is down, the link's session
+    /// counter (the link came up, or closed). Ask again after every read:
+    /// the expected value moves on. The word stays valid while this
+    /// receiver lives and makes no other call.
+    pub fn ready_word(&mut self) -> ReadyWord {
+        if let Some(c) = self.ep.ring() {
+            return c.ready_word();
+        }
+        ReadyWord {
+            addr: self.ep.shared.epoch.as_ptr().cast_const(),
+            mask: u64::MAX,
+            value: self.ep.epoch,
+            ready_if_equal: false,
+        }
     }
 
     /// The geometry of the rings, if the link is up.

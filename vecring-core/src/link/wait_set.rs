@@ -55,6 +55,8 @@ pub(crate) struct WaitSet {
     timed: bool,
     /// Wakeups that found nothing, in all.
     pub(crate) spurious_total: u64,
+    /// Sleeps the timer ended (naps and back-off), in all.
+    pub(crate) timer_total: u64,
     /// The endpoint's frame total when it last went to sleep: a wakeup
     /// after which it moved frames found work.
     pub(crate) progress: u64,
@@ -93,6 +95,7 @@ impl WaitSet {
             nap: NAP_FIRST,
             timed: false,
             spurious_total: 0,
+            timer_total: 0,
             progress: 0,
             pending: POKE | TIMER | BELL,
         })
@@ -221,6 +224,7 @@ impl WaitSet {
             self.pending |= if fd == poke {
                 POKE
             } else if fd == timer {
+                self.timer_total += 1;
                 TIMER
             } else {
                 BELL

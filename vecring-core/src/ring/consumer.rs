@@ -234,7 +234,8 @@ impl<S: RingStorage> Consumer<S> {
         &self.storage
     }
 
-    /// Copies the next frame into `buf` and returns its length.
+    /// Copies the next frame into `buf` and returns its length. Never held
+    /// back ([`set_hold_back`](Self::set_hold_back) delays batch reads only).
     ///
     /// # Errors
     /// [`RecvError::Empty`] when no frame waits,
@@ -283,10 +284,11 @@ impl<S: RingStorage> Consumer<S> {
     }
 
     /// [`recv`](Self::recv) through a chunk: a new descriptor (checked in
-    /// full), a wrapping frame, a small buffer or a poisoned ring.
+    /// full), a wrapping frame, a small buffer or a poisoned ring. Not held
+    /// back, as the fast path is not.
     #[inline(never)]
     fn recv_slow(&mut self, buf: &mut [u8]) -> Result<usize, RecvError> {
-        let mut chunk = self.read_chunk(1)?;
+        let mut chunk = self.chunk(1, false)?;
         let (frame, next) = match chunk.peek()? {
             Some(found) => found,
             None => return Err(RecvError::Empty),

@@ -53,7 +53,8 @@
 // - `frame`: received frames, read in place;
 // - `copy`: the copy loops;
 // - `producer`, then `write_chunk`: the writing end;
-// - `consumer`, then `hold_back` and `read_chunk`: the reading end;
+// - `consumer`, then `hold_back`, `read_chunk` and `ready_word`: the
+//   reading end;
 // - `sleep`: a side's way to sleep until the other moves;
 // - `heap`: the heap backend.
 mod bytes;
@@ -66,11 +67,14 @@ mod heap;
 mod hold_back;
 mod producer;
 mod read_chunk;
+mod ready_word;
 mod stats;
 mod storage;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests;
 mod wait;
+#[cfg(all(test, not(loom)))]
+mod wait_decision_tests;
 mod wait_line;
 #[cfg(all(test, not(loom)))]
 mod wait_throttle_tests;
@@ -83,6 +87,7 @@ pub use heap::{heap_channel, HeapRing, HeapRingInner};
 pub use hold_back::HoldBack;
 pub use producer::Producer;
 pub use read_chunk::ReadChunk;
+pub use ready_word::ReadyWord;
 pub use stats::EndpointStats;
 pub use storage::{Bell, RingStorage};
 pub use wait_line::WaitDecision;

@@ -21,6 +21,18 @@ impl<S: RingStorage> Consumer<S> {
     /// [`Corruption`] if the peer corrupted the ring (now or before).
     #[inline]
     pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
+        self.chunk(max_frames, true)
+    }
+
+    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
+    /// frames are held back. `recv` asks with `hold` false: it is never
+    /// held back (see [`HoldBack`](super::HoldBack)).
+    #[inline]
+    pub(super) fn chunk(
+        &mut self,
+        max_frames: usize,
+        hold: bool,
+    ) -> Result<ReadChunk<'_, S>, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
@@ -29,7 +41,7 @@ impl<S: RingStorage> Consumer<S> {
         // run starts: nothing is looked at before. Under a hold-back,
         // which counts the ready slots first (see `HoldBack`), the frames
         // found then, or none while it holds them back.
-        let end = if self.hold_below == 0 {
+        let end = if self.hold_below == 0 || !hold {
             self.capacity_end()
         } else {
             self.ready_for(max_frames as u64)?;

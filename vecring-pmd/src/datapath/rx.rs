@@ -39,7 +39,7 @@ use std::os::fd::AsRawFd;
 use std::slice;
 use std::sync::Arc;
 use vecring_core::MAX_QUEUES;
-use vecring_core::{LinkRecvError, Receiver};
+use vecring_core::{LinkRecvError, ReadyWord, Receiver};
 
 /// The receive queue behind `rte_eth_dev_data::rx_queues[qid]`.
 pub struct RxQueue {
@@ -150,6 +150,26 @@ impl RxQueue {
             // An error only means the descriptor was not in the set.
             let _ = i.remove(r.as_raw_fd());
         }
+    }
+
+    /// `get_monitor_addr`: the word a monitoring wait (DPDK's power
+    /// management) watches for the queue's next frame, or while the link
+    /// is down for its coming up (see [`Receiver::ready_word`]). `None`
+    /// when the lcore must not sleep: a reopened link's end waits for the
+    /// queue's next burst, or the queue has no link end at all. Called
+    /// from the lcore that polls the queue, never during its burst.
+    pub fn ready_word(&mut self) -> Option<ReadyWord> {
+        // A reopened link's end waits (the next burst takes it).
+        if self.shared.rx_next[self.qid].pending() {
+            return None;
+        }
+        self.receiver.as_mut().map(Receiver::ready_word)
+    }
+
+    /// Whether the queue holds an end of a link (it lacks one while the
+    /// port's link lacks the queue).
+    pub fn has_link_end(&self) -> bool {
+        self.receiver.is_some()
     }
 
     /// `rx_queue_intr_enable`: sets the queue up to wake its descriptor

@@ -12,6 +12,7 @@
 //! | `addrs` | extra unicast MACs and multicast groups |
 //! | `qinfo` | queue and burst-mode information |
 //! | `intr` | Rx interrupts: the descriptors `rte_epoll_wait` sleeps on |
+//! | `monitor` | the power-monitor hook: the word `rte_power_monitor` watches |
 //! | `stats` | `stats_get`, `xstats_get` and their resets |
 //! | `xstats` | the extended statistics' names and values |
 //! | `close` | closing a port (`dev_close`, remove) |
@@ -20,6 +21,7 @@ pub(crate) mod addrs;
 pub(crate) mod close;
 pub(crate) mod dev;
 pub(crate) mod intr;
+pub(crate) mod monitor;
 pub(crate) mod ops;
 pub(crate) mod qinfo;
 pub(crate) mod queues;

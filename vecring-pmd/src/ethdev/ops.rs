@@ -10,7 +10,7 @@
 //! [`crate::ethdev`].
 
 use super::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};
-use super::{addrs, close, intr, qinfo, queues, stats};
+use super::{addrs, close, intr, monitor, qinfo, queues, stats};
 use crate::datapath::filter_config::MAX_MACS;
 use crate::devargs::format_mac;
 use crate::sys::ffi::{self, rte_eth_dev};
@@ -55,6 +55,7 @@ pub static OPS: ffi::eth_dev_ops = ffi::eth_dev_ops {
     rx_queue_intr_enable: Some(intr::rx_queue_intr_enable),
     rx_queue_intr_disable: Some(intr::rx_queue_intr_disable),
     tx_burst_mode_get: Some(qinfo::tx_burst_mode_get),
+    get_monitor_addr: Some(monitor::get_monitor_addr),
     // SAFETY: `eth_dev_ops` holds only optional function pointers, for which
     // all-zero is `None`: every other operation is "not supported".
     ..unsafe { std::mem::zeroed() }

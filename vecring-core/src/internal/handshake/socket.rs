@@ -306,25 +306,39 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
     // whatever happens next.
     // SAFETY: recvmsg just filled `hdr`; its descriptors are new and ours.
     let fds: Received = unsafe { closer::take_rights(&hdr) };
-    if n == 0 {
+    let msg = check_received(&bytes[..n as usize], hdr.msg_flags, fds.len())?;
+    Ok((msg, fds))
+}
+
+/// What [`recv`] makes of one datagram once the socket is out of the way:
+/// `bytes` as `recvmsg` returned them (at most [`MSG_LEN`]` + 1`, so that
+/// an oversized datagram shows), `flags` its `msg_flags`, and `fds` how
+/// many descriptors came with it. Pure, so that it can be fuzzed
+/// (`fuzz/fuzz_targets/handshake_recv.rs`).
+///
+/// # Errors
+/// `UnexpectedEof` for an empty read (the peer closed), `InvalidData` for
+/// a truncated datagram or control buffer, a malformed message, or more
+/// than [`MAX_FDS`] descriptors.
+pub fn check_received(bytes: &[u8], flags: libc::c_int, fds: usize) -> io::Result<Msg> {
+    if bytes.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
             "peer closed the connection",
         ));
     }
-    if hdr.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+    if flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "oversized handshake message",
         ));
     }
-    let msg = Msg::decode(&bytes[..n as usize])
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    if fds.len() > MAX_FDS {
+    let msg = Msg::decode(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    if fds > MAX_FDS {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("{} descriptors attached, at most {MAX_FDS}", fds.len()),
+            format!("{fds} descriptors attached, at most {MAX_FDS}"),
         ));
     }
-    Ok((msg, fds))
+    Ok(msg)
 }

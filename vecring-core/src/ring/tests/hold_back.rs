@@ -92,6 +92,33 @@ pub(crate) fn hold_back_holds_a_few_frames_until_the_wait_is_over<S: RingStorage
     assert_eq!(batch_reads(&mut rx), (5, 0));
 }
 
+/// `recv` is never held back, whichever of its paths reads the frame:
+/// here frames of a new length (a descriptor word the fast path has not
+/// seen) go through the chunk path, which must not ask the hold-back.
+pub(crate) fn hold_back_never_holds_recv<S: RingStorage + Clone>(new: NewRing<S>) {
+    let (mut tx, mut rx) = channel(new, Geometry::with_max_frame_len(256, 64, 1514).unwrap());
+    rx.set_hold_back(Some(HoldBack {
+        below_slots: 64,
+        wait: Duration::from_secs(60),
+    }));
+    // A one-slot frame read: the stream is one of one-slot frames.
+    send_64(&mut tx, 1, 0);
+    let mut buf = [0u8; 64];
+    assert_eq!(rx.recv(&mut buf), Ok(64));
+    // Five one-slot frames of another length: more than one and fewer
+    // than 64 slots ready, so a batch read is held back.
+    for i in 0..5u8 {
+        tx.send(&frame(60, i)).unwrap();
+    }
+    assert_eq!(batch_reads(&mut rx), (0, 0));
+    // `recv` reads each of them at once, the held-back ones included.
+    for i in 0..5u8 {
+        assert_eq!(rx.recv(&mut buf), Ok(60), "frame {i}");
+        assert_eq!(buf[..60], frame(60, i)[..]);
+    }
+    assert_eq!(rx.recv(&mut buf), Err(crate::ring::RecvError::Empty));
+}
+
 pub(crate) fn hold_back_leaves_frames_of_several_slots_alone<S: RingStorage + Clone>(
     new: NewRing<S>,
 ) {

@@ -76,6 +76,7 @@ macro_rules! ring_suite {
             hold_back::hold_back_is_off_by_default,
             hold_back::hold_back_holds_a_few_frames_until_the_wait_is_over,
             hold_back::hold_back_leaves_frames_of_several_slots_alone,
+            hold_back::hold_back_never_holds_recv,
             in_place::frames_runs_and_arrays_report_their_place_and_size,
             keep::kept_frames_hold_their_slots_until_released,
             edges::slot_at_maps_the_slot_data_only,

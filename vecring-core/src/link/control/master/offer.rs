@@ -263,6 +263,13 @@ impl Master<'_> {
                 self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
                 self.offer_failed(o);
             }
+            // A reply that is no message (oversized, truncated, malformed):
+            // refused by name, as a wrong message is, not taken for a
+            // slave that left.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &e.to_string());
+                self.offer_failed(o);
+            }
             Err(e) => {
                 self.shared
                     .counters

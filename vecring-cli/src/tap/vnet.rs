@@ -1,0 +1,192 @@
+//! The virtio-net header (`struct virtio_net_hdr`, 10 bytes) that prefixes
+//! every frame when the TAP has `IFF_VNET_HDR` (`vecring tap --offload`):
+//! whether the frame's checksum is left to complete (and where), and
+//! whether it is a TCP or UDP super-frame to be cut into segments of
+//! `gso_size` bytes. With it on both ends of a link, neither kernel
+//! computes checksums nor cuts segments for traffic between them.
+//!
+//! A header from the link comes from the peer: it is checked here before
+//! the TAP sees it (the kernel checks it too).
+
+/// Bytes of the header on the link and on the TAP (`TUNSETVNETHDRSZ`).
+pub const VNET_HDR_LEN: usize = 10;
+
+/// `flags`: the checksum from `csum_start` on is to be completed, stored
+/// at `csum_start + csum_offset`.
+pub const F_NEEDS_CSUM: u8 = 1;
+/// `flags`: the checksum was checked.
+pub const F_DATA_VALID: u8 = 2;
+
+/// `gso_type` values (without [`GSO_ECN`]).
+pub const GSO_NONE: u8 = 0;
+/// TCP over IPv4.
+pub const GSO_TCPV4: u8 = 1;
+/// TCP over IPv6.
+pub const GSO_TCPV6: u8 = 4;
+/// UDP segments (USO), IPv4 or IPv6.
+pub const GSO_UDP_L4: u8 = 5;
+/// `gso_type` bit: the TCP segments carry ECN's CWR.
+pub const GSO_ECN: u8 = 0x80;
+
+/// The offloads a TAP with the header takes from its kernel
+/// (`TUNSETOFFLOAD`): frames with partial checksums, and TCP super-frames
+/// (TSO, IPv4 and IPv6, with ECN), which the bridge cuts into pieces that
+/// fit the link's frames (`tso`).
+pub const TUN_OFFLOADS: libc::c_uint =
+    libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO6 | libc::TUN_F_TSO_ECN;
+
+/// A header's fields (native byte order: both ends of a link run on the
+/// same host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VnetHdr {
+    pub flags: u8,
+    pub gso_type: u8,
+    pub hdr_len: u16,
+    pub gso_size: u16,
+    pub csum_start: u16,
+    pub csum_offset: u16,
+}
+
+impl VnetHdr {
+    /// The header at the start of `frame`, if it is long enough.
+    pub fn read(frame: &[u8]) -> Option<VnetHdr> {
+        let h = frame.get(..VNET_HDR_LEN)?;
+        let u16_at = |i: usize| u16::from_ne_bytes([h[i], h[i + 1]]);
+        Some(VnetHdr {
+            flags: h[0],
+            gso_type: h[1],
+            hdr_len: u16_at(2),
+            gso_size: u16_at(4),
+            csum_start: u16_at(6),
+            csum_offset: u16_at(8),
+        })
+    }
+
+    /// Writes the header at the start of `out` (at least
+    /// [`VNET_HDR_LEN`] bytes).
+    pub fn write(&self, out: &mut [u8]) {
+        out[0] = self.flags;
+        out[1] = self.gso_type;
+        out[2..4].copy_from_slice(&self.hdr_len.to_ne_bytes());
+        out[4..6].copy_from_slice(&self.gso_size.to_ne_bytes());
+        out[6..8].copy_from_slice(&self.csum_start.to_ne_bytes());
+        out[8..10].copy_from_slice(&self.csum_offset.to_ne_bytes());
+    }
+}
+
+/// Why a frame from the link was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bad {
+    /// Shorter than the header and an Ethernet header.
+    Short,
+    /// Longer than the MTU allows (and not a super-frame).
+    Long,
+    /// A header no kernel would send: unknown flags or type, a checksum
+    /// place outside the frame, a segment size of 0.
+    Header,
+}
+
+/// Checks a frame from the link of `len` bytes, whose header (with
+/// `--offload`) is `hdr`: a plain frame may be at most `max_plain` bytes
+/// (header included), a super-frame anything the link carries.
+pub fn check_from_link(hdr: Option<VnetHdr>, len: usize, max_plain: usize) -> Result<(), Bad> {
+    let prefix = if hdr.is_some() { VNET_HDR_LEN } else { 0 };
+    if len < prefix + super::options::ETH_HLEN {
+        return Err(Bad::Short);
+    }
+    let Some(h) = hdr else {
+        return if len > max_plain {
+            Err(Bad::Long)
+        } else {
+            Ok(())
+        };
+    };
+    if h.flags & !(F_NEEDS_CSUM | F_DATA_VALID) != 0 {
+        return Err(Bad::Header);
+    }
+    let payload = len - prefix;
+    if h.flags & F_NEEDS_CSUM != 0
+        && usize::from(h.csum_start) + usize::from(h.csum_offset) + 2 > payload
+    {
+        return Err(Bad::Header);
+    }
+    match h.gso_type & !GSO_ECN {
+        GSO_NONE => {
+            if len > max_plain {
+                return Err(Bad::Long);
+            }
+        }
+        GSO_TCPV4 | GSO_TCPV6 | GSO_UDP_L4 => {
+            if h.gso_size == 0 || h.flags & F_NEEDS_CSUM == 0 || usize::from(h.hdr_len) > payload {
+                return Err(Bad::Header);
+            }
+        }
+        _ => return Err(Bad::Header),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(h: VnetHdr, len: usize) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        h.write(&mut f);
+        f
+    }
+
+    #[test]
+    fn headers_round_trip() {
+        let h = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: 66,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        assert_eq!(VnetHdr::read(&framed(h, 100)), Some(h));
+        assert_eq!(VnetHdr::read(&[0; 9]), None);
+    }
+
+    #[test]
+    fn frames_from_the_link_are_checked() {
+        let plain = VnetHdr::default();
+        assert_eq!(check_from_link(None, 13, 1514), Err(Bad::Short));
+        assert_eq!(check_from_link(None, 1514, 1514), Ok(()));
+        assert_eq!(check_from_link(None, 1515, 1514), Err(Bad::Long));
+        assert_eq!(check_from_link(Some(plain), 23, 1524), Err(Bad::Short));
+        assert_eq!(check_from_link(Some(plain), 1524, 1524), Ok(()));
+        assert_eq!(check_from_link(Some(plain), 1525, 1524), Err(Bad::Long));
+        let gso = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: 66,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        assert_eq!(check_from_link(Some(gso), 9000, 1524), Ok(()));
+        for bad in [
+            VnetHdr { flags: 4, ..gso },
+            VnetHdr { gso_type: 3, ..gso },
+            VnetHdr { gso_size: 0, ..gso },
+            VnetHdr { flags: 0, ..gso },
+            VnetHdr {
+                csum_start: 8990,
+                ..gso
+            },
+            VnetHdr {
+                hdr_len: 9000,
+                ..gso
+            },
+        ] {
+            assert_eq!(
+                check_from_link(Some(bad), 9000, 1524),
+                Err(Bad::Header),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -377,15 +377,15 @@ fn on_a_muted_doorbell(path: Path, interrupt: bool, name: &str) {
             "link=l0".into(),
         ]),
     );
-    let mut step = |prefix: &str| {
+    let mut step = |prefix: &str, master: &mut Proc| {
         plant
-            .line(prefix, Duration::from_secs(15))
-            .unwrap_or_else(|e| panic!("{e}\n{}", plant.output()))
+            .line(prefix, Duration::from_secs(35))
+            .unwrap_or_else(|e| panic!("{e}\n{}\n{}", plant.output(), master.output()))
     };
-    step("up");
-    step("rang");
-    let planted = step("planted");
-    let sent = num(&step("sent"), "frames");
+    step("up", &mut master);
+    step("rang", &mut master);
+    let planted = step("planted", &mut master);
+    let sent = num(&step("sent", &mut master), "frames");
     let mut failures = Vec::new();
     s.check_planted(&planted, &mut failures);
     if sent == 0 {

@@ -225,7 +225,7 @@ fn doorbell(args: &Args) -> bool {
             return false;
         }
     };
-    if let Err(e) = link.wait_up(Duration::from_secs(10)) {
+    if let Err(e) = link.wait_up(Duration::from_secs(30)) {
         report(&format!("error {e}"));
         return false;
     }

@@ -458,12 +458,19 @@ print(len(data), hashlib.sha256(data).hexdigest())' 2>&1)
 	ns b timeout 60 iperf3 -s -B 10.78.0.2 >"$WORK/iperf3-server.log" 2>&1 &
 	server=$!
 	local out tcp udp
-	for ((i = 0; i < 20; i++)); do
+	# The server listening first (it may start slowly next to OVS's busy
+	# threads), then a few tries.
+	for ((i = 0; i < 100; i++)); do
+		ns b ss -ltn 2>/dev/null | grep -q '10.78.0.2:5201 ' && break
+		sleep 0.1
+	done
+	for ((i = 0; i < 10; i++)); do
 		ns a timeout 30 iperf3 -c 10.78.0.2 -t 2 -J >"$WORK/iperf3-tcp.json" 2>&1 && break
-		sleep 0.2
+		sleep 0.5
 	done
 	tcp=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["end"]; print(int(d["sum_sent"]["bytes"] > 0 and d["sum_received"]["bytes"] > 0))' "$WORK/iperf3-tcp.json" 2>/dev/null)
 	expect_eq "tap: iperf3 TCP through OVS for 2 s, bytes sent and received" "$tcp" 1
+	[ "$tcp" = 1 ] || sed -n 's/.*"error":/    iperf3:/p' "$WORK/iperf3-tcp.json"
 	log "tap: iperf3 TCP through OVS: $(python3 -c 'import json,sys; print("%.2f Gbit/s" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e9))' "$WORK/iperf3-tcp.json" 2>/dev/null)"
 	ns a timeout 30 iperf3 -c 10.78.0.2 -u -b 100M -l 1400 -t 1 -J >"$WORK/iperf3-udp.json" 2>&1
 	udp=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["end"]["sum"]; print(int(d["packets"] > 0 and d["lost_packets"] < d["packets"]))' "$WORK/iperf3-udp.json" 2>/dev/null)

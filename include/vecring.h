@@ -16,7 +16,11 @@
  *
  * Frames are 1 to 9216 bytes (or the link's smaller maximum). They travel
  * through two single-producer/single-consumer rings of fixed-size slots; a
- * frame larger than a slot continues in the following slots.
+ * frame larger than a slot continues in the following slots. Each frame is
+ * published by its own slot descriptor, which carries the lap of the ring
+ * it belongs to (ring format 5, docs/ARCHITECTURE.md): both ends must speak
+ * it, and a peer of format 4 is refused at attach with both versions named
+ * (VECRING_E_REFUSED, "ours 5, theirs 4").
  *
  * Build and link:
  *

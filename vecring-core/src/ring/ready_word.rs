@@ -10,10 +10,13 @@
 //! [`ReadyWord::empty`]; any other value means a frame may be ready (or
 //! the peer wrote something the next read will judge): do not sleep.
 
+#[cfg(not(loom))]
 use super::consumer::Consumer;
+#[cfg(not(loom))]
 use super::storage::RingStorage;
 
-/// Where a consumer's next frame shows up; see the [module](self).
+/// Where a consumer's next frame shows up: the word, the bits of it
+/// that tell, and their value while the ring is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadyWord {
     /// The word: 8 bytes, aligned, in memory the producer writes. Valid

@@ -819,11 +819,9 @@ fn an_unprivileged_containers_root_runs_the_slave_tap() {
     // Copied by `cp`: no write descriptor of this process for a child
     // forked meanwhile to inherit (ETXTBSY).
     let tool = dir.join("vecring");
-    sh(&format!(
-        "cp {TOOL} {} && chmod 755 {}",
-        tool.display(),
-        tool.display()
-    ));
+    let copied = Command::new("cp").arg(TOOL).arg(&tool).status().unwrap();
+    assert!(copied.success(), "cp of the vecring tool failed: {copied}");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = dir.join("run");
     let config = dir.join("config");
     // The host's root file system shared, the domain directory bound,

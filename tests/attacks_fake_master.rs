@@ -339,3 +339,39 @@ fn slave_with_master_uid_refuses_a_master_of_another_uid() {
     set_owner(&d.run.join("dom"), NOBODY, NOBODY);
     impersonation_refused(&d, &["--master-uid", "0"], "uid 65534");
 }
+
+/// `vecring list` (root, as an operator runs it) asks a listener that is
+/// no master, which answers with a socket whose last close sleeps for an
+/// hour: the tool reads the answer with a control buffer, hands the
+/// descriptor to a closer and exits at once, saying what came.
+#[test]
+fn a_status_answer_carrying_a_lingering_socket_cannot_hang_vecring_list() {
+    vecring_tests::require_root!();
+    let _w = Watchdog::new("status with descriptors", LIMIT);
+    let d = Dirs::new("fake-status-fds", 0o711);
+    let mut fake = d.fake("status-fds", false);
+    let mut list = tool();
+    list.args(["list", "--json", "--run-dir"]).arg(&d.run);
+    let mut list = Proc::spawn("vecring list", &mut list);
+    let t0 = Instant::now();
+    let status = list.wait(Duration::from_secs(10));
+    let took = t0.elapsed();
+    let out = list.output();
+    fake.close_stdin();
+    match status {
+        None => panic!(
+            "vecring list still runs after 10 s: {out}\n{}",
+            fake.output()
+        ),
+        Some(_) if took > Duration::from_secs(3) => {
+            panic!("vecring list took {took:?}: {out}")
+        }
+        Some(_) => {}
+    }
+    assert!(
+        out.contains("file descriptors"),
+        "vecring list does not say what came: {out}\n{}",
+        fake.output()
+    );
+    eprintln!("vecring list returned in {took:?}");
+}

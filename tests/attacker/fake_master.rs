@@ -14,7 +14,10 @@
 //! - `bell-pipe`, `bell-eventfd`, `bell-stream`, `bell-dup`, `bell-few`: a
 //!   real region whose second doorbell is a pipe, an eventfd, a stream
 //!   socket, the first doorbell again, or missing;
-//! - `valid`: a real region, then `Ready` after the slave's Ack.
+//! - `valid`: a real region, then `Ready` after the slave's Ack;
+//! - `status-fds`: to whatever asks (`vecring list`), an answer carrying
+//!   a loopback TCP socket whose last close sleeps for an hour (see
+//!   `plant.rs`), our copy dropped right after the send.
 //!
 //! Reports `listening`, then `sent mode=M` per slave served and `acked`
 //! whenever a slave accepts what it was given.
@@ -131,6 +134,7 @@ enum Kept {
     Nothing,
     Fd(OwnedFd, Vec<Doorbell>),
     Region(Box<Region>, Vec<Doorbell>),
+    Tcp(std::net::TcpStream),
 }
 
 /// Sends a Hello of `queues` queues with `fd` as the region and real
@@ -180,6 +184,15 @@ fn bad_bell(conn: &OwnedFd, second: Option<BorrowedFd<'_>>) -> std::io::Result<K
 fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
     match mode {
         "silent" => Ok(Kept::Nothing),
+        "status-fds" => {
+            let (client, server) = crate::plant::lingering()?;
+            let answer = Msg::refusal(Kind::Reject, 0, "a status with a file in it").encode();
+            crate::plant::send_with_fd(conn.as_fd(), &answer, client.as_fd())?;
+            // At once, before the asker can have read and closed its copy:
+            // then its copy is the last reference.
+            drop(client);
+            Ok(Kept::Tcp(server))
+        }
         "garbage" => {
             let junk: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
             sock::send_raw(conn, &junk)?;

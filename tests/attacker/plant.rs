@@ -11,6 +11,14 @@
 //!   mutes it (it then checks the ring by timer only), plants on every
 //!   doorbell, then stays and publishes frames: the receiver finds them by
 //!   timer, unmutes the doorbell and drains what was planted on it.
+//! - `where=flood socket=P run-dir=R domain=D link=L`: as a real slave
+//!   that stays, fills the master's descriptor table through its socket
+//!   (fresh connections, each with a Request and a full message of
+//!   descriptors: the first few carry a lingering socket that holds one of
+//!   the master's closers, the rest copies of `/dev/null` that wait behind
+//!   them), then plants on every doorbell a full message whose last
+//!   descriptor lingers (a table without room for it makes the kernel
+//!   close that one on the draining thread), then publishes frames.
 //!
 //! The planted file is a loopback TCP socket with `SO_LINGER {1, 3600}`
 //! and megabytes queued against a peer that never reads: whichever thread
@@ -31,7 +39,7 @@ use vecring_core::{Link, Role};
 
 /// A socket whose last close sleeps for an hour, and the peer that makes
 /// it so (never reading: a zero window).
-fn lingering() -> io::Result<(TcpStream, TcpStream)> {
+pub(crate) fn lingering() -> io::Result<(TcpStream, TcpStream)> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let mut c = TcpStream::connect(l.local_addr()?)?;
     let (s, _) = l.accept()?;
@@ -71,26 +79,45 @@ fn lingering() -> io::Result<(TcpStream, TcpStream)> {
 }
 
 /// Sends `bytes` on `sock` with `fd` in `SCM_RIGHTS`.
-fn send_with_fd(sock: BorrowedFd<'_>, bytes: &[u8], fd: BorrowedFd<'_>) -> io::Result<()> {
+pub(crate) fn send_with_fd(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fd: BorrowedFd<'_>,
+) -> io::Result<()> {
+    send_with_fds(sock, bytes, &[fd])
+}
+
+/// Descriptors one message carries at most (`SCM_MAX_FD`).
+const SCM_MAX_FD: usize = 253;
+
+/// Sends `bytes` on `sock` with `fds` (at most [`SCM_MAX_FD`], the same
+/// one any number of times) in `SCM_RIGHTS`.
+fn send_with_fds(sock: BorrowedFd<'_>, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
+    assert!(fds.len() <= SCM_MAX_FD);
     let mut iov = libc::iovec {
         iov_base: bytes.as_ptr() as *mut libc::c_void,
         iov_len: bytes.len(),
     };
-    let mut cmsg = [0u64; 4];
+    let mut cmsg = [0u64; (SCM_MAX_FD + 8) / 2 + 4];
+    let data = (fds.len() * 4) as u32;
     // SAFETY: an all-zero msghdr is valid.
     let mut hdr: libc::msghdr = unsafe { core::mem::zeroed() };
     hdr.msg_iov = &mut iov;
     hdr.msg_iovlen = 1;
     hdr.msg_control = cmsg.as_mut_ptr().cast();
     // SAFETY: CMSG_SPACE is a size computation.
-    hdr.msg_controllen = unsafe { libc::CMSG_SPACE(4) } as usize;
-    // SAFETY: the control buffer holds one header with one descriptor.
+    hdr.msg_controllen = unsafe { libc::CMSG_SPACE(data) } as usize;
+    // SAFETY: the control buffer (1072 bytes) holds one header with up to
+    // SCM_MAX_FD descriptors.
     unsafe {
         let c = libc::CMSG_FIRSTHDR(&hdr);
         (*c).cmsg_level = libc::SOL_SOCKET;
         (*c).cmsg_type = libc::SCM_RIGHTS;
-        (*c).cmsg_len = libc::CMSG_LEN(4) as usize;
-        core::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd.as_raw_fd());
+        (*c).cmsg_len = libc::CMSG_LEN(data) as usize;
+        let out = libc::CMSG_DATA(c).cast::<i32>();
+        for (i, fd) in fds.iter().enumerate() {
+            core::ptr::write_unaligned(out.add(i), fd.as_raw_fd());
+        }
     }
     // SAFETY: `hdr` points to live buffers; MSG_NOSIGNAL avoids SIGPIPE.
     let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &hdr, libc::MSG_NOSIGNAL) };
@@ -165,6 +192,7 @@ pub fn run(args: &Args) -> bool {
     match args.get("where") {
         "hello" => hello(Path::new(args.get("socket"))),
         "doorbell" => doorbell(args),
+        "flood" => flood(args),
         other => {
             report(&format!("error unknown where={other}"));
             false
@@ -298,4 +326,153 @@ fn ring_for_nothing(bells: &[BorrowedFd<'_>]) {
         std::thread::sleep(MUTE_GAP);
     }
     report("rang");
+}
+
+/// Messages of the flood that carry a lingering socket: one per closer
+/// of the master (`closer::MAX_CLOSERS`), each then held for the hour.
+const HOGS: usize = 4;
+/// Messages of `/dev/null` copies after them: 759 descriptors queued
+/// behind the held closers, more than a table of 600 takes.
+const FILLERS: usize = 3;
+
+/// `where=flood`: see the module documentation. Reports `up`, `flood
+/// messages=N` (messages the master's socket took), the planting's
+/// outcome, `sent frames=N`, then holds everything until stdin closes.
+fn flood(args: &Args) -> bool {
+    let link = match Link::builder(args.get("domain"), args.get("link"))
+        .role(Role::Slave)
+        .run_dir(args.get("run-dir"))
+        .retry_interval(Duration::from_millis(10))
+        .open()
+    {
+        Ok(l) => l,
+        Err(e) => {
+            report(&format!("error {e}"));
+            return false;
+        }
+    };
+    if let Err(e) = link.wait_up(Duration::from_secs(30)) {
+        report(&format!("error {e}"));
+        return false;
+    }
+    let mut tx = link.sender().expect("sender");
+    report("up");
+    // Taken before the flood, which adds datagram sockets of its own.
+    let bells = vecring_tests::datagram_sockets();
+    let devnull = match std::fs::File::open("/dev/null") {
+        Ok(f) => f,
+        Err(e) => {
+            report(&format!("error /dev/null: {e}"));
+            return false;
+        }
+    };
+    let Some(hogs) = lingering_n(HOGS) else {
+        return false;
+    };
+    let Some(tails) = lingering_n(bells.len()) else {
+        return false;
+    };
+    let path = Path::new(args.get("socket"));
+    let mut conns = Vec::new();
+    let mut kept = Vec::new();
+    let mut hogs = hogs.into_iter();
+    for m in 0..HOGS + FILLERS {
+        let conn = match crate::sock::connect(path, Duration::from_secs(2)) {
+            Ok(c) => c,
+            // A master that stopped accepting: the backlog is full.
+            Err(_) => break,
+        };
+        let fds = vec![devnull.as_fd(); SCM_MAX_FD];
+        let hog = (m < HOGS).then(|| hogs.next()).flatten();
+        let Some(sent) = send_letting_go(
+            conn.as_fd(),
+            &crate::sock::request(),
+            &fds,
+            0,
+            hog,
+            &mut kept,
+        ) else {
+            break;
+        };
+        if let Err(e) = sent {
+            report(&format!("error flood: {e}"));
+            break;
+        }
+        conns.push(conn);
+    }
+    report(&format!("flood messages={}", conns.len()));
+    kept.extend(hogs.flat_map(|(c, s)| [c, s]));
+    // The master reads what it can of the flood before the doorbells ring.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: the descriptors stay open while the link is (we hold it).
+    let socks: Vec<BorrowedFd<'_>> = bells
+        .iter()
+        .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
+        .collect();
+    let mut outcome = Ok(());
+    for (sock, tail) in socks.iter().zip(tails) {
+        let fds = vec![devnull.as_fd(); SCM_MAX_FD];
+        let sent = send_letting_go(*sock, b"!", &fds, SCM_MAX_FD - 1, Some(tail), &mut kept)
+            .unwrap_or(Ok(()));
+        if let (Ok(()), Err(e)) = (&outcome, sent) {
+            outcome = Err(e);
+        }
+    }
+    drop(socks);
+    match outcome {
+        Ok(()) => report("planted ok"),
+        Err(e) => report(&format!(
+            "planted refused errno={}",
+            crate::sock::errno_name(e.raw_os_error().unwrap_or(0))
+        )),
+    }
+    let sent = (0..FRAMES)
+        .filter(|i| tx.send(&[*i as u8; 60]).is_ok())
+        .count();
+    report(&format!("sent frames={sent}"));
+    until_stdin_closes();
+    drop((tx, link, conns, kept, devnull));
+    true
+}
+
+/// Sends `bytes` with `fds` on `sock`, the lingering socket of `pair`
+/// (if any) at index `at`, and lets our copy of it go at once, before the
+/// master can have taken and closed its own: then the master's is the
+/// last reference, and whichever of its threads closes it sleeps. The
+/// copy is dropped on a thread made beforehand (a hand-over, not a
+/// thread's start, stands between the send and the drop); should the
+/// master win anyway, that thread sleeps, not this one. The never-reading
+/// end goes to `kept`, as does our copy if the send failed. `None` if the
+/// thread could not be made.
+fn send_letting_go(
+    sock: BorrowedFd<'_>,
+    bytes: &[u8],
+    fds: &[BorrowedFd<'_>],
+    at: usize,
+    pair: Option<(TcpStream, TcpStream)>,
+    kept: &mut Vec<TcpStream>,
+) -> Option<io::Result<()>> {
+    let Some((client, server)) = pair else {
+        return Some(send_with_fds(sock, bytes, fds));
+    };
+    kept.push(server);
+    let (tx, rx) = std::sync::mpsc::channel::<TcpStream>();
+    if std::thread::Builder::new()
+        .spawn(move || drop(rx.recv()))
+        .is_err()
+    {
+        kept.push(client);
+        return None;
+    }
+    let sent = {
+        let mut fds: Vec<BorrowedFd<'_>> = fds.to_vec();
+        fds[at] = client.as_fd();
+        send_with_fds(sock, bytes, &fds)
+    };
+    if sent.is_ok() {
+        let _ = tx.send(client);
+    } else {
+        kept.push(client);
+    }
+    Some(sent)
 }

@@ -22,6 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod offer;
+mod penalty;
+
+use penalty::Penalties;
 
 /// Refusal lines, rate-limited ([`RateLog`]).
 #[derive(Default)]
@@ -116,7 +119,16 @@ pub(super) struct Master<'a> {
     budget_told: bool,
     /// When the master opened the link (for the status's uptime).
     started: Instant,
+    /// Uids refused for a while after passing descriptors.
+    penalties: Penalties,
+    /// "not reading peers" lines: one per time the closers fill up.
+    full_lines: RateLog,
+    full_told: bool,
 }
+
+/// How often a master that stopped reading peers (the closers are full)
+/// looks whether closes have made room.
+const FULL_RECHECK: Duration = Duration::from_millis(100);
 
 /// Whose descriptor a `poll` entry is.
 #[derive(Clone, Copy)]
@@ -162,7 +174,41 @@ impl<'a> Master<'a> {
             budget_lines: RateLog::default(),
             budget_told: false,
             started: Instant::now(),
+            penalties: Penalties::default(),
+            full_lines: RateLog::default(),
+            full_told: false,
         }
+    }
+
+    /// A process of `uid` passed descriptors: its uid is refused for a
+    /// while (see [`penalty`]). Returns the reason's tail.
+    fn punish(&mut self, uid: u32) -> String {
+        let length = self.penalties.punish(uid, Instant::now());
+        format!("uid {uid} refused for {length:?}")
+    }
+
+    /// Whether peers may be read now ([`closer::has_room`]); says so once
+    /// each time they may not.
+    fn peers_readable(&mut self) -> bool {
+        if closer::has_room() {
+            self.full_told = false;
+            return true;
+        }
+        if !self.full_told {
+            self.full_told = true;
+            let label = self.label().to_string();
+            let st = closer::stats();
+            self.full_lines
+                .log(module_path!(), log::Level::Warn, "more such lines", || {
+                    format!(
+                        "vecring: {label}: {} descriptors passed by peers are still closing (the bound is {}); \
+                         no connection is accepted or read until some close",
+                        st.open,
+                        closer::limit()
+                    )
+                });
+        }
+        false
     }
 
     /// Whether a process running as `uid` may attach as the slave.
@@ -223,25 +269,33 @@ impl<'a> Master<'a> {
 
     pub(super) fn run(mut self) {
         while !stopping(self.shared) {
+            // Without room for what a peer may pass, nothing is accepted
+            // or read but the attached slave's departure (which ends its
+            // session whether or not its last message can be read).
+            let readable = self.peers_readable();
             let (slots, fds): (Vec<Slot>, Vec<BorrowedFd<'_>>) = {
-                let mut v = vec![
-                    (Slot::Listener, self.claim.listener.as_fd()),
-                    (Slot::Pins, self.pins.fd()),
-                ];
+                let mut v = vec![(Slot::Pins, self.pins.fd())];
                 if let Some(a) = &self.attached {
                     v.push((Slot::Attached, a.conn.as_fd()));
                 }
-                if let Some(o) = &self.offer {
-                    v.push((Slot::Offer, o.conn.as_fd()));
-                }
-                for (i, p) in self.pending.iter().enumerate() {
-                    v.push((Slot::Pending(i), p.conn.as_fd()));
+                if readable {
+                    v.push((Slot::Listener, self.claim.listener.as_fd()));
+                    if let Some(o) = &self.offer {
+                        v.push((Slot::Offer, o.conn.as_fd()));
+                    }
+                    for (i, p) in self.pending.iter().enumerate() {
+                        v.push((Slot::Pending(i), p.conn.as_fd()));
+                    }
                 }
                 v.into_iter().unzip()
             };
-            let timeout = self
+            let mut timeout = self
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()));
+            if !readable {
+                // Closes complete without telling us: look again soon.
+                timeout = Some(timeout.map_or(FULL_RECHECK, |t| t.min(FULL_RECHECK)));
+            }
             let ready = match wait(self.shared, &fds, timeout) {
                 Wake::Ready(r) => r.into_iter().map(|i| slots[i]).collect(),
                 Wake::Poked | Wake::Timeout => Vec::new(),
@@ -362,30 +416,50 @@ impl<'a> Master<'a> {
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }
-            if self.pending.len() >= MAX_PENDING {
-                // Close the oldest that has not asked yet (or the oldest).
-                let victim = self.pending.iter().position(|p| !p.requested).unwrap_or(0);
-                let old = self.pending.remove(victim);
-                log::debug!(
-                    "vecring: {}: closing idle connection ({}) to make room",
-                    self.label(),
-                    describe(&old.cred)
+            if let Some(left) = self.penalties.refused(cred.uid, Instant::now()) {
+                let reason = format!(
+                    "a process of uid {} passed file descriptors; refused for another {:.0?}",
+                    cred.uid, left
                 );
+                self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
+                continue;
             }
-            let deadline = Instant::now()
-                .checked_add(self.config.handshake_timeout)
-                .unwrap_or_else(far_future);
-            self.pending.push(Pending {
-                conn,
-                cred,
-                deadline,
-                requested: false,
-            });
+            if !closer::has_room() {
+                // What this connection may carry would not fit: it goes
+                // back to the loop, which stops accepting.
+                self.park(conn, cred);
+                return;
+            }
+            self.park(conn, cred);
             let last = self.pending.len() - 1;
             if handshake::wait_readable(&self.pending[last].conn, Duration::ZERO).unwrap_or(false) {
                 self.read_request(last);
             }
         }
+    }
+
+    /// Keeps a connection that passed the credential check until its
+    /// request comes (closing the oldest idle one past [`MAX_PENDING`]).
+    fn park(&mut self, conn: PeerSocket, cred: libc::ucred) {
+        if self.pending.len() >= MAX_PENDING {
+            // Close the oldest that has not asked yet (or the oldest).
+            let victim = self.pending.iter().position(|p| !p.requested).unwrap_or(0);
+            let old = self.pending.remove(victim);
+            log::debug!(
+                "vecring: {}: closing idle connection ({}) to make room",
+                self.label(),
+                describe(&old.cred)
+            );
+        }
+        let deadline = Instant::now()
+            .checked_add(self.config.handshake_timeout)
+            .unwrap_or_else(far_future);
+        self.pending.push(Pending {
+            conn,
+            cred,
+            deadline,
+            requested: false,
+        });
     }
 
     /// Reads what pending connection `i` sent: its request, or its
@@ -433,6 +507,7 @@ impl<'a> Master<'a> {
                     log::debug!("vecring: {}: status answer not sent: {e}", self.label());
                 }
             }
+            // Nothing yet, or no room to read it (`closer::no_room`).
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
             }
@@ -442,9 +517,18 @@ impl<'a> Master<'a> {
             other => {
                 let p = self.pending.remove(i);
                 let reason = match other {
-                    Ok((_, fds)) if !fds.is_empty() => planted(&fds).unwrap_or_default(),
+                    Ok((_, fds)) if !fds.is_empty() => {
+                        let why = planted(&fds).unwrap_or_default();
+                        format!("{why}; {}", self.punish(p.cred.uid))
+                    }
                     Ok((m, _)) => format!("unexpected {:?} before any region was offered", m.kind),
-                    Err(e) => format!("handshake: {e}"),
+                    Err(e) => match handshake::passed_fds(&e) {
+                        Some(n) => {
+                            closer::count_planted(n);
+                            format!("handshake: {e}; {}", self.punish(p.cred.uid))
+                        }
+                        None => format!("handshake: {e}"),
+                    },
                 };
                 self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
             }
@@ -531,11 +615,28 @@ impl<'a> Master<'a> {
                         format!("vecring: {label}: slave of generation {g} left")
                     })
             }
-            Err(e) => self.peer_line(log::Level::Warn, || format!("slave of generation {g}: {e}")),
+            Err(e) if closer::is_no_room(&e) => {
+                let label = self.label().to_string();
+                self.left_lines
+                    .log(module_path!(), log::Level::Info, "more such lines", || {
+                        format!("vecring: {label}: slave of generation {g} left or wrote (not read: {e})")
+                    })
+            }
+            Err(e) => {
+                let punished = handshake::passed_fds(&e).map(|n| {
+                    closer::count_planted(n);
+                    format!(", {}", self.punish(a.peer.uid))
+                });
+                let punished = punished.unwrap_or_default();
+                self.peer_line(log::Level::Warn, || {
+                    format!("slave of generation {g}: {e}{punished}")
+                })
+            }
             Ok((_, fds)) if !fds.is_empty() => {
                 let why = planted(&fds).unwrap_or_default();
+                let punished = self.punish(a.peer.uid);
                 self.peer_line(log::Level::Warn, || {
-                    format!("slave of generation {g}: {why}; disconnecting")
+                    format!("slave of generation {g}: {why}; disconnecting, {punished}")
                 })
             }
             Ok((m, _)) => self.peer_line(log::Level::Warn, || {
@@ -564,10 +665,12 @@ impl<'a> Master<'a> {
     fn check_corruption(&mut self) {
         if self.attached.is_some() && self.shared.session_tainted() {
             let g = self.attached.as_ref().map_or(0, |a| a.generation);
+            let uid = self.attached.as_ref().map_or(0, |a| a.peer.uid);
+            let punished = self.punish(uid);
             self.peer_line(log::Level::Warn, || {
                 format!(
                     "slave of generation {g} passed file descriptors on a doorbell \
-                     (closed apart, off the data path); disconnecting"
+                     (closed apart, off the data path); disconnecting, {punished}"
                 )
             });
             self.shared

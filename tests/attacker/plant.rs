@@ -11,14 +11,16 @@
 //!   mutes it (it then checks the ring by timer only), plants on every
 //!   doorbell, then stays and publishes frames: the receiver finds them by
 //!   timer, unmutes the doorbell and drains what was planted on it.
+//! - `where=hogs socket=P count=N`: as a uid the master refuses, holds
+//!   `N` of the master's closers, each in the final close of a lingering
+//!   socket that came with a connection the master closed unread;
 //! - `where=flood socket=P run-dir=R domain=D link=L`: as a real slave
-//!   that stays, fills the master's descriptor table through its socket
-//!   (fresh connections, each with a Request and a full message of
-//!   descriptors: the first few carry a lingering socket that holds one of
-//!   the master's closers, the rest copies of `/dev/null` that wait behind
-//!   them), then plants on every doorbell a full message whose last
-//!   descriptor lingers (a table without room for it makes the kernel
-//!   close that one on the draining thread), then publishes frames.
+//!   that stays (admitted), sends fresh connections each with a Request
+//!   and a full message of `/dev/null` copies (the first is read, and its
+//!   253 descriptors wait behind closers held by `hogs`), then plants on
+//!   every doorbell a full message whose last descriptor lingers (a table
+//!   without room for it makes the kernel close that one on the draining
+//!   thread), then publishes frames.
 //!
 //! The planted file is a loopback TCP socket with `SO_LINGER {1, 3600}`
 //! and megabytes queued against a peer that never reads: whichever thread
@@ -35,7 +37,6 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::path::Path;
 use std::time::Duration;
-use vecring_core::{Link, Role};
 
 /// A socket whose last close sleeps for an hour, and the peer that makes
 /// it so (never reading: a zero window).
@@ -193,6 +194,7 @@ pub fn run(args: &Args) -> bool {
         "hello" => hello(Path::new(args.get("socket"))),
         "doorbell" => doorbell(args),
         "flood" => flood(args),
+        "hogs" => hogs(args),
         other => {
             report(&format!("error unknown where={other}"));
             false
@@ -241,22 +243,9 @@ fn hello(path: &Path) -> bool {
 }
 
 fn doorbell(args: &Args) -> bool {
-    let link = match Link::builder(args.get("domain"), args.get("link"))
-        .role(Role::Slave)
-        .run_dir(args.get("run-dir"))
-        .retry_interval(Duration::from_millis(10))
-        .open()
-    {
-        Ok(l) => l,
-        Err(e) => {
-            report(&format!("error {e}"));
-            return false;
-        }
-    };
-    if let Err(e) = link.wait_up(Duration::from_secs(30)) {
-        report(&format!("error {e}"));
+    let Some(link) = crate::peer::slave_up(args, Duration::from_secs(30)) else {
         return false;
-    }
+    };
     let tx = link.sender().expect("sender");
     let Some(region) = link.receiver().ok().and_then(|mut r| r.region()) else {
         report("error link went down");
@@ -328,33 +317,88 @@ fn ring_for_nothing(bells: &[BorrowedFd<'_>]) {
     report("rang");
 }
 
-/// Messages of the flood that carry a lingering socket: one per closer
-/// of the master (`closer::MAX_CLOSERS`), each then held for the hour.
-const HOGS: usize = 4;
-/// Messages of `/dev/null` copies after them: 759 descriptors queued
-/// behind the held closers, more than a table of 600 takes.
+/// Messages of `/dev/null` copies in the flood: the first is read (and
+/// its 253 descriptors wait behind the held closers), the rest would be
+/// too without the master's bound and penalty: 759 descriptors, more than
+/// a table of 600 takes.
 const FILLERS: usize = 3;
 
+/// How long a hand-over of our copy of a lingering socket may take before
+/// it counts as ours being the last (the dropping thread sleeps in the
+/// close): the master had closed its own first.
+const LAST_REF_WAIT: Duration = Duration::from_millis(200);
+
+/// `where=hogs socket=P count=N`: holds `N` of the master's closers, each
+/// in the final close of a lingering socket. Each goes with a Request on
+/// a fresh connection that the master closes without reading (this uid is
+/// refused), so the closer that closes the connection purges its queue
+/// and drops the last reference; our copy is let go right after the send
+/// ([`send_letting_go`]) and a hand-over that does not return within
+/// [`LAST_REF_WAIT`] means the master's went first: tried again, up to
+/// eight times `N`. Reports `hogs placed=P attempts=A`, then holds the
+/// never-reading ends until stdin closes.
+fn hogs(args: &Args) -> bool {
+    let path = Path::new(args.get("socket"));
+    let want = args.num("count") as usize;
+    let (mut placed, mut attempts) = (0usize, 0usize);
+    let mut kept = Vec::new();
+    while placed < want && attempts < 8 * want {
+        attempts += 1;
+        let Some(mut made) = lingering_n(1) else {
+            return false;
+        };
+        let conn = match crate::sock::connect(path, Duration::from_secs(3)) {
+            Ok(c) => c,
+            // A master between its bind and its listen refuses: again.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
+                kept.extend(made.into_iter().flat_map(|(c, s)| [c, s]));
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            Err(e) => {
+                report(&format!("error connect: {e}"));
+                return false;
+            }
+        };
+        let (tx, done) = std::sync::mpsc::channel::<()>();
+        let pair = made.remove(0);
+        let sent = send_letting_go(
+            conn.as_fd(),
+            &crate::sock::request(),
+            &[],
+            0,
+            Some(pair),
+            &mut kept,
+            Some(tx),
+        );
+        if matches!(sent, Some(Ok(()))) && done.recv_timeout(LAST_REF_WAIT).is_ok() {
+            placed += 1;
+        }
+        // Held open until the master closes it (then the closer purges
+        // it), or to the end.
+        kept_conn(conn);
+    }
+    report(&format!("hogs placed={placed} attempts={attempts}"));
+    until_stdin_closes();
+    // Closed at exit, where the kernel skips the linger.
+    std::mem::forget(kept);
+    true
+}
+
+/// Keeps `conn` open to the end of the process (its close would be the
+/// purge the master's closer must do).
+fn kept_conn(conn: std::os::fd::OwnedFd) {
+    std::mem::forget(conn);
+}
+
 /// `where=flood`: see the module documentation. Reports `up`, `flood
-/// messages=N` (messages the master's socket took), the planting's
+/// messages=N` (messages sent: those after the first meet a master that
+/// refuses this uid, and may find the connection closed), the planting's
 /// outcome, `sent frames=N`, then holds everything until stdin closes.
 fn flood(args: &Args) -> bool {
-    let link = match Link::builder(args.get("domain"), args.get("link"))
-        .role(Role::Slave)
-        .run_dir(args.get("run-dir"))
-        .retry_interval(Duration::from_millis(10))
-        .open()
-    {
-        Ok(l) => l,
-        Err(e) => {
-            report(&format!("error {e}"));
-            return false;
-        }
-    };
-    if let Err(e) = link.wait_up(Duration::from_secs(30)) {
-        report(&format!("error {e}"));
+    let Some(link) = crate::peer::slave_up(args, Duration::from_secs(30)) else {
         return false;
-    }
+    };
     let mut tx = link.sender().expect("sender");
     report("up");
     // Taken before the flood, which adds datagram sockets of its own.
@@ -366,42 +410,31 @@ fn flood(args: &Args) -> bool {
             return false;
         }
     };
-    let Some(hogs) = lingering_n(HOGS) else {
-        return false;
-    };
     let Some(tails) = lingering_n(bells.len()) else {
         return false;
     };
     let path = Path::new(args.get("socket"));
     let mut conns = Vec::new();
-    let mut kept = Vec::new();
-    let mut hogs = hogs.into_iter();
-    for m in 0..HOGS + FILLERS {
+    let mut sent_messages = 0;
+    let fds = vec![devnull.as_fd(); SCM_MAX_FD];
+    for _ in 0..FILLERS {
         let conn = match crate::sock::connect(path, Duration::from_secs(2)) {
             Ok(c) => c,
             // A master that stopped accepting: the backlog is full.
             Err(_) => break,
         };
-        let fds = vec![devnull.as_fd(); SCM_MAX_FD];
-        let hog = (m < HOGS).then(|| hogs.next()).flatten();
-        let Some(sent) = send_letting_go(
-            conn.as_fd(),
-            &crate::sock::request(),
-            &fds,
-            0,
-            hog,
-            &mut kept,
-        ) else {
-            break;
-        };
-        if let Err(e) = sent {
-            report(&format!("error flood: {e}"));
-            break;
+        match send_with_fds(conn.as_fd(), &crate::sock::request(), &fds) {
+            Ok(()) => sent_messages += 1,
+            // Refused and closed already.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {}
+            Err(e) => {
+                report(&format!("error flood: {e}"));
+                break;
+            }
         }
         conns.push(conn);
     }
-    report(&format!("flood messages={}", conns.len()));
-    kept.extend(hogs.flat_map(|(c, s)| [c, s]));
+    report(&format!("flood messages={sent_messages}"));
     // The master reads what it can of the flood before the doorbells ring.
     std::thread::sleep(Duration::from_millis(500));
     // SAFETY: the descriptors stay open while the link is (we hold it).
@@ -409,11 +442,19 @@ fn flood(args: &Args) -> bool {
         .iter()
         .map(|&fd| unsafe { BorrowedFd::borrow_raw(fd) })
         .collect();
+    let mut kept = Vec::new();
     let mut outcome = Ok(());
     for (sock, tail) in socks.iter().zip(tails) {
-        let fds = vec![devnull.as_fd(); SCM_MAX_FD];
-        let sent = send_letting_go(*sock, b"!", &fds, SCM_MAX_FD - 1, Some(tail), &mut kept)
-            .unwrap_or(Ok(()));
+        let sent = send_letting_go(
+            *sock,
+            b"!",
+            &fds,
+            SCM_MAX_FD - 1,
+            Some(tail),
+            &mut kept,
+            None,
+        )
+        .unwrap_or(Ok(()));
         if let (Ok(()), Err(e)) = (&outcome, sent) {
             outcome = Err(e);
         }
@@ -431,7 +472,9 @@ fn flood(args: &Args) -> bool {
         .count();
     report(&format!("sent frames={sent}"));
     until_stdin_closes();
-    drop((tx, link, conns, kept, devnull));
+    drop((tx, link, conns, devnull));
+    // Closed at exit, where the kernel skips the linger.
+    std::mem::forget(kept);
     true
 }
 
@@ -440,10 +483,11 @@ fn flood(args: &Args) -> bool {
 /// master can have taken and closed its own: then the master's is the
 /// last reference, and whichever of its threads closes it sleeps. The
 /// copy is dropped on a thread made beforehand (a hand-over, not a
-/// thread's start, stands between the send and the drop); should the
-/// master win anyway, that thread sleeps, not this one. The never-reading
-/// end goes to `kept`, as does our copy if the send failed. `None` if the
-/// thread could not be made.
+/// thread's start, stands between the send and the drop), which says so
+/// on `dropped` once the drop returned; should the master win anyway,
+/// that thread sleeps, not this one. The never-reading end goes to
+/// `kept`, as does our copy if the send failed. `None` if the thread
+/// could not be made.
 fn send_letting_go(
     sock: BorrowedFd<'_>,
     bytes: &[u8],
@@ -451,22 +495,32 @@ fn send_letting_go(
     at: usize,
     pair: Option<(TcpStream, TcpStream)>,
     kept: &mut Vec<TcpStream>,
+    dropped: Option<std::sync::mpsc::Sender<()>>,
 ) -> Option<io::Result<()>> {
     let Some((client, server)) = pair else {
         return Some(send_with_fds(sock, bytes, fds));
     };
     kept.push(server);
     let (tx, rx) = std::sync::mpsc::channel::<TcpStream>();
-    if std::thread::Builder::new()
-        .spawn(move || drop(rx.recv()))
-        .is_err()
-    {
+    let dropper = std::thread::Builder::new().spawn(move || {
+        if let Ok(c) = rx.recv() {
+            drop(c);
+            if let Some(d) = dropped {
+                let _ = d.send(());
+            }
+        }
+    });
+    if dropper.is_err() {
         kept.push(client);
         return None;
     }
     let sent = {
         let mut fds: Vec<BorrowedFd<'_>> = fds.to_vec();
-        fds[at] = client.as_fd();
+        if fds.is_empty() {
+            fds.push(client.as_fd());
+        } else {
+            fds[at] = client.as_fd();
+        }
         send_with_fds(sock, bytes, &fds)
     };
     if sent.is_ok() {

@@ -176,6 +176,32 @@ pub fn hugepages_required(pages: u64) -> vecring_core::HugepagePolicy {
     vecring_core::HugepagePolicy::Require
 }
 
+/// Whether this run may go without hugepages: `VECRING_TEST_NO_HUGE=1`,
+/// set by whoever runs the suite on a machine that has none (the suite
+/// sets it for nobody).
+pub fn no_huge_allowed() -> bool {
+    std::env::var("VECRING_TEST_NO_HUGE").is_ok_and(|v| v == "1")
+}
+
+/// For a test that covers hugepages and cannot have `pages` free ones
+/// (`why`): returns after a loud `SKIPPED` line where a run without
+/// hugepages was asked for ([`no_huge_allowed`]), and fails otherwise:
+/// such a test must not pass without them.
+///
+/// # Panics
+/// Unless [`no_huge_allowed`].
+pub fn skip_without_hugepages(test: &str, why: &str) {
+    if no_huge_allowed() {
+        eprintln!("SKIPPED {test}: {why} (VECRING_TEST_NO_HUGE=1)");
+        return;
+    }
+    panic!(
+        "{test}: {why}. This test covers hugepage-backed regions and must not pass without \
+         them: run scripts/setup.sh as root, free memory, or set VECRING_TEST_NO_HUGE=1 to \
+         skip it on purpose"
+    );
+}
+
 /// A fresh run directory for one test.
 pub fn run_dir(test: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("vecring-test-{}-{test}", std::process::id()));

@@ -181,8 +181,15 @@ impl<'a> Master<'a> {
     }
 
     /// A process of `uid` passed descriptors: its uid is refused for a
-    /// while (see [`penalty`]). Returns the reason's tail.
+    /// while (see [`penalty`]), unless it is root or the master's own uid,
+    /// which can stop or replace the master anyway (refusing them would
+    /// protect nothing and lock out the host's own tools). Returns the
+    /// reason's tail.
     fn punish(&mut self, uid: u32) -> String {
+        // SAFETY: geteuid has no preconditions.
+        if uid == 0 || uid == unsafe { libc::geteuid() } {
+            return format!("uid {uid} is not refused later (root, or the master's own)");
+        }
         let length = self.penalties.punish(uid, Instant::now());
         format!("uid {uid} refused for {length:?}")
     }

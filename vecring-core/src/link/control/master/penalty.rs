@@ -9,7 +9,9 @@
 //! master refuses that uid's connections as soon as it knows the uid,
 //! before reading anything from them. In a container every process runs
 //! as the container's uid, so the container's honest slave waits out the
-//! penalty too: the container is the peer.
+//! penalty too: the container is the peer. Root and the master's own uid
+//! are never refused (the master decides, `Master::punish`): they can stop
+//! or replace the master anyway.
 
 use std::time::{Duration, Instant};
 

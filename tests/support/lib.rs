@@ -4,7 +4,8 @@
 //! ([`mod@resources`]), the hostile peers and hosts of the attack tests
 //! ([`hostile`]), the testpmd driver ([`testpmd`]), the documents' command
 //! runner ([`doc_runner`], [`markdown`], [`sandbox`]), the self-checking
-//! frame pattern, and the location of the built tools.
+//! frame pattern, what another thread of the test is doing ([`threads`]),
+//! and the location of the built tools.
 
 pub mod doc_runner;
 pub mod hostile;
@@ -12,6 +13,7 @@ pub mod markdown;
 pub mod resources;
 pub mod sandbox;
 pub mod testpmd;
+pub mod threads;
 pub mod watchdog;
 
 pub use resources::{assert_no_leak, datagram_sockets, open_fds, region_mappings, resources};

@@ -216,9 +216,10 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     std::thread::sleep(Duration::from_millis(100));
     stop.store(true, Ordering::Relaxed);
     let seen = receiver.join().expect("receiver thread");
+    let streamed = stat(&x, "tx_streamed_bursts");
     println!(
         "{test}: testpmd sent {sent} frames of {len} bytes in {} segment(s) ({tx_dropped} not taken by the full ring, \
-         tx_ring_full {}); Rust received {} intact ({} with an all-zero payload)",
+         tx_ring_full {}; {streamed} bursts streamed); Rust received {} intact ({} with an all-zero payload)",
         segs.len(),
         stat(&x, "tx_ring_full"),
         seen.frames,
@@ -244,6 +245,14 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     // txonly does not retry: what the full ring did not take was freed and
     // counted on both sides.
     assert_eq!(stat(&x, "tx_ring_full"), tx_dropped);
+    // testpmd's txonly sends bursts of 32 as fast as the ring takes them:
+    // the non-temporal path ran, and every byte it wrote was checked.
+    assert!(
+        streamed > 0,
+        "no burst was streamed (tx_streamed_bursts 0)\n{}",
+        pmd.tail()
+    );
+    assert_eq!(stat(&x, "tx_q0_streamed_bursts"), streamed);
     let st = pmd.quit();
     assert!(st.success(), "testpmd exit {st}");
     let _ = std::fs::remove_dir_all(&env.work);
@@ -327,6 +336,21 @@ fn echo_through_testpmd(
         ("tx_ring_full", 0),
     ] {
         assert_eq!(stat(&x, k), want, "testpmd xstat {k}\n{}", pmd.tail());
+    }
+    // Zero-copy receive ran: frames of 512 bytes or more arrived attached
+    // to their slots (most of them; those wrapping around the ring's end
+    // are copied), and none without `zero_copy`.
+    let attached = stat(&x, "rx_zero_copy_frames");
+    println!("{test}: {attached} of {frames} frames received attached to their slots");
+    assert_eq!(stat(&x, "rx_q0_zero_copy_frames"), attached);
+    if zero_copy {
+        assert!(
+            attached > frames / 2,
+            "{attached} of {frames} frames attached\n{}",
+            pmd.tail()
+        );
+    } else {
+        assert_eq!(attached, 0, "frames attached without zero_copy");
     }
     let st = pmd.quit();
     assert!(st.success(), "testpmd exit {st}");

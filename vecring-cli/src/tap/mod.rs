@@ -28,13 +28,15 @@ mod vnet;
 pub use options::TapArgs;
 
 use bridge::{Queue, Shared, Tally};
+use dev::mac_text;
 use epoll::{Epoll, Event};
-use options::{link_prefix, mac_text, mtu_for, ETH_HLEN};
+use options::{link_prefix, mtu_for};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vecring_core::Link;
+use vnet::ETH_HLEN;
 
 /// Bytes a VLAN tag adds to a frame: a frame from the link may carry one
 /// on top of the MTU.

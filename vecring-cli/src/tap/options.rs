@@ -3,15 +3,11 @@
 //! the other modes.
 
 use super::dev;
-use super::vnet::VNET_HDR_LEN;
+use super::vnet::{ETH_HLEN, VNET_HDR_LEN};
 use crate::LinkArgs;
 use clap::Args;
 use vecring_core::Role;
 use vecring_core::MAX_FRAME_LEN;
-
-/// Bytes of an Ethernet header (addresses and type) before the payload
-/// the MTU counts.
-pub const ETH_HLEN: usize = 14;
 
 /// The smallest MTU accepted: IPv4's minimum.
 pub const MIN_MTU: u32 = 68;
@@ -109,14 +105,6 @@ pub fn parse_mac(s: &str) -> Result<[u8; 6], String> {
     Ok(mac)
 }
 
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn mac_text(mac: [u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 /// Bytes a frame on the link carries before its Ethernet header.
 pub fn link_prefix(offload: bool) -> usize {
     if offload {
@@ -210,7 +198,10 @@ mod tests {
             parse_mac("02:0A:bc:00:ff:01"),
             Ok([2, 0x0a, 0xbc, 0, 0xff, 1])
         );
-        assert_eq!(mac_text([2, 0x0a, 0xbc, 0, 0xff, 1]), "02:0a:bc:00:ff:01");
+        assert_eq!(
+            dev::mac_text([2, 0x0a, 0xbc, 0, 0xff, 1]),
+            "02:0a:bc:00:ff:01"
+        );
         for bad in [
             "",
             "02:00:00:00:00",

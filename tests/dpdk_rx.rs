@@ -1,8 +1,8 @@
-//! The receive modes of the DPDK driver, seen by a DPDK application: a
-//! small C program built against DPDK (`tests/c/zero_copy.c`) holds one
-//! port, this test process is the peer through vecring-core and drives it
-//! step by step (one command a line on its stdin, one answer a line on its
-//! stdout).
+//! The receive modes of the DPDK driver, seen by a DPDK application: small
+//! C programs built against DPDK (`tests/c/zero_copy.c`,
+//! `tests/c/hold_back.c`) hold one port, this test process is the peer
+//! through vecring-core and drives them step by step (one command a line
+//! on their stdin, one answer a line on their stdout).
 //!
 //! - Zero-copy receive (`zero_copy=true`): frames of 512 bytes or more
 //!   arrive as mbufs attached to their ring slots. The application frees
@@ -14,6 +14,12 @@
 //!   `rte_eth_dev_close`): their bytes stay readable and intact, the region
 //!   stays mapped until the last one is freed and not after, and every mbuf
 //!   goes back to its pool. With the program's port as slave and as master.
+//! - Hold-back (`hold_back=true`): the peer publishes bursts of 1, 2 and 3
+//!   one-slot frames, each with one index store, and only then asks the
+//!   program to poll. With hold-back, the first polls after a burst of 2 or
+//!   3 find nothing (the frames are held back), then one burst returns them
+//!   all; a single frame comes at the first poll. Without hold-back every
+//!   burst comes at the first poll.
 //!
 //! They need root, a C compiler, DPDK's `pkg-config` file and the built
 //! PMD, so they are `#[ignore]`d and run by `tests/dpdk/run.sh` (group
@@ -46,6 +52,8 @@ const ZC_SLOT_SIZE: u32 = 512;
 const ZC_FRAME_LEN: usize = 1000;
 /// Slots one zero-copy frame takes.
 const ZC_FRAME_SLOTS: usize = ZC_FRAME_LEN.div_ceil(ZC_SLOT_SIZE as usize);
+/// The hold-back test's frames: one 64-byte slot each.
+const HB_FRAME_LEN: usize = 60;
 
 /// A C DPDK program holding port `eth_vecring0`, driven line by line.
 struct Program {
@@ -437,4 +445,96 @@ fn slave_port_zero_copy_mbufs_outlive_the_link_and_the_port() {
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn master_port_zero_copy_mbufs_outlive_the_link_and_the_port() {
     held_mbufs_outlive_link_and_port("zc-outlive-m", Role::Master);
+}
+
+// ---- hold-back -------------------------------------------------------------
+
+/// Bursts of each size the peer publishes.
+const HB_ROUNDS: u64 = 20;
+
+/// The peer publishes bursts of 1, 2 and 3 one-slot frames in turn
+/// ([`HB_ROUNDS`] of each), each with one index store, and only then asks
+/// the program (slave, `hold_back=<hold_back>`) to poll until it has them.
+/// Each burst's frames must come in one rx burst; with hold-back the first
+/// polls after every burst of 2 or 3 find nothing, without it none does,
+/// and a single frame is never held back.
+fn held_back_polls(test: &str, hold_back: bool) {
+    let _w = Watchdog::new("hold-back bursts", LIMIT);
+    let env = Env::new(test);
+    let link = peer(&env, test, Role::Master, false);
+    let len = HB_FRAME_LEN.to_string();
+    let mut p = Program::start(
+        &env,
+        "hold_back",
+        &vdev(
+            &env,
+            test,
+            Role::Slave,
+            false,
+            &format!("hold_back={hold_back}"),
+        ),
+        &[&len],
+    );
+    p.line("hb: up");
+    let mut tx = link.sender().unwrap();
+    // Per burst size 1, 2, 3: rounds whose first poll found nothing, and
+    // empty polls in all.
+    let (mut held_rounds, mut empty_polls) = ([0u64; 3], [0u64; 3]);
+    let mut seq = 0;
+    for round in 0..3 * HB_ROUNDS {
+        let k = round % 3 + 1;
+        send_burst(&mut tx, seq, seq + k, HB_FRAME_LEN, &p);
+        seq += k;
+        let l = p.ask(&format!("recv {k}"), "hb: received");
+        let n = numbers(&l);
+        assert_eq!(n[0], k, "{l}");
+        assert_eq!(
+            &n[2..],
+            &[k],
+            "round {round}: the {k} frames published together came in one burst: {l}\n{}",
+            p.output()
+        );
+        let i = (k - 1) as usize;
+        if n[1] > 0 {
+            held_rounds[i] += 1;
+            empty_polls[i] += n[1];
+        }
+    }
+    println!(
+        "{test}: hold_back={hold_back}: bursts of 1, 2, 3 frames ({HB_ROUNDS} each) held back at the \
+         first poll in {held_rounds:?} rounds ({empty_polls:?} empty polls while frames were ready); \
+         each burst's frames came in one rx burst"
+    );
+    // One frame alone is never held back.
+    assert_eq!(held_rounds[0], 0, "a single frame was held back");
+    if hold_back {
+        assert_eq!(
+            held_rounds[1..],
+            [HB_ROUNDS, HB_ROUNDS],
+            "with hold_back=true every burst of 2 and 3 frames is held back at first\n{}",
+            p.output()
+        );
+    } else {
+        assert_eq!(
+            held_rounds[1..],
+            [0, 0],
+            "without hold_back a burst was held back\n{}",
+            p.output()
+        );
+    }
+    p.quit("hb: ok");
+    drop(link);
+    let _ = std::fs::remove_dir_all(&env.work);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn hold_back_holds_bursts_of_two_and_three_small_frames_back() {
+    held_back_polls("hb-on", true);
+}
+
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn without_hold_back_every_burst_comes_at_the_first_poll() {
+    held_back_polls("hb-off", false);
 }

@@ -14,8 +14,8 @@
 # (tests/dpdk_hostile.rs); an application sleeps in rte_epoll_wait with Rx
 # interrupts and is woken by frames and by the peer's leaving
 # (tests/dpdk_intr.rs); an application holding zero-copy mbufs gives their
-# slots back in ring order only and may keep them past its port's close
-# (tests/dpdk_rx.rs).
+# slots back in ring order only and may keep them past its port's close,
+# and hold_back=true holds small bursts back (tests/dpdk_rx.rs).
 #
 # The shell cases check counters, not payloads: testpmd's txonly and
 # rxonly do not look at bytes. The bytes of the same kinds of traffic are

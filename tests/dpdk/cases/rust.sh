@@ -45,7 +45,7 @@ rust_tests() {
 			;;
 		esac
 	done <"$out"
-	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr|zc)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
+	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr|zc|hb)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
 	if grep -q "^failures:" "$out"; then
 		sed -n '/^failures:/,$p' "$out" | head -n 60 | sed 's/^/    /'
 	fi
@@ -85,6 +85,7 @@ test_rust_tool() { rust_tests "rust tool" dpdk_tool 1; }
 test_rust_intr() { rust_tests "rust intr" dpdk_intr 11; }
 test_rust_monitor() { rust_tests "rust monitor" dpdk_monitor 2; }
 # Zero-copy mbufs held by a C DPDK program give their slots back in ring
-# order only and outlive the link and the port (tests/dpdk_rx.rs,
-# tests/c/zero_copy.c).
-test_rust_rx() { rust_tests "rust rx" dpdk_rx 3; }
+# order only and outlive the link and the port; hold_back=true holds small
+# bursts back at the first poll, hold_back=false never (tests/dpdk_rx.rs,
+# tests/c/zero_copy.c, tests/c/hold_back.c).
+test_rust_rx() { rust_tests "rust rx" dpdk_rx 5; }

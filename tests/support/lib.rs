@@ -16,7 +16,9 @@ pub mod testpmd;
 pub mod threads;
 pub mod watchdog;
 
-pub use resources::{assert_no_leak, datagram_sockets, open_fds, region_mappings, resources};
+pub use resources::{
+    assert_no_leak, datagram_sockets, open_fds, region_mappings, region_pages, resources,
+};
 pub use watchdog::Watchdog;
 
 /// Whether a test that needs root runs here. Root always does (the suite,

@@ -91,6 +91,13 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         self.stream = on;
     }
 
+    /// Whether a frame of this chunk was written with non-temporal stores
+    /// (see [`set_streaming`](Self::set_streaming)); `commit` then fences
+    /// before publishing.
+    pub fn streamed(&self) -> bool {
+        self.streamed
+    }
+
     /// Frames pushed so far.
     pub fn frames(&self) -> usize {
         self.frames

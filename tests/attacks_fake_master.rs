@@ -84,10 +84,15 @@ impl Drop for Dirs {
     }
 }
 
-/// Whether the fake master has received an Ack; it looks every 50 ms,
-/// so an Ack sent just now is given 300 ms to show.
+/// Whether the fake master received an Ack from a slave that has exited:
+/// the fake master, told to stop, reads everything still waiting on its
+/// connections and reports how many Acks it received in all.
 fn acked(fake: &mut Proc) -> bool {
-    fake.said("acked") || fake.line("acked", Duration::from_millis(300)).is_ok()
+    fake.close_stdin();
+    let done = fake
+        .line("done", Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("the fake master did not report its Acks: {e}"));
+    num(&done, "acks") > 0
 }
 
 /// The fake master serves `mode`; the tool slave must exit with an error

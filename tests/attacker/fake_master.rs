@@ -20,7 +20,10 @@
 //!   `plant.rs`), our copy dropped right after the send.
 //!
 //! Reports `listening`, then `sent mode=M` per slave served and `acked`
-//! whenever a slave accepts what it was given.
+//! whenever a slave accepts what it was given. When its standard input
+//! closes it reads every message still waiting on its connections and
+//! reports `done acks=N`, the Acks it received in all: a test that has seen
+//! its slave exit learns for certain whether it acknowledged.
 
 use crate::sock;
 use crate::{report, until_stdin_closes, Args};
@@ -63,8 +66,12 @@ pub fn run(args: &Args) -> bool {
     // Everything handed out stays alive until the end.
     let mut conns: Vec<vecring_core::internal::closer::PeerSocket> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        if handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false) {
+    let mut acks = 0u64;
+    loop {
+        // The last pass after the stop reads what is still waiting.
+        let last = stop.load(Ordering::Relaxed);
+        if !last && handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false)
+        {
             if let Ok(conn) = handshake::accept(&listener) {
                 sock::drain_one(&conn, REQUEST_WAIT);
                 match answer(&conn, &mode) {
@@ -75,32 +82,48 @@ pub fn run(args: &Args) -> bool {
                 conns.push(conn);
             }
         }
-        conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
-            Ok((m, _)) if m.kind == Kind::Ack => {
-                report("acked");
-                // As a real master does: seal the region the slave mapped
-                // before saying Ready.
-                for k in &kept {
-                    if let Kept::Region(r, _) = k {
-                        let _ = r.seal_shared();
+        // Once per pass; on the last, until nothing is left to read.
+        let mut read = true;
+        while read {
+            read = false;
+            conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
+                Ok((m, _)) if m.kind == Kind::Ack => {
+                    read = true;
+                    acks += 1;
+                    report("acked");
+                    // As a real master does: seal the region the slave mapped
+                    // before saying Ready.
+                    for k in &kept {
+                        if let Kept::Region(r, _) = k {
+                            let _ = r.seal_shared();
+                        }
                     }
+                    let _ = sock::send_raw(c, &sock::ready(m.generation));
+                    true
                 }
-                let _ = sock::send_raw(c, &sock::ready(m.generation));
-                true
+                Ok((m, _)) => {
+                    read = true;
+                    report(&format!("received {:?} {}", m.kind, m.text));
+                    true
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    read = true;
+                    report(&format!("received bad message: {e}"));
+                    true
+                }
+                Err(_) => false,
+            });
+            if !last {
+                break;
             }
-            Ok((m, _)) => {
-                report(&format!("received {:?} {}", m.kind, m.text));
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                report(&format!("received bad message: {e}"));
-                true
-            }
-            Err(_) => false,
-        });
+        }
+        if last {
+            break;
+        }
     }
+    report(&format!("done acks={acks}"));
     drop(kept);
     true
 }
@@ -124,6 +147,7 @@ fn never_accept(path: &Path) -> bool {
     }
     report(&format!("listening filled={}", fillers.len()));
     until_stdin_closes();
+    report("done acks=0");
     drop((listener, fillers));
     true
 }

@@ -49,6 +49,14 @@ done
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
 cargo test --release --workspace --no-fail-fast
 
+step "the core's unit tests in the dev profile: debug assertions and overflow checks on the ring, the handshake and the region"
+cargo test -p vecring-core --lib
+
+step "the ring's unit tests on the heap under Miri (undefined behaviour, out-of-bounds and uninitialised reads in the unsafe code; long cases run a tenth of their rounds)"
+cargo +nightly miri --version >/dev/null 2>&1 || rustup component add --toolchain nightly miri rust-src
+MIRIFLAGS="-Zmiri-disable-isolation" CARGO_TARGET_DIR=target/miri \
+  timeout --kill-after=30s 15m cargo +nightly miri test -p vecring-core --lib ring::tests::heap
+
 step "the tokio example: a Receiver registered with AsyncFd sleeps in the reactor and wakes for each frame, through a link down and up"
 timeout --kill-after=10s 60s cargo run --release -p vecring-core --example tokio_recv
 

@@ -19,6 +19,14 @@ if [ "${VECRING_TEST_NO_HUGE:-0}" != 1 ] && [ "${free_huge:-0}" -lt 512 ]; then
 fi
 
 export CARGO_TERM_COLOR=never
+# The suite checks behaviour, never speed: its release builds skip the
+# link-time optimisation, codegen in one unit and full debug information
+# of the shipped profile, which took 8 of its minutes on two CPUs (the
+# workspace and some 45 test binaries; 2.5 minutes without). The driver
+# and tool it installs are therefore built this way too; scripts/demo.sh
+# and the benchmarks build with the shipped profile.
+export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 # Each step says when it starts (seconds since the suite began).
 step() { echo; echo "== [$SECONDS s] $* =="; }
 

@@ -10,7 +10,7 @@
 #                sleeping as soon as it finds nothing (--poll-us 0)
 #   tap-offload  the same with --offload (virtio-net header: checksums and
 #                TCP super-frames of up to 9206 bytes cross whole)
-#   tap-poll     tap looking for frames 50 us before sleeping (--poll-us 50,
+#   tap-poll     tap looking for frames 200 us before sleeping (--poll-us 200,
 #                the default; TAP_POLL_US sets another)
 #   tap-offload-q2  tap-offload with 2 queue pairs (a thread each per end;
 #                not in the default list)
@@ -93,7 +93,7 @@ for kind in "${KINDS[@]}"; do
 		fi
 		extra=(--poll-us 0)
 		[ "$base" = tap-offload ] && extra=(--offload --poll-us 0)
-		poll=${TAP_POLL_US:-50}
+		poll=${TAP_POLL_US:-200}
 		[ "$base" != "$kind" ] && poll=${TAP_POLL_US_B:-$poll}
 		[ "$base" = tap-poll ] && extra=(--poll-us "$poll")
 		[ "$base" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)

@@ -4,7 +4,7 @@
 # read: new inputs go to a scratch directory. Fails on the first crash,
 # panic, per-input timeout or leak; libFuzzer leaves the input that did it
 # in fuzz/artifacts/<target>/ (reproduce with
-# `cargo +nightly fuzz run <target> <file>`).
+# `cargo +nightly fuzz run -a <target> <file>`).
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 50)
 set -euo pipefail
@@ -13,13 +13,15 @@ cd "$(dirname "$0")/.."
 secs="${1:-50}"
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
 
-cargo +nightly fuzz build
+# With debug assertions (-a): overflow checks and debug_assert! run too, so
+# arithmetic that a hostile input could wrap is caught where it happens.
+cargo +nightly fuzz build -a
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 for target in $(cargo +nightly fuzz list); do
   mkdir -p "$scratch/$target"
   echo "fuzz: $target for ${secs} s"
-  if ! cargo +nightly fuzz run "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
+  if ! cargo +nightly fuzz run -a "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
       -max_total_time="$secs" -timeout=10 -print_final_stats=1 >"$scratch/$target.log" 2>&1; then
     tail -n 80 "$scratch/$target.log"
     echo "fuzz: $target FAILED (input kept in fuzz/artifacts/$target/)"

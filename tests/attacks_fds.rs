@@ -13,7 +13,14 @@
 //!   message on the data path (and the same attack against a polling
 //!   receiver);
 //! - the same on a Rust master without a receiver, which then closes its
-//!   `Link`: the drop returns within a second.
+//!   `Link`: the drop returns within a second;
+//! - every closer held (lingering sockets with connections from a refused
+//!   uid), then a flood of descriptors through fresh connections that
+//!   would fill the master's descriptor table, then a full message on the
+//!   doorbell whose last descriptor lingers: the table keeps room, the
+//!   receiver leaves that message unread and still counts every frame,
+//!   and the offender's uid is refused afterwards while another is
+//!   served.
 //!
 //! Each runs twice: on this kernel as it is (Linux 6.16+ refuses the
 //! descriptor: `SO_PASSRIGHTS`) and with `VECRING_NO_PASSRIGHTS=1` in the
@@ -36,6 +43,10 @@ const LIMIT: Duration = Duration::from_secs(90);
 const ATTACH_BUDGET_MS: u64 = 1000;
 /// A uid that is neither root, nor the master's, nor admitted.
 const STRANGER: u32 = 4242;
+/// The legitimate slave's uid: admitted, as nobody (the attacker when
+/// admitted) is, but another, so that refusing the attacker's uid after
+/// its offence does not refuse it.
+const LEGIT: u32 = 4343;
 
 /// Which kernel path the master takes.
 #[derive(Clone, Copy, PartialEq)]
@@ -82,7 +93,7 @@ impl Setup {
         self.run.join("dom/l0.sock")
     }
 
-    /// The root master (`vecring rxonly`) admitting only nobody, its
+    /// The root master (`vecring rxonly`) admitting nobody and [`LEGIT`], its
     /// socket and domain directory open to every local user (the
     /// attacker of the first case must reach them).
     fn master(&self, interrupt: bool) -> Proc {
@@ -91,6 +102,17 @@ impl Setup {
 
     /// [`master`](Self::master) with `RUST_LOG` set to `log`.
     fn master_logging(&self, interrupt: bool, log: Option<&str>) -> Proc {
+        self.master_with(interrupt, log, |_| {})
+    }
+
+    /// [`master_logging`](Self::master_logging), with `more` done to its
+    /// command.
+    fn master_with(
+        &self,
+        interrupt: bool,
+        log: Option<&str>,
+        more: impl FnOnce(&mut Command),
+    ) -> Proc {
         let mut cmd = tool();
         if let Some(l) = log {
             cmd.env("RUST_LOG", l);
@@ -100,7 +122,13 @@ impl Setup {
         ])
         .arg("--run-dir")
         .arg(&self.run)
-        .args(["--allow-uid", &NOBODY.to_string(), "--up-timeout", "100"])
+        .args([
+            "--allow-uid",
+            &NOBODY.to_string(),
+            "--allow-uid",
+            &LEGIT.to_string(),
+        ])
+        .args(["--up-timeout", "100"])
         .args(["--hugepages", "never", "--interval", "0"]);
         if interrupt {
             cmd.arg("--interrupt");
@@ -108,6 +136,7 @@ impl Setup {
         if self.path == Path::Fallback {
             cmd.env("VECRING_NO_PASSRIGHTS", "1");
         }
+        more(&mut cmd);
         let mut m = Proc::spawn("master", &mut cmd);
         assert!(
             wait_for_path(&self.socket(), Duration::from_secs(10)),
@@ -125,11 +154,11 @@ impl Setup {
         format!("run-dir={}", self.run.display())
     }
 
-    /// A legitimate slave (nobody); how long its attach took, in ms.
+    /// A legitimate slave ([`LEGIT`]); how long its attach took, in ms.
     fn legitimate_attach(&self) -> Result<u64, String> {
         let mut slave = Proc::spawn(
             "legitimate slave",
-            as_nobody(&mut attacker("slave")).args([
+            as_uid(&mut attacker("slave"), LEGIT).args([
                 &self.run_arg(),
                 "domain=dom",
                 "link=l0",
@@ -138,6 +167,25 @@ impl Setup {
         );
         let line = slave.line("up", Duration::from_secs(30))?;
         Ok(num(&line, "ms"))
+    }
+
+    /// The attacker's uid (nobody) is refused, for having passed
+    /// descriptors, when it tries to attach as a slave.
+    fn offender_refused(&self, name: &str, failures: &mut Vec<String>) {
+        let mut again = Proc::spawn(
+            "the offender again",
+            as_nobody(&mut attacker("slave")).args([
+                &self.run_arg(),
+                "domain=dom",
+                "link=l0",
+                "timeout-ms=5000",
+            ]),
+        );
+        match again.line("error", Duration::from_secs(30)) {
+            Ok(l) if l.contains("passed file descriptors") => eprintln!("{name}: offender: {l}"),
+            Ok(l) => failures.push(format!("the offender was refused for another reason: {l}")),
+            Err(e) => failures.push(format!("the offender was not refused: {e}")),
+        }
     }
 
     /// What the planting said, checked against the kernel path: refused
@@ -175,6 +223,26 @@ impl Setup {
             .ok()
             .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
             .unwrap_or(0)
+    }
+
+    /// Waits up to [`FRAMES_BOUND`] for the master to count `sent` frames;
+    /// the count and how long it took (a failure if short).
+    fn frames_counted(master: &mut Proc, sent: u64, failures: &mut Vec<String>) -> (u64, Duration) {
+        let t0 = Instant::now();
+        let mut got = 0;
+        while t0.elapsed() < FRAMES_BOUND {
+            got = Setup::rx_count(master);
+            if got >= sent {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if got < sent {
+            failures.push(format!(
+                "{got} of the {sent} frames arrived within {FRAMES_BOUND:?}"
+            ));
+        }
+        (got, t0.elapsed())
     }
 
     /// Stdin closed, the master exits within `bound` (no join waits for
@@ -246,6 +314,11 @@ fn on_a_fresh_connection(path: Path, uid: u32, name: &str) {
     let attach = s.legitimate_attach();
     eprintln!("{name}: {planted}; legitimate attach {attach:?} ms");
     attach_within_budget(attach, &mut failures);
+    if uid == NOBODY && planted.contains("planted ok") {
+        // The master read the descriptor: the attacker's uid is refused
+        // for a while.
+        s.offender_refused(name, &mut failures);
+    }
     if !master.alive() {
         failures.push("the master died".into());
     }
@@ -397,24 +470,8 @@ fn on_a_muted_doorbell(path: Path, interrupt: bool, name: &str) {
     }
     // The frames arrive although the doorbell is muted, with a descriptor
     // queued on it.
-    let t0 = Instant::now();
-    let mut got = 0;
-    while t0.elapsed() < FRAMES_BOUND {
-        got = Setup::rx_count(&mut master);
-        if got >= sent {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    eprintln!(
-        "{name}: {planted}; muted {muted}; {got} of {sent} frames in {:?}",
-        t0.elapsed()
-    );
-    if got < sent {
-        failures.push(format!(
-            "{got} of the {sent} frames arrived within {FRAMES_BOUND:?}"
-        ));
-    }
+    let (got, took) = Setup::frames_counted(&mut master, sent, &mut failures);
+    eprintln!("{name}: {planted}; muted {muted}; {got} of {sent} frames in {took:?}");
     // A sleeping receiver takes the doorbell back, sleeps on it and drains
     // what was planted there; on the fallback path the control thread then
     // says so. Elsewhere nothing is drained: a short pause lets a polling
@@ -436,6 +493,9 @@ fn on_a_muted_doorbell(path: Path, interrupt: bool, name: &str) {
     );
     if drains && !reached {
         failures.push("the receiver never drained the planted descriptor".into());
+    }
+    if reached {
+        s.offender_refused(name, &mut failures);
     }
     std::thread::sleep(Duration::from_millis(200));
     // Its receiving thread stops within its wait slice, unless it sleeps
@@ -552,4 +612,159 @@ fn a_blocking_descriptor_on_a_doorbell_cannot_stall_closing_the_link() {
 fn a_blocking_descriptor_on_a_doorbell_cannot_stall_closing_the_link_without_so_passrights() {
     let _w = Watchdog::new("plant doorbell, close, fallback", LIMIT);
     closing_after_a_plant(Path::Fallback, "bell-close-fb");
+}
+
+/// The master's soft `RLIMIT_NOFILE` in the flood test: small, so that
+/// the flood (7 messages of 253 descriptors) would fill it.
+const FLOOD_NOFILE: u64 = 600;
+
+fn set_nofile(cmd: &mut Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only setrlimit, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let r = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+}
+
+/// Descriptors `pid` has open.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Closers held by the hog planter: all of them (`closer::MAX_CLOSERS`).
+const HOGS: u64 = 4;
+
+/// A uid the master refuses holds every closer (`plant where=hogs`: a
+/// lingering socket with each of four connections the master closes
+/// unread); then a slave (nobody, admitted) sends connections with 253
+/// `/dev/null` copies each (the first is read and waits behind the held
+/// closers), plants a full message with a lingering last descriptor on
+/// its doorbells, and publishes frames; the master sleeps on its doorbell
+/// (`--interrupt`) and its table holds 600. Only on the fallback path:
+/// where the kernel refuses descriptors, none arrive (the other tests show
+/// the refusal).
+fn flooded(name: &str) {
+    vecring_tests::require_root!();
+    let s = Setup::new(name, Path::Fallback);
+    let mut master = s.master_with(true, Some("info,vecring_core::link::wait_set=debug"), |c| {
+        set_nofile(c, FLOOD_NOFILE);
+    });
+    let mut hogs = Proc::spawn(
+        "hog planter",
+        as_uid(&mut attacker("plant"), STRANGER).args([
+            "where=hogs".to_string(),
+            format!("socket={}", s.socket().display()),
+            format!("count={HOGS}"),
+        ]),
+    );
+    let placed = hogs
+        .line("hogs", Duration::from_secs(35))
+        .unwrap_or_else(|e| panic!("{e}\n{}", master.output()));
+    assert_eq!(
+        num(&placed, "placed"),
+        HOGS,
+        "the closers could not all be held: {placed}"
+    );
+    let mut plant = Proc::spawn(
+        "attacker",
+        as_nobody(&mut attacker("plant")).args([
+            "where=flood".to_string(),
+            format!("socket={}", s.socket().display()),
+            s.run_arg(),
+            "domain=dom".into(),
+            "link=l0".into(),
+        ]),
+    );
+    let mut step = |prefix: &str, master: &mut Proc| {
+        plant
+            .line(prefix, Duration::from_secs(35))
+            .unwrap_or_else(|e| panic!("{e}\n{}\n{}", plant.output(), master.output()))
+    };
+    step("up", &mut master);
+    let flood = num(&step("flood", &mut master), "messages");
+    let planted = step("planted", &mut master);
+    let sent = num(&step("sent", &mut master), "frames");
+    let mut failures = Vec::new();
+    s.check_planted(&planted, &mut failures);
+    if flood == 0 {
+        failures.push("no message of the flood was sent".into());
+    }
+    // Every frame arrives: the doorbell's message stays unread (no room)
+    // and the receiver checks the ring by timer. Read into a full table,
+    // the kernel would close its tail on the receiving thread, which
+    // would then sleep.
+    let (got, took) = Setup::frames_counted(&mut master, sent, &mut failures);
+    let fds = open_fds(master.pid());
+    eprintln!(
+        "{name}: {placed}; {flood} messages, {planted}; {got} of {sent} frames in {took:?}; \
+         the master holds {fds} descriptors"
+    );
+    // Room for one more message: no read could have been cut short.
+    if fds + 253 > FLOOD_NOFILE as usize {
+        failures.push(format!(
+            "the master holds {fds} descriptors of its {FLOOD_NOFILE}: no room for a message"
+        ));
+    }
+    // The master says it stopped reading peers, and the receiver left its
+    // doorbell's message unread.
+    let said = |e: &str| e.contains("are still closing") && e.contains("the closers are full");
+    let t1 = Instant::now();
+    while !said(&master.stderr()) && t1.elapsed() < FRAMES_BOUND {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let e = master.stderr();
+    if !e.contains("are still closing") {
+        failures.push("the master never said that it stopped reading peers".into());
+    }
+    if !e.contains("the closers are full") {
+        failures.push("the receiver never left its doorbell for lack of room".into());
+    }
+    if e.contains("passed file descriptors on a doorbell") {
+        failures.push("the receiver read its doorbell's message without room".into());
+    }
+    if !master.alive() {
+        failures.push("the master died".into());
+    }
+    // The attackers let go: their lingering sockets' peers close, the
+    // closes complete, the master reads peers again.
+    for p in [&mut plant, &mut hogs] {
+        p.close_stdin();
+        if p.wait(Duration::from_secs(10)).is_none() {
+            failures.push("an attacker did not exit".into());
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // Another uid is served within the budget ...
+    let attach = s.legitimate_attach();
+    eprintln!("{name}: another uid's attach after the flood: {attach:?} ms");
+    attach_within_budget(attach, &mut failures);
+    // ... and the offender's uid is refused, before anything it sends is
+    // read.
+    s.offender_refused(name, &mut failures);
+    Setup::master_exits(&mut master, Duration::from_secs(3), &mut failures);
+    assert!(
+        failures.is_empty(),
+        "{}\nhogs: {}\nattacker: {}\nmaster: {}",
+        failures.join("\n"),
+        hogs.output(),
+        plant.output(),
+        master.output()
+    );
+}
+
+#[test]
+fn a_flood_of_descriptors_keeps_room_in_the_masters_table_and_its_receiver_running_without_so_passrights(
+) {
+    let _w = Watchdog::new("descriptor flood, fallback", LIMIT);
+    flooded("flood-fb");
 }

@@ -113,7 +113,10 @@ fn taking_regions_and_hanging_up_200_times_pins_at_most_the_bound() {
     let region = region_bytes();
     let region_pages = region / HUGEPAGE_SIZE;
     if let Err(why) = ensure_free_hugepages(region_pages * (REGION_BOUND + 2)) {
-        eprintln!("SKIPPED taking_regions_and_hanging_up_200_times_pins_at_most_the_bound: {why}");
+        vecring_tests::skip_without_hugepages(
+            "taking_regions_and_hanging_up_200_times_pins_at_most_the_bound",
+            &why,
+        );
         return;
     }
     let s = Setup::new("take-fd");
@@ -227,7 +230,10 @@ fn vmsplicing_region_pages_is_bounded_by_the_region_budget() {
     // The burst, and one refill that may fall within the attack.
     let allowed = u64::from(budget.burst()) + 1;
     if let Err(why) = ensure_free_hugepages(region_pages * (allowed + 2)) {
-        eprintln!("SKIPPED vmsplicing_region_pages_is_bounded_by_the_region_budget: {why}");
+        vecring_tests::skip_without_hugepages(
+            "vmsplicing_region_pages_is_bounded_by_the_region_budget",
+            &why,
+        );
         return;
     }
     let s = Setup::new("vmsplice");
@@ -392,7 +398,10 @@ fn hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master() 
     vecring_tests::require_root!();
     let region_pages = region_bytes() / HUGEPAGE_SIZE;
     if let Err(why) = ensure_free_hugepages(region_pages + 1) {
-        eprintln!("SKIPPED hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master: {why}");
+        vecring_tests::skip_without_hugepages(
+            "hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master",
+            &why,
+        );
         return;
     }
     let s = Setup::new("hole-punch");

@@ -244,6 +244,12 @@ const PLANS: &[Plan] = &[
         ),
         ..run("README.md", "bash tests/dpdk/run.sh traffic rust_interop")
     },
+    Plan {
+        how: How::Excluded(
+            "the ring's loom models, their weakening and Miri: scripts/test.sh runs each of these commands as its own step",
+        ),
+        ..run("README.md", "RUSTFLAGS=\"--cfg loom\" CARGO_TARGET_DIR=target/loom cargo test")
+    },
     steps(
         "README.md",
         "dpdk-testpmd --no-pci \\\n    --vdev=eth_vecring0,domain=testcontainer,link=tap456,master=true",

@@ -7,7 +7,9 @@
 //!   as DPDK 22.11's `app/test-pmd/txonly.c` writes them, every payload byte
 //!   accounted for) arrives intact, exactly as many times as testpmd
 //!   counted, including 9000-byte frames sent as mbuf chains of 5 and 6
-//!   segments.
+//!   segments. testpmd as master with `hugepages=require`: the region sits
+//!   in 2 MiB pages in both processes (their `smaps`), and the frames pass
+//!   through it, counted exactly.
 //! - Rust → testpmd `io` → Rust: self-checking frames (`pattern`) of mixed
 //!   sizes up to 9216 bytes, every eighth one 9000 bytes, go through testpmd
 //!   with small mbufs (scatter RX into chains, multi-segment TX back) and come
@@ -30,7 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::{LinkRecvError, Role};
 use vecring_tests::testpmd::{echo, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
-use vecring_tests::Watchdog;
+use vecring_tests::{no_huge_allowed, region_pages, skip_without_hugepages, Watchdog};
 
 /// The destination testpmd's txonly frames are given (`--eth-peer`).
 const PEER_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x02];
@@ -168,8 +170,10 @@ fn check_txonly_frames(
 
 /// testpmd (the other role) sends txonly frames of `segs` (mbuf segment
 /// lengths) for 2 s; the Rust end receives them all, each byte checked, and
-/// exactly as many as testpmd sent.
-fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
+/// exactly as many as testpmd sent. With `hugepages`, testpmd (the master)
+/// creates the region with `hugepages=require`, and the region's mappings
+/// in testpmd and in this process must sit in 2 MiB pages.
+fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize], hugepages: bool) {
     let _w = Watchdog::new("dpdk interop txonly", Duration::from_secs(120));
     let env = Env::new(test);
     let len: usize = segs.iter().sum();
@@ -179,11 +183,21 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
         .map(|s| s.to_string())
         .collect::<Vec<_>>()
         .join(",");
+    let mut vdev = env.vdev(test, rust_role == Role::Slave);
+    // Without hugepages (on purpose) the master would fail to start.
+    let huge = hugepages && !no_huge_allowed();
+    if hugepages && !huge {
+        skip_without_hugepages(test, "the region in hugepages is not checked");
+    }
+    if huge {
+        assert_eq!(rust_role, Role::Slave, "only a master creates the region");
+        vdev.push_str(",hugepages=require");
+    }
     let mut pmd = Testpmd::start(
         &env,
         "txonly",
         0,
-        &env.vdev(test, rust_role == Role::Slave),
+        &vdev,
         &[
             "--forward-mode=txonly",
             &format!("--txpkts={txpkts}"),
@@ -194,6 +208,32 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     pmd.wait_link_up(&link);
     pmd.wait_prompt();
     let rx = link.receiver().unwrap();
+    // What backs the region, as the kernel says: testpmd created it, this
+    // process mapped it at the handshake.
+    let pages = if huge {
+        let theirs = region_pages(&pmd.pid().to_string());
+        // Ours of the same memfds (other tests may have regions here too).
+        let ours: Vec<_> = region_pages("self")
+            .into_iter()
+            .filter(|(i, _)| theirs.iter().any(|(t, _)| t == i))
+            .collect();
+        assert!(
+            !theirs.is_empty() && theirs.iter().all(|&(_, k)| k == 2048),
+            "testpmd's mappings of its region (hugepages=require), (inode, KiB pages): {theirs:?}\n{}",
+            pmd.tail()
+        );
+        assert!(
+            !ours.is_empty() && ours.iter().all(|&(_, k)| k == 2048),
+            "this process's mappings of testpmd's region, (inode, KiB pages): {ours:?}"
+        );
+        format!(
+            "; the region in 2 MiB pages ({} mapping(s) in testpmd, {} here)",
+            theirs.len(),
+            ours.len()
+        )
+    } else {
+        String::new()
+    };
     let count = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let (c, s) = (Arc::clone(&count), Arc::clone(&stop));
@@ -216,9 +256,10 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     std::thread::sleep(Duration::from_millis(100));
     stop.store(true, Ordering::Relaxed);
     let seen = receiver.join().expect("receiver thread");
+    let streamed = stat(&x, "tx_streamed_bursts");
     println!(
         "{test}: testpmd sent {sent} frames of {len} bytes in {} segment(s) ({tx_dropped} not taken by the full ring, \
-         tx_ring_full {}); Rust received {} intact ({} with an all-zero payload)",
+         tx_ring_full {}; {streamed} bursts streamed); Rust received {} intact ({} with an all-zero payload){pages}",
         segs.len(),
         stat(&x, "tx_ring_full"),
         seen.frames,
@@ -244,6 +285,14 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize]) {
     // txonly does not retry: what the full ring did not take was freed and
     // counted on both sides.
     assert_eq!(stat(&x, "tx_ring_full"), tx_dropped);
+    // testpmd's txonly sends bursts of 32 as fast as the ring takes them:
+    // the non-temporal path ran, and every byte it wrote was checked.
+    assert!(
+        streamed > 0,
+        "no burst was streamed (tx_streamed_bursts 0)\n{}",
+        pmd.tail()
+    );
+    assert_eq!(stat(&x, "tx_q0_streamed_bursts"), streamed);
     let st = pmd.quit();
     assert!(st.success(), "testpmd exit {st}");
     let _ = std::fs::remove_dir_all(&env.work);
@@ -328,21 +377,39 @@ fn echo_through_testpmd(
     ] {
         assert_eq!(stat(&x, k), want, "testpmd xstat {k}\n{}", pmd.tail());
     }
+    // Zero-copy receive ran: frames of 512 bytes or more arrived attached
+    // to their slots (most of them; those wrapping around the ring's end
+    // are copied), and none without `zero_copy`.
+    let attached = stat(&x, "rx_zero_copy_frames");
+    println!("{test}: {attached} of {frames} frames received attached to their slots");
+    assert_eq!(stat(&x, "rx_q0_zero_copy_frames"), attached);
+    if zero_copy {
+        assert!(
+            attached > frames / 2,
+            "{attached} of {frames} frames attached\n{}",
+            pmd.tail()
+        );
+    } else {
+        assert_eq!(attached, 0, "frames attached without zero_copy");
+    }
     let st = pmd.quit();
     assert!(st.success(), "testpmd exit {st}");
     let _ = std::fs::remove_dir_all(&env.work);
 }
 
+/// testpmd's master port requires hugepages for its region
+/// (`hugepages=require`): the region sits in 2 MiB pages in both processes
+/// and carries every frame.
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
-fn testpmd_master_txonly_frames_arrive_intact_in_rust_slave() {
-    txonly_into_rust("tx-m64", Role::Slave, &[64]);
+fn testpmd_master_on_required_hugepages_txonly_frames_arrive_intact_in_rust_slave() {
+    txonly_into_rust("tx-m64", Role::Slave, &[64], true);
 }
 
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn testpmd_slave_txonly_frames_arrive_intact_in_rust_master() {
-    txonly_into_rust("tx-s64", Role::Master, &[64]);
+    txonly_into_rust("tx-s64", Role::Master, &[64], false);
 }
 
 /// Frames of two lines, the second partly filled, through the transmit
@@ -350,13 +417,18 @@ fn testpmd_slave_txonly_frames_arrive_intact_in_rust_master() {
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn testpmd_master_100_byte_frames_arrive_intact_in_rust_slave() {
-    txonly_into_rust("tx-m100", Role::Slave, &[100]);
+    txonly_into_rust("tx-m100", Role::Slave, &[100], false);
 }
 
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn testpmd_master_9000_byte_chains_arrive_intact_in_rust_slave() {
-    txonly_into_rust("tx-m9000", Role::Slave, &[2048, 2048, 2048, 2048, 808]);
+    txonly_into_rust(
+        "tx-m9000",
+        Role::Slave,
+        &[2048, 2048, 2048, 2048, 808],
+        false,
+    );
 }
 
 #[test]
@@ -366,6 +438,7 @@ fn testpmd_slave_9000_byte_chains_arrive_intact_in_rust_master() {
         "tx-s9000",
         Role::Master,
         &[1000, 2048, 14, 2048, 2048, 1842],
+        false,
     );
 }
 

@@ -5,11 +5,14 @@
 //! slot data and the wait lines the honest side reads after each index
 //! store, while the honest side keeps calling the API, on each ring of
 //! the region, in a small geometry and in the default one, and on rings of
-//! other queues in a region of four queue pairs. Every kind of
-//! corruption each side checks for must be detected while running. The region is mapped between inaccessible guard areas,
-//! so any access outside it would crash this test, and every byte of the
-//! region outside the attacked ring is checked unchanged afterwards, so an
-//! access into the header or another ring is caught too.
+//! other queues in a region of four queue pairs, until every kind of
+//! corruption each side checks for has been detected (at most
+//! [`RUN_MAX`]). The region is mapped between inaccessible guard areas,
+//! and while the attack runs every whole page of it outside the attacked
+//! ring is made inaccessible too, so any read or write outside the ring
+//! but for the two pages it shares with its neighbours crashes this test;
+//! every byte of the region outside the ring (those two pages included)
+//! is checked unchanged afterwards.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -111,6 +114,27 @@ impl GuardedRing {
     fn area(&self) -> *mut u8 {
         // SAFETY: the ring's area lies inside the mapped region.
         unsafe { self.0.region.add(self.span().start) }
+    }
+
+    /// Makes every whole page of the region outside the attacked ring
+    /// inaccessible (`PROT_NONE`), or accessible again (`open`).
+    fn fence(&self, open: bool) {
+        let page = 4096;
+        let span = self.span();
+        let prot = if open {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_NONE
+        };
+        let below = span.start / page * page;
+        let above = span.end.next_multiple_of(page);
+        for (from, to) in [(0, below), (above, self.0.len)] {
+            if to > from {
+                // SAFETY: whole pages of our own mapping of the region.
+                let rc = unsafe { libc::mprotect(self.0.region.add(from).cast(), to - from, prot) };
+                assert_eq!(rc, 0, "mprotect: {}", std::io::Error::last_os_error());
+            }
+        }
     }
 
     /// A checksum (FNV-1a) of every byte of the region outside the attacked
@@ -325,7 +349,13 @@ fn reset(ring: &GuardedRing) {
     ring.control().tail.index.store(0, Ordering::Relaxed);
 }
 
-const RUN: Duration = Duration::from_secs(3);
+/// The shortest attack, even once every corruption kind has been seen.
+const RUN_MIN: Duration = Duration::from_secs(1);
+/// The longest: an attack that has not produced every kind by then fails.
+const RUN_MAX: Duration = Duration::from_secs(30);
+
+/// The corruption kinds the consumer checks for.
+const CONSUMER_KINDS: [&str; 4] = ["length", "flags", "frame too long", "truncated"];
 
 /// Reads with the consumer call picked by `i` (every read path in turn):
 /// how many frames, each of a valid length, every byte of it read.
@@ -430,6 +460,7 @@ fn targets() -> Vec<(Geometry, u16, usize)> {
 fn hostile_producer(geometry: Geometry, queues: u16, ring_index: usize) -> BTreeSet<&'static str> {
     let ring = GuardedRing::new(geometry, queues, ring_index);
     let outside = ring.outside_sum();
+    ring.fence(false);
     let stop = Arc::new(AtomicBool::new(false));
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_CONSUMER);
     let mut kinds = BTreeSet::new();
@@ -437,7 +468,8 @@ fn hostile_producer(geometry: Geometry, queues: u16, ring_index: usize) -> BTree
     let mut buf = vec![0u8; 9216];
     let mut bufs = vec![vec![0u8; 9216]; 8];
     let start = Instant::now();
-    while start.elapsed() < RUN {
+    let all_seen = |k: &BTreeSet<&str>| CONSUMER_KINDS.iter().all(|w| k.contains(w));
+    while start.elapsed() < RUN_MAX && !(start.elapsed() >= RUN_MIN && all_seen(&kinds)) {
         // A new generation starts from clean indices, as the link does.
         reset(&ring);
         // SAFETY: the only consumer in this process.
@@ -467,9 +499,11 @@ fn hostile_producer(geometry: Geometry, queues: u16, ring_index: usize) -> BTree
     }
     stop.store(true, Ordering::Relaxed);
     let scribbles = scribbler.join().unwrap();
+    ring.fence(true);
     eprintln!(
-        "{geometry:?} ring {ring_index}: {scribbles} scribbles, {reattached} attaches \
-         ({refused} refused), {frames} frames, {corruptions} corruptions while reading: {kinds:?}"
+        "{geometry:?} ring {ring_index}: {scribbles} scribbles in {:?}, {reattached} attaches \
+         ({refused} refused), {frames} frames, {corruptions} corruptions while reading: {kinds:?}",
+        start.elapsed()
     );
     assert_eq!(
         ring.outside_sum(),
@@ -491,7 +525,7 @@ fn honest_consumer_survives_a_hostile_producer() {
             !kinds.contains("index"),
             "the consumer read the producer's index"
         );
-        for want in ["length", "flags", "frame too long"] {
+        for want in CONSUMER_KINDS {
             assert!(
                 kinds.contains(want),
                 "{geometry:?} ring {ring} of {queues} queues: no '{want}' corruption detected while reading ({kinds:?})"
@@ -535,6 +569,7 @@ fn write_some<S: RingStorage>(
 fn hostile_consumer(geometry: Geometry, queues: u16, ring_index: usize) -> u64 {
     let ring = GuardedRing::new(geometry, queues, ring_index);
     let outside = ring.outside_sum();
+    ring.fence(false);
     let stop = Arc::new(AtomicBool::new(false));
     let scribbler = run_scribbler(ring.clone(), Arc::clone(&stop), VS_PRODUCER);
     let (mut corruptions, mut sent, mut refused) = (0u64, 0u64, 0u64);
@@ -542,7 +577,7 @@ fn hostile_consumer(geometry: Geometry, queues: u16, ring_index: usize) -> u64 {
     let start = Instant::now();
     let mut rng = SmallRng::seed_from_u64(7);
     let slot = geometry.slot_size() as usize;
-    while start.elapsed() < RUN {
+    while start.elapsed() < RUN_MAX && !(start.elapsed() >= RUN_MIN && corruptions > 0) {
         reset(&ring);
         // SAFETY: the only producer in this process.
         let Ok(mut tx) = (unsafe { Producer::attach(ring.clone()) }) else {
@@ -567,9 +602,11 @@ fn hostile_consumer(geometry: Geometry, queues: u16, ring_index: usize) -> u64 {
     }
     stop.store(true, Ordering::Relaxed);
     scribbler.join().unwrap();
+    ring.fence(true);
     eprintln!(
-        "{geometry:?} ring {ring_index}: {sent} frames sent, {refused} attaches refused, \
-         {corruptions} corruptions while sending"
+        "{geometry:?} ring {ring_index}: {sent} frames sent in {:?}, {refused} attaches refused, \
+         {corruptions} corruptions while sending",
+        start.elapsed()
     );
     assert_eq!(
         ring.outside_sum(),

@@ -10,7 +10,7 @@ use vecring_core::{
     Geometry, HoldBack, HugepagePolicy, Link, LinkError, LinkRecvError, LinkSendError, LinkState,
     RegionBudget, Role,
 };
-use vecring_tests::{assert_no_leak, region_mappings, resources, run_dir, Watchdog};
+use vecring_tests::{assert_no_leak, region_mappings, resources, run_dir, threads, Watchdog};
 
 const UP: Duration = Duration::from_secs(10);
 
@@ -103,13 +103,38 @@ fn slave_first_waits_for_master() {
 fn huge_intervals_and_timeouts_neither_overflow_nor_hang() {
     let _w = Watchdog::new("huge_intervals", Duration::from_secs(60));
     let dir = run_dir("huge");
+    let others = threads::named("vecring-slave");
     let s = Link::builder("huge", "l0")
         .run_dir(&dir)
         .retry_interval(Duration::MAX)
         .open()
         .unwrap();
-    // The first attempt finds no master, then the slave waits "for ever".
-    std::thread::sleep(Duration::from_millis(100));
+    // The first attempt finds no master, then the slave's control thread
+    // waits "for ever" (new slave threads of tests running beside this
+    // one are waited for too: this one is among them).
+    let new = || -> Vec<i32> {
+        threads::named("vecring-slave")
+            .into_iter()
+            .filter(|t| !others.contains(t))
+            .collect()
+    };
+    // A thread takes its name once it runs.
+    let mut ours = new();
+    for _ in 0..500 {
+        if !ours.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        ours = new();
+    }
+    assert!(!ours.is_empty(), "no control thread of the slave");
+    for t in ours {
+        assert!(
+            threads::wait_until_blocked(t, Duration::from_secs(10))
+                || threads::named("vecring-slave").iter().all(|x| *x != t),
+            "the slave's control thread never went to wait"
+        );
+    }
     let m = Link::builder("huge", "l0")
         .role(Role::Master)
         .run_dir(&dir)

@@ -248,3 +248,158 @@ fn batch_api_delivers_runs_of_equal_and_mixed_frames_intact() {
     }
     all_arrived(producer.finish(), &mut rx, BATCH_FRAMES);
 }
+
+/// Frames the streaming producer process sends.
+const STREAM_FRAMES: u64 = 3_000_000;
+/// The environment variable that carries the region's descriptor number
+/// to the streaming producer process.
+const STREAM_FD: &str = "VECRING_STRESS_STREAM_FD";
+
+/// Length of frame `seq` of the streaming test: four in five are small
+/// enough to be streamed (16 to 128 bytes, often equal in runs), the rest
+/// of the mixed sizes up to jumbo, which the chunk copies as usual.
+fn stream_len(seq: u64) -> usize {
+    if seq % 5 == 4 {
+        frame_len(seq)
+    } else {
+        16 + ((seq / 7) % 8) as usize * 16
+    }
+}
+
+/// The producer process of the streaming test: attaches the region whose
+/// descriptor it inherited and sends `STREAM_FRAMES` frames in streamed
+/// bursts, then reports how many bursts were streamed. Ignored, so that it
+/// counts as no test of its own; does nothing unless started by that test.
+#[test]
+#[ignore = "the producer process of streamed_bursts_from_another_process_arrive_intact, which runs it"]
+fn streaming_producer_process() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let Some(fd) = std::env::var(STREAM_FD).ok().and_then(|v| v.parse().ok()) else {
+        return;
+    };
+    let _w = Watchdog::new("streaming_producer_process", Duration::from_secs(300));
+    // SAFETY: the descriptor the test passed us, open and ours alone.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let region = Arc::new(
+        Region::attach(
+            fd,
+            &Expectation {
+                geometry: Some(Geometry::default()),
+                generation: Some(1),
+                ..Expectation::default()
+            },
+        )
+        .unwrap(),
+    );
+    // SAFETY: the only producer of ring 0 (the test process consumes it).
+    let mut tx = unsafe { Producer::attach(region.ring(abi::RING_MASTER_TO_SLAVE)).unwrap() };
+    let (mut seq, mut bursts, mut streamed) = (0u64, 0u64, 0u64);
+    let mut scratch = vec![0u8; 9216];
+    let started = std::time::Instant::now();
+    while seq < STREAM_FRAMES {
+        // Room for a jumbo frame (144 slots), at most BATCH frames.
+        let mut chunk = tx.write_chunk(BATCH * 5).unwrap();
+        chunk.set_streaming(true);
+        while seq < STREAM_FRAMES && chunk.frames() < BATCH && chunk.fits(stream_len(seq)) {
+            let len = stream_len(seq);
+            fill_frame(&mut scratch[..len], seq);
+            chunk.push(&scratch[..len]).unwrap();
+            seq += 1;
+        }
+        let was_streamed = chunk.streamed();
+        if chunk.commit() == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "the consumer stopped reading"
+            );
+            std::hint::spin_loop();
+        } else {
+            bursts += 1;
+            streamed += u64::from(was_streamed);
+        }
+    }
+    println!(
+        "streaming producer: frames={} bursts={bursts} streamed={streamed}",
+        tx.stats().frames
+    );
+}
+
+/// A producer in another process writes bursts of small frames with
+/// non-temporal stores (`WriteChunk::set_streaming`, as the driver's
+/// transmit path does), mixed with frames too long to stream; this process
+/// checks every byte of every frame, in order, and that streaming ran.
+/// The fence before the producer's index store is what makes streamed
+/// frames visible before `head`: without it a frame could arrive stale.
+#[test]
+fn streamed_bursts_from_another_process_arrive_intact() {
+    use std::os::fd::{AsRawFd, OwnedFd};
+    use std::process::{Command, Stdio};
+    let _w = Watchdog::new("stress (streamed, two processes)", Duration::from_secs(300));
+    let (master, slave) = region_pair();
+    drop(master);
+    // A descriptor of the region without close-on-exec for the child.
+    let fd: OwnedFd = slave.fd().try_clone_to_owned().unwrap();
+    // SAFETY: fcntl on a descriptor we own; clears only FD_CLOEXEC.
+    assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, 0) }, 0);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "streaming_producer_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(STREAM_FD, fd.as_raw_fd().to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(fd);
+    // SAFETY: the only consumer of ring 0 (the child produces into it).
+    let mut rx = unsafe { Consumer::attach(slave.ring(abi::RING_MASTER_TO_SLAVE)).unwrap() };
+    let mut expected = 0u64;
+    let mut buf = vec![0u8; 9216];
+    let mut idle = 0u64;
+    while expected < STREAM_FRAMES {
+        let mut chunk = rx.read_chunk(BATCH).unwrap();
+        let mut got = 0;
+        while let Some(frame) = chunk.next_frame().unwrap() {
+            let n = frame.copy_to(&mut buf);
+            expect_frame(&buf[..n], stream_len(expected), expected);
+            expected += 1;
+            got += 1;
+        }
+        drop(chunk);
+        if got == 0 {
+            idle += 1;
+            if idle % 65_536 == 0 {
+                if let Some(status) = child.try_wait().unwrap() {
+                    // Everything it published is visible after its exit.
+                    if rx.ready_slots().unwrap() == 0 {
+                        panic!("the producer exited ({status}) before frame {expected}");
+                    }
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the producer failed: {text}");
+    let line = text
+        .lines()
+        .find_map(|l| l.find("streaming producer:").map(|at| &l[at..]))
+        .unwrap_or_else(|| panic!("the producer did not report: {text}"));
+    let field = |name: &str| -> u64 {
+        vecring_tests::doc_runner::number_after(line, &format!("{name}="))
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    assert_eq!(field("frames"), STREAM_FRAMES, "{line}");
+    let (bursts, streamed) = (field("bursts"), field("streamed"));
+    assert!(
+        streamed > bursts / 2,
+        "most bursts hold small frames, so most are streamed: {line}"
+    );
+    assert_eq!(rx.stats().frames, STREAM_FRAMES);
+    assert_eq!(rx.ready_slots().unwrap(), 0, "nothing extra arrived");
+    assert_eq!(rx.stats().corruptions, 0);
+}

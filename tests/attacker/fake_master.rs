@@ -14,10 +14,16 @@
 //! - `bell-pipe`, `bell-eventfd`, `bell-stream`, `bell-dup`, `bell-few`: a
 //!   real region whose second doorbell is a pipe, an eventfd, a stream
 //!   socket, the first doorbell again, or missing;
-//! - `valid`: a real region, then `Ready` after the slave's Ack.
+//! - `valid`: a real region, then `Ready` after the slave's Ack;
+//! - `status-fds`: to whatever asks (`vecring list`), an answer carrying
+//!   a loopback TCP socket whose last close sleeps for an hour (see
+//!   `plant.rs`), our copy dropped right after the send.
 //!
 //! Reports `listening`, then `sent mode=M` per slave served and `acked`
-//! whenever a slave accepts what it was given.
+//! whenever a slave accepts what it was given. When its standard input
+//! closes it reads every message still waiting on its connections and
+//! reports `done acks=N`, the Acks it received in all: a test that has seen
+//! its slave exit learns for certain whether it acknowledged.
 
 use crate::sock;
 use crate::{report, until_stdin_closes, Args};
@@ -60,8 +66,12 @@ pub fn run(args: &Args) -> bool {
     // Everything handed out stays alive until the end.
     let mut conns: Vec<vecring_core::internal::closer::PeerSocket> = Vec::new();
     let mut kept: Vec<Kept> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        if handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false) {
+    let mut acks = 0u64;
+    loop {
+        // The last pass after the stop reads what is still waiting.
+        let last = stop.load(Ordering::Relaxed);
+        if !last && handshake::wait_readable(&listener, Duration::from_millis(50)).unwrap_or(false)
+        {
             if let Ok(conn) = handshake::accept(&listener) {
                 sock::drain_one(&conn, REQUEST_WAIT);
                 match answer(&conn, &mode) {
@@ -72,32 +82,48 @@ pub fn run(args: &Args) -> bool {
                 conns.push(conn);
             }
         }
-        conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
-            Ok((m, _)) if m.kind == Kind::Ack => {
-                report("acked");
-                // As a real master does: seal the region the slave mapped
-                // before saying Ready.
-                for k in &kept {
-                    if let Kept::Region(r, _) = k {
-                        let _ = r.seal_shared();
+        // Once per pass; on the last, until nothing is left to read.
+        let mut read = true;
+        while read {
+            read = false;
+            conns.retain(|c| match handshake::recv(c, Duration::ZERO) {
+                Ok((m, _)) if m.kind == Kind::Ack => {
+                    read = true;
+                    acks += 1;
+                    report("acked");
+                    // As a real master does: seal the region the slave mapped
+                    // before saying Ready.
+                    for k in &kept {
+                        if let Kept::Region(r, _) = k {
+                            let _ = r.seal_shared();
+                        }
                     }
+                    let _ = sock::send_raw(c, &sock::ready(m.generation));
+                    true
                 }
-                let _ = sock::send_raw(c, &sock::ready(m.generation));
-                true
+                Ok((m, _)) => {
+                    read = true;
+                    report(&format!("received {:?} {}", m.kind, m.text));
+                    true
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    read = true;
+                    report(&format!("received bad message: {e}"));
+                    true
+                }
+                Err(_) => false,
+            });
+            if !last {
+                break;
             }
-            Ok((m, _)) => {
-                report(&format!("received {:?} {}", m.kind, m.text));
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => true,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => false,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                report(&format!("received bad message: {e}"));
-                true
-            }
-            Err(_) => false,
-        });
+        }
+        if last {
+            break;
+        }
     }
+    report(&format!("done acks={acks}"));
     drop(kept);
     true
 }
@@ -121,6 +147,7 @@ fn never_accept(path: &Path) -> bool {
     }
     report(&format!("listening filled={}", fillers.len()));
     until_stdin_closes();
+    report("done acks=0");
     drop((listener, fillers));
     true
 }
@@ -131,6 +158,7 @@ enum Kept {
     Nothing,
     Fd(OwnedFd, Vec<Doorbell>),
     Region(Box<Region>, Vec<Doorbell>),
+    Tcp(std::net::TcpStream),
 }
 
 /// Sends a Hello of `queues` queues with `fd` as the region and real
@@ -180,6 +208,15 @@ fn bad_bell(conn: &OwnedFd, second: Option<BorrowedFd<'_>>) -> std::io::Result<K
 fn answer(conn: &OwnedFd, mode: &str) -> std::io::Result<Kept> {
     match mode {
         "silent" => Ok(Kept::Nothing),
+        "status-fds" => {
+            let (client, server) = crate::plant::lingering()?;
+            let answer = Msg::refusal(Kind::Reject, 0, "a status with a file in it").encode();
+            crate::plant::send_with_fd(conn.as_fd(), &answer, client.as_fd())?;
+            // At once, before the asker can have read and closed its copy:
+            // then its copy is the last reference.
+            drop(client);
+            Ok(Kept::Tcp(server))
+        }
         "garbage" => {
             let junk: Vec<u8> = (0..256u32).map(|i| (i * 37 + 11) as u8).collect();
             sock::send_raw(conn, &junk)?;

@@ -16,6 +16,8 @@
 //! vecring-attack plant         where=hello socket=P
 //! vecring-attack pin           socket=P secs=S stop-above=K
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
+//! vecring-attack plant         where=hogs socket=P count=N
+//! vecring-attack plant         where=flood socket=P run-dir=R domain=D link=L
 //! ```
 
 mod close;

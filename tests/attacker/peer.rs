@@ -124,13 +124,27 @@ pub fn flood(args: &Args) -> bool {
     true
 }
 
-fn slave_link(args: &Args) -> Result<Link, String> {
+pub(crate) fn slave_link(args: &Args) -> Result<Link, String> {
     Link::builder(args.get("domain"), args.get("link"))
         .role(Role::Slave)
         .run_dir(args.get("run-dir"))
         .retry_interval(Duration::from_millis(10))
         .open()
         .map_err(|e| e.to_string())
+}
+
+/// A slave's link ([`slave_link`]) once up within `timeout`; `None` after
+/// reporting `error ...`.
+pub(crate) fn slave_up(args: &Args, timeout: Duration) -> Option<Link> {
+    let link =
+        slave_link(args).and_then(|l| l.wait_up(timeout).map(|_| l).map_err(|e| e.to_string()));
+    match link {
+        Ok(l) => Some(l),
+        Err(e) => {
+            report(&format!("error {e}"));
+            None
+        }
+    }
 }
 
 /// A legitimate slave: reports how long it took from opening the link to

@@ -18,28 +18,15 @@ use crate::{report, until_stdin_closes, Args};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use vecring_core::internal::abi::{self, Dir};
-use vecring_core::{Link, Producer, RingStorage, Role};
+use vecring_core::{Producer, RingStorage};
 
 /// The frame every mode sends.
 pub const FRAME: &[u8] = b"wait-attack frame";
 
 pub fn run(args: &Args) -> bool {
-    let link = match Link::builder(args.get("domain"), args.get("link"))
-        .role(Role::Slave)
-        .run_dir(args.get("run-dir"))
-        .retry_interval(Duration::from_millis(10))
-        .open()
-    {
-        Ok(l) => l,
-        Err(e) => {
-            report(&format!("error {e}"));
-            return false;
-        }
-    };
-    if let Err(e) = link.wait_up(Duration::from_secs(10)) {
-        report(&format!("error {e}"));
+    let Some(link) = crate::peer::slave_up(args, Duration::from_secs(10)) else {
         return false;
-    }
+    };
     let mut rx = link.receiver().expect("receiver");
     let Some(region) = rx.region() else {
         report("error link went down");

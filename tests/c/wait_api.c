@@ -11,6 +11,7 @@
  *                           1 at the first failed check, naming it)
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* syscall(2), for threads.h */
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -27,6 +28,10 @@
 
 #define CHECK_PROGRAM "wait_api"
 #include "check.h"
+#include "threads.h"
+
+/* Seconds a thread may take to fall asleep in a wait. */
+#define ASLEEP_S 10
 
 static const char *run_dir;
 
@@ -186,17 +191,21 @@ static void test_prepare_and_poll(vecring_link_t *m, vecring_link_t *s)
 
 struct drainer {
 	vecring_link_t *link;
-	long delay_ms;
+	pid_t sender; /* the thread that waits for room */
 	int frames;
+	int slept;      /* the sender was seen asleep */
+	double reading; /* when the first read began */
 	int rc;
 };
 
-/* Waits delay_ms, then receives `frames` frames with vecring_recv_timeout. */
+/* Once the sender sleeps (ASLEEP_S at most), receives `frames` frames with
+ * vecring_recv_timeout, noting when it began. */
 static void *drain(void *arg)
 {
 	struct drainer *d = arg;
 	size_t len;
-	sleep_ms(d->delay_ms);
+	d->slept = thread_wait_until_blocked(d->sender, ASLEEP_S);
+	d->reading = now();
 	for (int i = 0; i < d->frames; i++) {
 		d->rc = vecring_recv_timeout(d->link, buf, sizeof buf, &len, 10000);
 		if (d->rc != VECRING_OK)
@@ -227,14 +236,16 @@ static void test_sender_waits(vecring_link_t *m, vecring_link_t *s)
 	EXPECT(vecring_tx_wait(m, sizeof frame, 100), 0);
 	CHECK(now() - t0 >= 0.1, "vecring_tx_wait(100) returned after %.3f s", now() - t0);
 
-	/* The peer reads everything from 300 ms on: the send waits for it. */
-	struct drainer d = { s, 300, full + 1, 1 };
+	/* The peer reads everything once this thread sleeps in the send: the
+	 * send returns only after the peer's first read began. */
+	struct drainer d = { .link = s, .sender = thread_id(), .frames = full + 1, .rc = 1 };
 	CHECK(pthread_create(&t, NULL, drain, &d) == 0, "pthread_create");
-	t0 = now();
 	EXPECT(vecring_send_timeout(m, frame, sizeof frame, -1), VECRING_OK);
-	CHECK(now() - t0 >= 0.25, "vecring_send_timeout(-1) returned after %.3f s, before the peer read",
-	      now() - t0);
+	t0 = now();
 	pthread_join(t, NULL);
+	CHECK(d.slept, "vecring_send_timeout(-1) on a full ring was not seen asleep within %d s", ASLEEP_S);
+	CHECK(t0 >= d.reading, "vecring_send_timeout(-1) returned %.3f s before the peer began to read",
+	      d.reading - t0);
 	EXPECT(d.rc, VECRING_OK);
 	EXPECT(vecring_tx_wait(m, sizeof frame, 0), 1);
 	EXPECT(vecring_tx_prepare_wait(m, sizeof frame), 0);
@@ -244,7 +255,7 @@ static void test_sender_waits(vecring_link_t *m, vecring_link_t *s)
 struct waiter {
 	vecring_link_t *link;
 	int tx;            /* 1: vecring_send_timeout; 0: vecring_rx_wait */
-	atomic_int *sleeping;
+	atomic_int tid;    /* the thread's id, once it runs */
 	atomic_int done;
 	int rc;
 };
@@ -252,7 +263,7 @@ struct waiter {
 static void *wait_forever(void *arg)
 {
 	struct waiter *w = arg;
-	atomic_fetch_add(w->sleeping, 1);
+	atomic_store(&w->tid, (int)thread_id());
 	w->rc = w->tx ? vecring_send_timeout(w->link, frame, sizeof frame, -1) : vecring_rx_wait(w->link, -1);
 	atomic_store(&w->done, 1);
 	return NULL;
@@ -261,13 +272,15 @@ static void *wait_forever(void *arg)
 /* A slave whose master leaves and comes back: vecring_recv_timeout on it
  * waits through link down and up, on the same descriptor. */
 struct reopener {
+	pid_t receiver; /* the thread that waits in vecring_recv_timeout */
+	int slept;      /* it was seen asleep before the master came back */
 	int rc;
 };
 
 static void *reopen_master(void *arg)
 {
 	struct reopener *r = arg;
-	sleep_ms(300);
+	r->slept = thread_wait_until_blocked(r->receiver, ASLEEP_S);
 	vecring_link_t *m = open_link("w", VECRING_ROLE_MASTER);
 	r->rc = vecring_wait_up(m, 10000, NULL);
 	if (r->rc == VECRING_OK)
@@ -283,7 +296,7 @@ static void test_wait_through_down_and_up(vecring_link_t *s)
 	size_t len = 0;
 	pthread_t t;
 	int fd = vecring_rx_fd(s);
-	struct reopener r = { 1 };
+	struct reopener r = { .receiver = thread_id(), .rc = 1 };
 
 	EXPECT(vecring_wait_down(s, 10000), VECRING_OK);
 	EXPECT(vecring_recv(s, buf, sizeof buf, &len), VECRING_E_LINK_DOWN);
@@ -295,15 +308,14 @@ static void test_wait_through_down_and_up(vecring_link_t *s)
 	EXPECT(vecring_recv_timeout(s, buf, sizeof buf, &len, 20000), VECRING_OK);
 	CHECK(len == 27 && strcmp((char *)buf, "after the master came back") == 0, "the new master's frame");
 	pthread_join(t, NULL);
+	CHECK(r.slept, "vecring_recv_timeout on a link down was not seen asleep within %d s", ASLEEP_S);
 	EXPECT(r.rc, VECRING_OK);
 	CHECK(vecring_rx_fd(s) == fd, "the descriptor changed across the new master");
 }
 
 static void test_close_ends_waits(vecring_link_t *m, vecring_link_t *s)
 {
-	atomic_int sleeping = 0;
-	struct waiter w[2] = { { .link = s, .tx = 0, .sleeping = &sleeping },
-			       { .link = s, .tx = 1, .sleeping = &sleeping } };
+	struct waiter w[2] = { { .link = s, .tx = 0 }, { .link = s, .tx = 1 } };
 	pthread_t t[2];
 	size_t len = 0;
 
@@ -330,9 +342,13 @@ static void test_close_ends_waits(vecring_link_t *m, vecring_link_t *s)
 		;
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&t[i], NULL, wait_forever, &w[i]) == 0, "pthread_create");
-	while (atomic_load(&sleeping) < 2)
-		sleep_ms(1);
-	sleep_ms(200);
+	/* Both asleep in their calls, as the kernel says. */
+	for (int i = 0; i < 2; i++) {
+		for (int ms = 0; atomic_load(&w[i].tid) == 0 && ms < ASLEEP_S * 1000; ms++)
+			sleep_ms(1);
+		CHECK(thread_wait_until_blocked(atomic_load(&w[i].tid), ASLEEP_S), "%s was not seen asleep within %d s",
+		      w[i].tx ? "vecring_send_timeout(-1)" : "vecring_rx_wait(-1)", ASLEEP_S);
+	}
 	CHECK(!atomic_load(&w[0].done) && !atomic_load(&w[1].done), "the waits returned with nothing to wait for: %d %d",
 	      w[0].rc, w[1].rc);
 	/* A thread asleep in an RX (TX) call is inside it: others are refused;
@@ -344,9 +360,10 @@ static void test_close_ends_waits(vecring_link_t *m, vecring_link_t *s)
 
 	EXPECT(vecring_close(s), VECRING_OK);
 	/* The close bell wakes both at once. Without it they would sleep on to
-	 * their next look at the ring, a second after they started (1.0 s),
-	 * while the close stops waiting for them after half a second (0.2 + 0.5
-	 * s): they would still be asleep 0.2 s after it returned. */
+	 * their next look at the ring, a second after they started, while the
+	 * close (some 20 ms after they started: once both were seen asleep)
+	 * stops waiting for them after half a second: they would still be
+	 * asleep 0.2 s after it returned. */
 	double t0 = now();
 	while (!(atomic_load(&w[0].done) && atomic_load(&w[1].done)) && now() - t0 < 0.2)
 		sleep_ms(1);

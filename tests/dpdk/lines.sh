@@ -29,7 +29,7 @@ LINES=("$@")
 # The groups and cases of run.sh each line runs (the LXC group needs the
 # line's libraries inside a container and the hostile-peer group tests
 # line-independent Rust: both run on the distribution's line only).
-CORE=(devargs traffic link_state queues rust_interop rust_port rust_tools rust_intr rust_monitor tap)
+CORE=(devargs traffic link_state queues rust_interop rust_port rust_tools rust_intr rust_monitor rust_rx tap)
 PASSED=0
 FAILED=0
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }

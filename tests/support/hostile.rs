@@ -282,6 +282,11 @@ impl Proc {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.wait(Duration::ZERO).is_none()

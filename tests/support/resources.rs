@@ -1,6 +1,7 @@
 //! What the test process holds: its descriptors, its mappings of vecring
 //! regions and its datagram sockets, counted for leak checks and for the
-//! attacks that ring a peer's doorbell.
+//! attacks that ring a peer's doorbell; and the pages that back a
+//! process's regions.
 
 /// Number of open descriptors of this process.
 ///
@@ -39,6 +40,45 @@ pub fn region_mappings() -> usize {
         .lines()
         .filter(|l| l.contains("memfd:vecring"))
         .count()
+}
+
+/// Each mapping of a vecring region in process `pid` (`"self"` for this
+/// one), as `(inode, KiB)`: the region's memfd (the same inode in every
+/// process that maps it) and the kernel's page size backing the mapping
+/// (2048 on 2 MiB hugepages, 4 on ordinary pages), from
+/// `/proc/<pid>/smaps`: what really backs the region, whatever the process
+/// says about it.
+///
+/// # Panics
+/// If the process's `smaps` cannot be read.
+pub fn region_pages(pid: &str) -> Vec<(u64, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps"))
+        .unwrap_or_else(|e| panic!("cannot read /proc/{pid}/smaps: {e}"));
+    let mut pages = Vec::new();
+    // The inode of the vecring mapping being read, if any.
+    let mut inode = None;
+    for line in smaps.lines() {
+        // A mapping's first line: address range, permissions, offset,
+        // device, inode, path; the fields that follow start with a name
+        // and a colon.
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words
+            .first()
+            .is_some_and(|w| w.contains('-') && !w.ends_with(':'))
+        {
+            inode = words
+                .get(4)
+                .filter(|_| line.contains("memfd:vecring"))
+                .and_then(|i| i.parse::<u64>().ok());
+        } else if let (Some(i), Some(kib)) = (inode, line.strip_prefix("KernelPageSize:")) {
+            let kib = kib.trim().trim_end_matches("kB").trim();
+            let kib = kib
+                .parse()
+                .unwrap_or_else(|_| panic!("KernelPageSize '{kib}'"));
+            pages.push((i, kib));
+        }
+    }
+    pages
 }
 
 /// Every `AF_UNIX` datagram socket this process holds: the doorbell ends

@@ -257,6 +257,16 @@ impl Testpmd {
         t
     }
 
+    /// The testpmd process's id: the only child of its `timeout` watchdog
+    /// (`stdbuf` runs testpmd in its own place).
+    pub fn pid(&self) -> u32 {
+        let t = self.child.id();
+        std::fs::read_to_string(format!("/proc/{t}/task/{t}/children"))
+            .ok()
+            .and_then(|c| c.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no testpmd process under {t}", self.name))
+    }
+
     /// Everything testpmd printed so far.
     pub fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

@@ -283,12 +283,10 @@ fn txonly_reports_what_the_peer_took() {
             .parse()
             .unwrap()
     };
-    let (sent, taken, left) = (
-        num("sent "),
-        num("taken by the peer "),
-        num("still in the ring "),
-    );
-    assert_eq!(sent, taken + left, "{line}");
+    // The tool computes what is still in the ring from the other two:
+    // what the peer took is checked against the peer's own count below.
+    let (sent, taken) = (num("sent "), num("taken by the peer "));
+    assert!(taken <= sent, "{line}");
     assert!(
         err.contains("waiting for the master") || err.contains("link up"),
         "{err}"

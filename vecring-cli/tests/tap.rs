@@ -819,11 +819,9 @@ fn an_unprivileged_containers_root_runs_the_slave_tap() {
     // Copied by `cp`: no write descriptor of this process for a child
     // forked meanwhile to inherit (ETXTBSY).
     let tool = dir.join("vecring");
-    sh(&format!(
-        "cp {TOOL} {} && chmod 755 {}",
-        tool.display(),
-        tool.display()
-    ));
+    let copied = Command::new("cp").arg(TOOL).arg(&tool).status().unwrap();
+    assert!(copied.success(), "cp of the vecring tool failed: {copied}");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = dir.join("run");
     let config = dir.join("config");
     // The host's root file system shared, the domain directory bound,
@@ -960,7 +958,7 @@ fn tcp_transfer(p: &Pair, data: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn with_offloads_tcp_super_frames_cross_in_pieces_are_joined_back_and_the_bytes_arrive_intact() {
+fn with_offloads_tcp_super_frames_cross_in_pieces_and_the_bytes_arrive_intact() {
     if !root_or_skip("with_offloads_tcp_super_frames_cross_in_pieces") {
         return;
     }
@@ -993,15 +991,6 @@ fn with_offloads_tcp_super_frames_cross_in_pieces_are_joined_back_and_the_bytes_
             back.len(),
             data.len()
         );
-        // The receiving bridge joins the pieces back: the slave's
-        // interface receives packets larger than any frame on the link.
-        let (rx_bytes, rx_packets) = (p.b.counter("rx_bytes"), p.b.counter("rx_packets"));
-        if mtu == "9192" {
-            assert!(
-                rx_packets > 0 && rx_bytes / rx_packets > 9216,
-                "MTU {mtu}: {rx_packets} packets, {rx_bytes} bytes: the pieces were not joined"
-            );
-        }
         // The connection's last segments (the ACK of the server's FIN)
         // may still be on their way: the count once it stays still.
         let mut a_tx = p.a.counter("tx_bytes");

@@ -57,8 +57,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|e| e.to_string())?;
 
     // The peer: two visits of FRAMES frames each, a frame every 50 ms,
-    // the link going down between them.
+    // the link going down between them. It leaves after the task says it
+    // has read the visit's last frame (frames still in the ring when the
+    // slave leaves are lost with its generation).
     let slave_dir = run_dir.clone();
+    let (visit_read, read_by_task) = std::sync::mpsc::channel::<u32>();
     let peer = std::thread::spawn(move || -> Result<(), String> {
         for visit in 0..2u32 {
             let slave = Link::builder("tokio", "eth0")
@@ -75,8 +78,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let frame = format!("visit {visit} frame {i}");
                 tx.send(frame.as_bytes()).map_err(|e| e.to_string())?;
             }
-            // Lets the master read the last frame before leaving.
-            std::thread::sleep(Duration::from_millis(100));
+            match read_by_task.recv_timeout(Duration::from_secs(10)) {
+                Ok(v) if v == visit => {}
+                other => return Err(format!("visit {visit} not read by the task: {other:?}")),
+            }
         }
         Ok(())
     });
@@ -92,6 +97,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("got {text:?}, expected {want:?}").into());
         }
         println!("tokio_recv: {text}");
+        if n % FRAMES == FRAMES - 1 {
+            visit_read.send(n / FRAMES)?;
+        }
     }
     peer.join().map_err(|_| "the peer thread panicked")??;
     println!(

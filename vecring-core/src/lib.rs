@@ -105,6 +105,7 @@ pub mod ring;
 #[cfg(not(loom))]
 pub mod status;
 
+#[cfg(not(loom))]
 mod counters;
 #[cfg(not(loom))]
 mod pinned;

@@ -13,10 +13,10 @@
 //! The asker treats the answer as untrusted: it is bounded in size, and
 //! every value is parsed and checked.
 
+use crate::closer;
 use crate::counters::LinkCounters;
 use crate::handshake::{self, Kind, Msg};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -251,20 +251,16 @@ pub fn query(socket: &Path, timeout: Duration) -> Result<LinkStatus, QueryError>
         )));
     }
     let mut buf = vec![0u8; MAX_STATUS_LEN + 1];
-    // SAFETY: reads into a live buffer of its length; any descriptor sent
-    // along is discarded by the kernel (no control buffer).
-    let n = unsafe {
-        libc::recv(
-            conn.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if n < 0 {
-        return Err(io::Error::last_os_error().into());
+    // With a control buffer: whatever a listener that is no master sends
+    // along goes to the closers, never closed on this thread.
+    let (n, _, fds) = handshake::recv_bytes(&conn, &mut buf)?;
+    if !fds.is_empty() {
+        closer::count_planted(fds.len());
+        return Err(QueryError::Malformed(format!(
+            "the answer came with {} file descriptors (closed apart); a master sends none",
+            fds.len()
+        )));
     }
-    let n = n as usize;
     if n == handshake::MSG_LEN {
         // A handshake message, not a status: the master refused.
         if let Ok(m) = Msg::decode(&buf[..n]) {

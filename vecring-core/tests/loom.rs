@@ -16,7 +16,11 @@
 //! `ReadChunk::start_run`, `Consumer::find_ready`); the slots go back through the Release store and
 //! Acquire load of `tail`. Descriptors are loom atomics, and every model of
 //! more frames than slots runs the consumer into descriptors left from the
-//! lap before, which it must not take.
+//! lap before, which it must not take. Each Acquire/Release
+//! operation on the descriptors' stamps and on `tail`, weakened to `Relaxed`,
+//! fails these models, and so do a hold-back that does not hold or that
+//! holds back `recv` (`scripts/loom-weaken.sh` applies each of these and
+//! runs the models it must fail; the suite runs it).
 //!
 //! Each model pairs one way of writing (`Write`) with one way of reading
 //! (`Read`), so that every copy and in-place path of both sides runs against
@@ -75,7 +79,17 @@ enum Read {
     /// wait: every batch read of a few one-slot frames looks for published
     /// frames once more before reading (the hold-back's own search).
     HeldBack,
+    /// A hold-back of the whole ring that never expires (`wait:
+    /// Duration::MAX`): `Consumer::recv_batch`, and when it held ready
+    /// frames back (as it would for ever; `EndpointStats::held_back`
+    /// counts it), `Consumer::recv`, which is never held back and must take
+    /// one at once. `HELD_FOR_EVER` records that the hold-back held.
+    HeldForEver,
 }
+
+/// Set by a [`Read::HeldForEver`] model when a batch read held frames
+/// back (outside loom: it spans the model's executions).
+static HELD_FOR_EVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn builder() -> loom::model::Builder {
     let mut builder = loom::model::Builder::new();
@@ -155,11 +169,16 @@ fn write_all(tx: &mut Producer<HeapRing>, frames: &[Vec<u8>], how: Write) {
 fn read_all(rx: &mut Consumer<HeapRing>, count: usize, how: Read) -> Vec<Vec<u8>> {
     let slots = rx.geometry().slot_count() as usize;
     let max = rx.geometry().max_frame_len() as usize;
-    if let Read::HeldBack = how {
-        rx.set_hold_back(Some(HoldBack {
+    match how {
+        Read::HeldBack => rx.set_hold_back(Some(HoldBack {
             below_slots: slots as u32,
             wait: Duration::ZERO,
-        }));
+        })),
+        Read::HeldForEver => rx.set_hold_back(Some(HoldBack {
+            below_slots: slots as u32,
+            wait: Duration::MAX,
+        })),
+        _ => {}
     }
     let mut got: Vec<Vec<u8>> = Vec::new();
     while got.len() < count {
@@ -177,6 +196,19 @@ fn read_all(rx: &mut Consumer<HeapRing>, count: usize, how: Read) -> Vec<Vec<u8>
                 let (mut bufs, mut lens) = (vec![vec![0; max]; slots], vec![0; slots]);
                 let n = rx.recv_batch(&mut bufs, &mut lens).expect("consumer");
                 got.extend((0..n).map(|i| bufs[i][..lens[i]].to_vec()));
+            }
+            Read::HeldForEver => {
+                let (mut bufs, mut lens) = (vec![vec![0; max]; slots], vec![0; slots]);
+                let held = rx.stats().held_back;
+                let n = rx.recv_batch(&mut bufs, &mut lens).expect("consumer");
+                got.extend((0..n).map(|i| bufs[i][..lens[i]].to_vec()));
+                if rx.stats().held_back > held {
+                    assert_eq!(n, 0, "a batch read held back returns nothing");
+                    HELD_FOR_EVER.store(true, std::sync::atomic::Ordering::Relaxed);
+                    let mut buf = vec![0; max];
+                    let n = rx.recv(&mut buf).expect("recv is never held back");
+                    got.push(buf[..n].to_vec());
+                }
             }
             Read::Frames => {
                 let mut chunk = rx.read_chunk(slots).expect("consumer");
@@ -252,6 +284,20 @@ fn single_slot_frames_through_two_slots() {
     model(2, 64, &[1, 64, 7], Write::Send, Read::Recv);
 }
 
+/// Frames like the last one read (the same descriptor word) take `recv`'s
+/// fast path, which reads the slot without a chunk: one-slot frames
+/// lapping a two-slot ring.
+#[test]
+fn recv_fast_path_for_frames_like_the_last() {
+    model(2, 64, &[64; 5], Write::Send, Read::Recv);
+}
+
+/// `recv`'s fast path for two-slot frames; the ring holds two at a time.
+#[test]
+fn recv_fast_path_for_multi_slot_frames() {
+    model(4, 128, &[100; 4], Write::Send, Read::Recv);
+}
+
 #[test]
 fn multi_slot_frames_wrap_around() {
     model(4, 128, &[100, 30, 128], Write::Send, Read::Recv);
@@ -305,4 +351,16 @@ fn kept_frames_hold_their_slots_until_released() {
 #[test]
 fn hold_back_reads_head_again_before_holding() {
     model(4, 64, &[64; 5], Write::Send, Read::HeldBack);
+}
+
+/// A hold-back that never expires holds a batch read back in some
+/// interleaving (and so makes the hold-back's own look at `head` and the
+/// reads after it run under the model), and never holds back `recv`.
+#[test]
+fn hold_back_holds_batches_and_never_recv() {
+    model(4, 64, &[64; 5], Write::Send, Read::HeldForEver);
+    assert!(
+        HELD_FOR_EVER.load(std::sync::atomic::Ordering::Relaxed),
+        "no interleaving held a batch read back"
+    );
 }

@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # Group "rust", sourced by tests/dpdk/run.sh: the ignored Rust tests that
 # need root, testpmd and the PMD (tests/dpdk_interop.rs, dpdk_hostile.rs,
-# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs, dpdk_monitor.rs), built with cargo and run here; each passing
-# Rust test is one PASS, and each binary must list and pass exactly the
-# expected number of tests.
+# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs, dpdk_monitor.rs,
+# dpdk_rx.rs), built with cargo and run here; each passing Rust test is one
+# PASS, and each binary must list and pass exactly the expected number of
+# tests.
 
-group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr rust_monitor
+group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr rust_monitor rust_rx
 
 # rust_tests LABEL TEST COUNT: runs the ignored tests of tests/TEST.rs (each
 # counts as one check here). The binary must list exactly COUNT ignored
@@ -44,7 +45,7 @@ rust_tests() {
 			;;
 		esac
 	done <"$out"
-	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
+	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr|zc|hb)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
 	if grep -q "^failures:" "$out"; then
 		sed -n '/^failures:/,$p' "$out" | head -n 60 | sed 's/^/    /'
 	fi
@@ -83,3 +84,8 @@ test_rust_tool() { rust_tests "rust tool" dpdk_tool 1; }
 # its port closes within a second (tests/dpdk_intr.rs, tests/c/rx_intr.c).
 test_rust_intr() { rust_tests "rust intr" dpdk_intr 11; }
 test_rust_monitor() { rust_tests "rust monitor" dpdk_monitor 2; }
+# Zero-copy mbufs held by a C DPDK program give their slots back in ring
+# order only and outlive the link and the port; hold_back=true holds small
+# bursts back at the first poll, hold_back=false never (tests/dpdk_rx.rs,
+# tests/c/zero_copy.c, tests/c/hold_back.c).
+test_rust_rx() { rust_tests "rust rx" dpdk_rx 5; }

@@ -15,12 +15,9 @@
 //! (and, with `--offload`, of their virtio-net header): the peer is not
 //! trusted, and a frame longer than the interface's MTU allows or a
 //! header no kernel would send is dropped and counted, as a NIC drops a
-//! frame too long for it. With `--offload`, the TCP segments of one flow
-//! that follow one another in a batch are joined into one super-frame
-//! first ([`super::gro`]), one write for them all.
+//! frame too long for it.
 
 use super::epoll::{Epoll, Event};
-use super::gro::{Gro, Offer};
 use super::tso;
 use super::vnet::{self, Bad, VnetHdr};
 use std::io;
@@ -52,9 +49,7 @@ pub struct Tally {
     /// Frames (and bytes) read from the TAP and sent on the link.
     pub to_link_frames: AtomicU64,
     pub to_link_bytes: AtomicU64,
-    /// Frames (and bytes, without a virtio-net header) written to the
-    /// TAP: what the interface counts received (segments joined by
-    /// [`Gro`] are one frame).
+    /// Frames (and bytes) received from the link and written to the TAP.
     pub to_tap_frames: AtomicU64,
     pub to_tap_bytes: AtomicU64,
     /// Frames read from the TAP while the link was down: dropped.
@@ -96,8 +91,6 @@ pub struct Shared {
 /// One queue's thread's state.
 pub struct Queue {
     pub q: u16,
-    /// Segments from the link being joined (`--offload`).
-    pub gro: Gro,
     pub tap: OwnedFd,
     pub tx: Sender,
     pub rx: Receiver,
@@ -132,55 +125,6 @@ fn write_tap(tap: RawFd, segments: &[&[u8]]) -> io::Result<()> {
     let n = unsafe { libc::writev(tap, iov.as_ptr(), iov.len() as libc::c_int) };
     if n < 0 {
         return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Writes one frame of `len` bytes (in `segs`) to the TAP of queue `q`;
-/// whether the TAP took it. A refusal is counted (and said once); only
-/// a removed interface is an error.
-fn write_to_tap(
-    q: u16,
-    tap: RawFd,
-    t: &Tally,
-    once: &mut Once,
-    segs: &[&[u8]],
-    len: usize,
-) -> Result<bool, String> {
-    match write_tap(tap, segs) {
-        Ok(()) => Ok(true),
-        Err(e) if e.raw_os_error() == Some(libc::EBADFD) => Err(gone(q, "writing to", e)),
-        Err(e) => {
-            add(&t.drop_tap_refused, 1);
-            if !once.write {
-                once.write = true;
-                log::warn!(
-                    target: "vecring",
-                    "tap queue {q}: the interface refused a frame of {len} bytes from the link: {e} (counted; said once)"
-                );
-            }
-            Ok(false)
-        }
-    }
-}
-
-/// Writes the frame `gro` holds, if any, to the TAP of queue `q`,
-/// counting it in `frames` and `bytes`.
-fn write_joined(
-    q: u16,
-    tap: RawFd,
-    t: &Tally,
-    once: &mut Once,
-    gro: &mut Gro,
-    (frames, bytes): (&mut u64, &mut u64),
-) -> Result<(), String> {
-    let Some((joined, _)) = gro.take() else {
-        return Ok(());
-    };
-    let len = joined.len();
-    if write_to_tap(q, tap, t, once, &[joined], len)? {
-        *frames += 1;
-        *bytes += (len - vnet::VNET_HDR_LEN) as u64;
     }
     Ok(())
 }
@@ -287,7 +231,7 @@ impl Queue {
     /// Moves up to [`BATCH`] frames from the link to the TAP; returns
     /// whether there were any.
     fn link_to_tap(&mut self, once: &mut Once) -> Result<bool, String> {
-        let (q, tap, gro) = (self.q, self.tap.as_raw_fd(), &mut self.gro);
+        let tap = self.tap.as_raw_fd();
         let max_plain = self.shared.max_from_link.load(Ordering::Relaxed);
         let vnet_hdr = self.shared.vnet_hdr;
         let t = &*self.tally;
@@ -297,7 +241,7 @@ impl Queue {
             Err(_) => return Ok(false),
         };
         let mut seen = 0;
-        let (mut frames, mut bytes_out) = (0u64, 0u64);
+        let (mut frames, mut bytes) = (0u64, 0u64);
         // A corrupt descriptor ends the chunk; the link ends the generation.
         while let Ok(Some(frame)) = chunk.next_frame() {
             seen += 1;
@@ -318,36 +262,37 @@ impl Queue {
                     continue;
                 }
             }
-            if vnet_hdr {
-                if let Some(bytes) = frame.contiguous() {
-                    let mut offer = gro.offer(bytes);
-                    if offer == Offer::Full {
-                        write_joined(q, tap, t, once, gro, (&mut frames, &mut bytes_out))?;
-                        offer = gro.offer(bytes);
-                    }
-                    if offer == Offer::Held {
-                        continue;
-                    }
-                }
-                // Not for joining: after what is held, as it is.
-                write_joined(q, tap, t, once, gro, (&mut frames, &mut bytes_out))?;
-            }
             let mut segs: [&[u8]; 2] = [&[], &[]];
             let mut n = 0;
             for s in frame.segments() {
                 segs[n] = s;
                 n += 1;
             }
-            if write_to_tap(q, tap, t, once, &segs[..n], len)? {
-                frames += 1;
-                bytes_out += (len - if vnet_hdr { vnet::VNET_HDR_LEN } else { 0 }) as u64;
+            match write_tap(tap, &segs[..n]) {
+                Ok(()) => {
+                    frames += 1;
+                    bytes += (len - if vnet_hdr { vnet::VNET_HDR_LEN } else { 0 }) as u64;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBADFD) => {
+                    return Err(gone(self.q, "writing to", e));
+                }
+                Err(e) => {
+                    add(&t.drop_tap_refused, 1);
+                    if !once.write {
+                        once.write = true;
+                        log::warn!(
+                            target: "vecring",
+                            "tap queue {}: the interface refused a frame of {len} bytes from the link: {e} (counted; said once)",
+                            self.q
+                        );
+                    }
+                }
             }
         }
-        write_joined(q, tap, t, once, gro, (&mut frames, &mut bytes_out))?;
         drop(chunk);
         self.rx.flush_counters();
         add(&t.to_tap_frames, frames);
-        add(&t.to_tap_bytes, bytes_out);
+        add(&t.to_tap_bytes, bytes);
         Ok(seen > 0)
     }
 

@@ -289,13 +289,8 @@ impl IfConfig {
             *dst = src as libc::c_char;
         }
         req.ifr_ifru.ifru_hwaddr = addr;
-        ioctl_ptr(self.sock.as_raw_fd(), libc::SIOCSIFHWADDR, &mut req).map_err(|e| {
-            format!(
-                "{}: cannot set MAC {}: {e}",
-                self.name,
-                super::options::mac_text(mac)
-            )
-        })
+        ioctl_ptr(self.sock.as_raw_fd(), libc::SIOCSIFHWADDR, &mut req)
+            .map_err(|e| format!("{}: cannot set MAC {}: {e}", self.name, mac_text(mac)))
     }
 
     /// Brings the interface up (administratively; the carrier says whether
@@ -313,6 +308,14 @@ impl IfConfig {
         ioctl_ptr(self.sock.as_raw_fd(), libc::SIOCSIFFLAGS, &mut req)
             .map_err(|e| format!("{}: cannot bring it up: {e}", self.name))
     }
+}
+
+/// `aa:bb:cc:dd:ee:ff`.
+pub fn mac_text(mac: [u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(test)]

@@ -8,9 +8,8 @@
 //! - [`options`]: the options and their checks, before anything exists;
 //! - [`dev`]: the TAP interface and its settings (ioctls);
 //! - [`bridge`]: one thread per queue moving frames, asleep when idle;
-//! - [`vnet`]: the virtio-net header of `--offload`, [`tso`]: TCP
-//!   super-frames cut into pieces that fit the link's frames, and
-//!   [`gro`]: pieces from the link joined back for the interface;
+//! - [`vnet`]: the virtio-net header of `--offload`, and [`tso`]: TCP
+//!   super-frames cut into pieces that fit the link's frames;
 //! - [`epoll`]: the sets the threads sleep on.
 //!
 //! The main thread follows the link: the interface's carrier is on while
@@ -22,7 +21,6 @@
 mod bridge;
 mod dev;
 mod epoll;
-mod gro;
 mod options;
 mod tso;
 mod vnet;
@@ -30,13 +28,15 @@ mod vnet;
 pub use options::TapArgs;
 
 use bridge::{Queue, Shared, Tally};
+use dev::mac_text;
 use epoll::{Epoll, Event};
-use options::{link_prefix, mac_text, mtu_for, ETH_HLEN};
+use options::{link_prefix, mtu_for};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use vecring_core::Link;
+use vnet::ETH_HLEN;
 
 /// Bytes a VLAN tag adds to a frame: a frame from the link may carry one
 /// on top of the MTU.
@@ -150,7 +150,6 @@ pub fn run(args: &TapArgs) -> Result<(), String> {
         .zip(tap.take_queues().into_iter().zip(&tallies))
     {
         let queue = Queue {
-            gro: Default::default(),
             q,
             tap: tap_fd,
             tx,

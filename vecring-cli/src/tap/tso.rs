@@ -97,7 +97,7 @@ impl Layout {
 
 /// The ones' complement sum of `bytes` as 16-bit big-endian words, added
 /// to `sum`, not folded.
-pub(super) fn add_words(mut sum: u32, bytes: &[u8]) -> u32 {
+fn add_words(mut sum: u32, bytes: &[u8]) -> u32 {
     let mut chunks = bytes.chunks_exact(2);
     for w in &mut chunks {
         sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
@@ -108,8 +108,7 @@ pub(super) fn add_words(mut sum: u32, bytes: &[u8]) -> u32 {
     sum
 }
 
-/// `sum` folded into 16 bits (ones' complement).
-pub(super) fn fold(mut sum: u32) -> u16 {
+fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }

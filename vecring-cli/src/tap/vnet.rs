@@ -11,6 +11,10 @@
 /// Bytes of the header on the link and on the TAP (`TUNSETVNETHDRSZ`).
 pub const VNET_HDR_LEN: usize = 10;
 
+/// Bytes of an Ethernet header (addresses and type) before the payload
+/// the MTU counts.
+pub const ETH_HLEN: usize = 14;
+
 /// `flags`: the checksum from `csum_start` on is to be completed, stored
 /// at `csum_start + csum_offset`.
 pub const F_NEEDS_CSUM: u8 = 1;
@@ -91,7 +95,7 @@ pub enum Bad {
 /// (header included), a super-frame anything the link carries.
 pub fn check_from_link(hdr: Option<VnetHdr>, len: usize, max_plain: usize) -> Result<(), Bad> {
     let prefix = if hdr.is_some() { VNET_HDR_LEN } else { 0 };
-    if len < prefix + super::options::ETH_HLEN {
+    if len < prefix + ETH_HLEN {
         return Err(Bad::Short);
     }
     let Some(h) = hdr else {

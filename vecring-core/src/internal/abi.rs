@@ -107,6 +107,12 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"VECRING\0");
 /// carries its lap's stamp, which alone publishes the frame (see the module
 /// documentation).
 pub const VERSION_MAJOR: u16 = 5;
+
+/// Bytes in every handshake message (the layout: `handshake::wire`).
+pub const HANDSHAKE_MSG_LEN: usize = 256;
+/// A handshake message's first four bytes, `b"VRHS"`, read as a
+/// little-endian `u32`.
+pub const HANDSHAKE_MAGIC: u32 = u32::from_le_bytes(*b"VRHS");
 /// Compatible additions bump this; informational.
 pub const VERSION_MINOR: u16 = 0;
 /// Feature bits this build understands. None are defined yet.

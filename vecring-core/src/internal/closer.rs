@@ -26,13 +26,24 @@
 //!   ([`MAX_CLOSERS`]); past them, what waits stays open in the queue,
 //!   counted ([`stats`]), until a closer is free.
 //!
+//! What the closers hold, and what a read may yet bring, is bounded
+//! ([`room`]): a peer whose files never finish closing ties up the closers,
+//! and everything passed after them waits open in the queue, a slot of our
+//! descriptor table each. Once the table is full the kernel closes what a
+//! message carries beyond it on the reading thread, the very close the
+//! closers exist to keep away. So every read that may carry descriptors
+//! first reserves room for a whole message ([`SCM_MAX_FD`]) within
+//! [`limit`], half of the soft `RLIMIT_NOFILE`; without room the reader
+//! leaves the socket unread (the master stops accepting and reading
+//! peers, a receiver checks its ring by timer) until closes complete.
+//!
 //! `VECRING_NO_PASSRIGHTS=1` in the environment makes [`refuse_rights`]
 //! report the kernel as unable, so that the deferring path, the only one on
 //! older kernels, can be tested on a new one.
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 /// `SO_PASSRIGHTS` (`asm-generic/socket.h`, Linux 6.16); the libc crate
@@ -131,6 +142,93 @@ pub fn refuse_rights(fd: BorrowedFd<'_>) -> bool {
     rights_refusable() && set_passrights_off(fd.as_raw_fd())
 }
 
+/// Descriptors held for peers: open in the closers (queued or closing),
+/// plus room reserved by reads in progress ([`room`]).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Descriptors the closers may hold, with the room reserved by reads:
+/// half of the soft `RLIMIT_NOFILE` (read once), at least two messages'
+/// worth, at most 4096.
+pub fn limit() -> usize {
+    static LIMIT: OnceLock<usize> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        // SAFETY: an all-zero rlimit is valid; getrlimit fills it.
+        let mut r: libc::rlimit = unsafe { core::mem::zeroed() };
+        // SAFETY: `r` is live for the call.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+            r.rlim_cur
+        } else {
+            1024
+        };
+        let soft = usize::try_from(soft).unwrap_or(usize::MAX);
+        (soft / 2).clamp(2 * SCM_MAX_FD, 4096)
+    })
+}
+
+/// Room reserved in our descriptor table for what one read may bring; it
+/// is given back when this drops (what the read brought is counted by
+/// [`dispose`] on its own).
+#[derive(Debug)]
+#[must_use = "the room is given back when this drops"]
+pub struct Room(usize);
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        // Relaxed: a count; nothing is published with it.
+        HELD.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Reserves room for `n` descriptors a read may bring, if the closers
+/// and the reads in progress leave it within [`limit`].
+pub fn room(n: usize) -> Option<Room> {
+    reserve_in(&HELD, limit(), n).then(|| Room(n))
+}
+
+/// Adds `n` to `held` if the sum stays within `limit`.
+fn reserve_in(held: &AtomicUsize, limit: usize, n: usize) -> bool {
+    // Relaxed: a count; nothing is published with it. The update is one
+    // atomic step, so two readers cannot both take the last room.
+    held.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {
+        h.checked_add(n).filter(|&t| t <= limit)
+    })
+    .is_ok()
+}
+
+/// Whether a read that may carry a whole message of descriptors, and the
+/// socket it comes on, would find room now (a check, reserving nothing).
+pub fn has_room() -> bool {
+    // Relaxed: see `room`.
+    HELD.load(Ordering::Relaxed) + SCM_MAX_FD < limit()
+}
+
+/// Why a read found no [`room`]: the descriptors still closing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoRoom(pub u64);
+
+impl std::fmt::Display for NoRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} descriptors passed by peers are still closing: nothing more is read from peers until some close",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NoRoom {}
+
+/// The error of a read that found no [`room`] (nothing was read):
+/// `WouldBlock`, carrying [`NoRoom`] ([`is_no_room`]).
+pub fn no_room() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::WouldBlock, NoRoom(stats().open))
+}
+
+/// Whether `e` is [`no_room`]'s.
+pub fn is_no_room(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|r| r.is::<NoRoom>())
+}
+
 /// What the closers have seen, for counters and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CloserStats {
@@ -141,6 +239,8 @@ pub struct CloserStats {
     pub deferred: u64,
     /// Of those, still open: queued, or in a close that has not returned.
     pub open: u64,
+    /// Those, plus the room reads in progress reserved ([`room`]).
+    pub held: u64,
 }
 
 static PLANTED: AtomicU64 = AtomicU64::new(0);
@@ -158,6 +258,8 @@ pub fn stats() -> CloserStats {
         planted: PLANTED.load(Ordering::Relaxed),
         deferred: s.deferred,
         open: s.fds.len() as u64 + s.busy as u64,
+        // Relaxed: see `room`.
+        held: HELD.load(Ordering::Relaxed) as u64,
     }
 }
 
@@ -192,6 +294,8 @@ fn queue() -> &'static Queue {
 /// short lock), whatever the file is.
 pub fn dispose(fd: OwnedFd) {
     let q = queue();
+    // Relaxed: see `room`. Given back by the closer once the close returns.
+    HELD.fetch_add(1, Ordering::Relaxed);
     let spawn = {
         let mut s = q.state.lock().unwrap_or_else(|e| e.into_inner());
         s.fds.push_back(fd);
@@ -227,6 +331,8 @@ fn closer(q: &'static Queue) {
                 s.busy += 1;
                 drop(s);
                 drop(fd);
+                // Relaxed: see `room`.
+                HELD.fetch_sub(1, Ordering::Relaxed);
                 s = q.state.lock().unwrap_or_else(|e| e.into_inner());
                 s.busy -= 1;
             }
@@ -421,6 +527,29 @@ mod tests {
             assert!(Instant::now() < deadline, "the closer never closed it");
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    #[test]
+    fn room_is_reserved_within_the_limit_and_never_past_it() {
+        let held = AtomicUsize::new(0);
+        assert!(reserve_in(&held, 600, SCM_MAX_FD));
+        assert!(reserve_in(&held, 600, SCM_MAX_FD));
+        assert!(!reserve_in(&held, 600, SCM_MAX_FD), "506 + 253 > 600");
+        assert_eq!(held.load(Ordering::Relaxed), 2 * SCM_MAX_FD);
+        assert!(reserve_in(&held, 600, 600 - 2 * SCM_MAX_FD));
+        assert!(!reserve_in(&held, 600, 1));
+        assert!(!reserve_in(&held, usize::MAX, usize::MAX), "no overflow");
+    }
+
+    #[test]
+    fn the_limit_leaves_room_for_two_messages() {
+        assert!(limit() >= 2 * SCM_MAX_FD);
+        assert!(limit() <= 4096);
+        // A room taken and dropped leaves the count where it was (other
+        // tests dispose concurrently: compare after settling is not
+        // possible, so take a room of 0, which always fits).
+        let r = room(0).expect("an empty room always fits");
+        drop(r);
     }
 
     #[test]

@@ -33,6 +33,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// constantly cannot keep a drain going.
 const DRAIN_MAX: usize = 64;
 
+/// What one [`Doorbell::drain`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Datagrams read.
+    pub count: usize,
+    /// It stopped before the end because a datagram's descriptors might
+    /// not fit ([`closer::room`]): what is queued stays unread.
+    pub no_room: bool,
+}
+
 /// One side's end of a ring's doorbell pair.
 #[derive(Debug)]
 pub struct Doorbell {
@@ -169,11 +179,13 @@ impl Doorbell {
         };
     }
 
-    /// Reads what is queued on our end, at most 64 datagrams;
-    /// returns how many. Descriptors passed along (only possible where the
-    /// kernel cannot refuse them) are taken and handed to the closers, and
-    /// the doorbell is marked [`tainted`](Self::tainted).
-    pub fn drain(&self) -> usize {
+    /// Reads what is queued on our end, at most 64 datagrams, and says
+    /// how many. Descriptors passed along (only possible where the kernel
+    /// cannot refuse them) are taken and handed to the closers, and the
+    /// doorbell is marked [`tainted`](Self::tainted); where they might not
+    /// fit in our table ([`closer::room`]) the drain stops, reading
+    /// nothing more ([`Drained::no_room`]).
+    pub fn drain(&self) -> Drained {
         let mut n = 0;
         while n < DRAIN_MAX {
             let rc = if self.refused {
@@ -189,6 +201,12 @@ impl Doorbell {
                     )
                 }
             } else {
+                let Some(_room) = closer::room(closer::SCM_MAX_FD) else {
+                    return Drained {
+                        count: n,
+                        no_room: true,
+                    };
+                };
                 self.recv_taking_fds()
             };
             if rc < 0 {
@@ -201,7 +219,10 @@ impl Doorbell {
                 break;
             }
         }
-        n
+        Drained {
+            count: n,
+            no_room: false,
+        }
     }
 
     /// One datagram, with a control buffer that holds as many descriptors
@@ -308,13 +329,13 @@ mod tests {
     fn a_ring_wakes_the_other_end_and_drains() {
         let (ours, theirs) = Doorbell::pairs(2).unwrap();
         let theirs = Doorbell::received(theirs, &me()).unwrap();
-        assert_eq!(theirs[0].drain(), 0);
+        assert_eq!(theirs[0].drain().count, 0);
         ours[0].ring();
         ours[0].ring();
-        assert_eq!(theirs[0].drain(), 2);
-        assert_eq!(theirs[1].drain(), 0, "pairs are separate");
+        assert_eq!(theirs[0].drain().count, 2);
+        assert_eq!(theirs[1].drain().count, 0, "pairs are separate");
         theirs[1].ring();
-        assert_eq!(ours[1].drain(), 1, "both ways");
+        assert_eq!(ours[1].drain().count, 1, "both ways");
     }
 
     #[test]

@@ -134,6 +134,7 @@ impl<E: Attach> Endpoint<E> {
             frames: frames.load(Ordering::Relaxed),
             bytes: bytes.load(Ordering::Relaxed),
             corruptions: 0,
+            held_back: 0,
         };
         Endpoint {
             shared,
@@ -154,6 +155,13 @@ impl<E: Attach> Endpoint<E> {
             self.carried.frames + now.frames,
             self.carried.bytes + now.bytes,
         )
+    }
+
+    /// Batch reads held back over all generations (see
+    /// [`EndpointStats::held_back`]).
+    pub(super) fn held_back(&self) -> u64 {
+        let now = self.ring.as_ref().map_or(0, |r| r.stats().held_back);
+        self.carried.held_back + now
     }
 
     /// Stores this endpoint's totals in the link's counters of its queue.
@@ -183,6 +191,7 @@ impl<E: Attach> Endpoint<E> {
             let st = old.stats();
             self.carried.frames += st.frames;
             self.carried.bytes += st.bytes;
+            self.carried.held_back += st.held_back;
             old.detach(&self.shared, self.queue);
         }
         self.reported = false;

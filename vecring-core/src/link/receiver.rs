@@ -56,6 +56,13 @@ impl Receiver {
         self.hold_epoch = u64::MAX;
     }
 
+    /// Batch reads that found nothing because the hold-back held ready
+    /// frames back, over every generation of this receiver: how often the
+    /// hold-back held, to tell it from a link with nothing to read.
+    pub fn held_back(&self) -> u64 {
+        self.ep.held_back()
+    }
+
     /// The current generation's consumer, with the hold-back applied.
     #[inline]
     fn consumer(&mut self) -> Result<&mut Consumer<RegionRing>, Gone> {

@@ -147,7 +147,23 @@ impl WaitSet {
             // SAFETY: an 8-byte buffer live for the call, on our timerfd.
             unsafe { libc::read(self.timer.as_raw_fd(), buf.as_mut_ptr().cast(), 8) };
         }
-        pending & BELL != 0 && self.bell.as_ref().is_some_and(|b| b.drain() > 0)
+        if pending & BELL == 0 {
+            return false;
+        }
+        let Some(b) = &self.bell else {
+            return false;
+        };
+        let drained = b.drain();
+        if drained.no_room && !self.muted {
+            // What is queued may carry descriptors that would not fit
+            // (see `crate::closer`): left unread, and the doorbell out of
+            // the set, so that it does not wake us again at once. Sleeps
+            // become naps; the first wakeup that finds work puts it back.
+            let _ = self.set.remove(b.as_fd().as_raw_fd());
+            self.muted = true;
+            log::debug!("vecring: the closers are full; checking the ring by timer for a while");
+        }
+        drained.count > 0
     }
 
     /// After a wakeup: `rang` (the doorbell had rung when drained) and

@@ -611,24 +611,26 @@ unsafe fn four_equal(descs: *const SlotDesc, word: u64) -> core::arch::x86_64::_
 }
 
 /// [`put_desc`] for `count` frames whose first descriptors lie `step`
-/// entries apart from `descs`.
+/// entries apart from `descs`, the last first: a consumer that waits on
+/// the first (at its read position) finds the others published when it
+/// sees it, and reads no line the stores are still landing on.
 ///
 /// # Safety
 /// The `count` descriptors are within the descriptor array.
 #[inline(always)]
 pub(super) unsafe fn put_descs(descs: *const SlotDesc, count: usize, step: usize, word: u64) {
     // Four stores a step of the loop.
-    let mut j = 0;
-    while j + 4 <= count {
-        for i in j..j + 4 {
+    let mut j = count;
+    while j >= 4 {
+        for i in (j - 4..j).rev() {
             // SAFETY: `i < count`: one of the caller's descriptors.
             put_desc(unsafe { &*descs.add(i * step) }, word);
         }
-        j += 4;
+        j -= 4;
     }
-    while j < count {
+    while j > 0 {
+        j -= 1;
         // SAFETY: `j < count`: one of the caller's descriptors.
         put_desc(unsafe { &*descs.add(j * step) }, word);
-        j += 1;
     }
 }

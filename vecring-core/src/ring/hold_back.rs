@@ -127,6 +127,7 @@ impl<S: RingStorage> Consumer<S> {
             self.held_since = None;
             return false;
         }
+        self.stats.held_back += 1;
         true
     }
 }

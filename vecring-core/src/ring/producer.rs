@@ -299,6 +299,10 @@ impl<S: RingStorage> Producer<S> {
         // A frame taken from `frames` by the stream loop below but not
         // written by it.
         let mut pending: Option<&[u8]> = None;
+        // The first frame's descriptor and word, stored last: a consumer
+        // waiting on it (at its read position) then finds the batch whole,
+        // and reads no descriptor line while the batch's stores land on it.
+        let mut first: Option<(*const SlotDesc, u64)> = None;
         loop {
             let frame = match pending.take() {
                 Some(frame) => frame,
@@ -329,7 +333,11 @@ impl<S: RingStorage> Producer<S> {
                 // cursors are at most one past it.
                 unsafe {
                     copy_bytes(dst, frame.as_ptr(), len);
-                    put_desc(&*desc, plan.word);
+                    if n == 0 {
+                        first = Some((desc, plan.word));
+                    } else {
+                        put_desc(&*desc, plan.word);
+                    }
                     dst = dst.add(plan.stride);
                     desc = desc.add(plan.slots as usize);
                 }
@@ -384,9 +392,10 @@ impl<S: RingStorage> Producer<S> {
                     break;
                 }
                 refreshed = true;
-                // The `used` slots written so far are published already
-                // (each by its descriptor), so the consumer may have
-                // released them: the consumer's index is checked against
+                // The `used` slots written so far may be published
+                // already (a first frame written here publishes at once),
+                // so the consumer may have released them: the consumer's
+                // index is checked against
                 // the head after them, and the free slots are counted
                 // from `start` again.
                 self.head = start.wrapping_add(used);
@@ -407,6 +416,10 @@ impl<S: RingStorage> Producer<S> {
             (dst, desc) = shape.cursors(&run, used);
             n += 1;
             bytes += len as u64;
+        }
+        if let Some((desc, word)) = first {
+            // SAFETY: the first frame's descriptor, in the array.
+            put_desc(unsafe { &*desc }, word);
         }
         let used = Run::slots_between(run.descs, desc);
         if n > 0 {

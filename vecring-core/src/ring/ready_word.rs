@@ -10,11 +10,15 @@
 //! frame may be ready (or the peer wrote something the next read will
 //! judge): then do not sleep.
 
+#[cfg(not(loom))]
 use super::consumer::Consumer;
-use crate::abi::DESC_STAMP_MASK;
+#[cfg(not(loom))]
 use super::storage::RingStorage;
+#[cfg(not(loom))]
+use crate::abi::DESC_STAMP_MASK;
 
-/// Where a consumer's next frame shows up; see the [module](self).
+/// Where a consumer's next frame shows up: the word, the bits of it
+/// that tell, and how their value says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadyWord {
     /// The word: 8 bytes, aligned, in memory the producer writes. Valid

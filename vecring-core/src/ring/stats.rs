@@ -10,4 +10,7 @@ pub struct EndpointStats {
     /// Times the peer's corruption was detected (0 or 1 per endpoint: the
     /// endpoint stays poisoned).
     pub corruptions: u64,
+    /// Batch reads that found nothing because the hold-back held ready
+    /// frames back ([`crate::HoldBack`]; a consumer's, 0 for a producer).
+    pub held_back: u64,
 }

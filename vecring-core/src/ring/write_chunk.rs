@@ -107,6 +107,13 @@ impl<S: RingStorage> WriteChunk<'_, S> {
         self.stream = on;
     }
 
+    /// Whether a frame of this chunk was written with non-temporal stores
+    /// (see [`set_streaming`](Self::set_streaming)); `commit` then fences
+    /// before publishing.
+    pub fn streamed(&self) -> bool {
+        self.streamed
+    }
+
     /// Frames pushed so far.
     pub fn frames(&self) -> usize {
         self.frames
@@ -316,21 +323,42 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     /// the run to `used`, all of `like_word` and `like_slots`, each with
     /// its lap's stamp less `lag`: one store each, with no load, the
     /// frames that start before the end of the data area in the run's lap,
-    /// the others in the next.
+    /// the others in the next. The last first, `from`'s last of all (see
+    /// [`put_descs`]).
     #[inline(always)]
     fn describe(&self, from: u64, lag: Lag) {
         let (shape, run) = (&self.shape, &self.run);
         let (to, step) = (self.used, self.like_slots);
         let before = to.min(run.to_end);
-        let mut at = from;
-        if from < before {
-            // The frames that start before the end of the data area.
+        // The frames before the end of the data area, and the first past it.
+        let (count, past) = if from < before {
             let ahead = before - from;
             let count = if step == 1 {
                 ahead
             } else {
                 ahead.div_ceil(step)
             };
+            (count, from + count * step)
+        } else {
+            (0, from)
+        };
+        if past < to {
+            // Past the end of the data area: the next lap, from the start
+            // of the array; the last first.
+            let next = run.start.wrapping_add(run.to_end);
+            let word = self.like_word | shape.stamp(next).wrapping_sub(lag.0);
+            let mut at = past + (to - past - 1) / step * step;
+            loop {
+                // The slot `at - run.to_end` from the start: below
+                // `slot_count`, as the reservation is at most the ring.
+                put_desc(shape.desc(run.start.wrapping_add(at)), word);
+                if at == past {
+                    break;
+                }
+                at -= step;
+            }
+        }
+        if count > 0 {
             let word = self.like_word | run.stamp.wrapping_sub(lag.0);
             // SAFETY: the `count` frames' first descriptors, from `from`
             // slots into the run to before `run.to_end`: within the array.
@@ -342,36 +370,26 @@ impl<S: RingStorage> WriteChunk<'_, S> {
                     word,
                 )
             };
-            at += count * step;
-        }
-        if at < to {
-            // Past the end of the data area: the next lap, from the start
-            // of the array.
-            let next = run.start.wrapping_add(run.to_end);
-            let word = self.like_word | shape.stamp(next).wrapping_sub(lag.0);
-            while at < to {
-                // The slot `at - run.to_end` from the start: below
-                // `slot_count`, as the reservation is at most the ring.
-                put_desc(shape.desc(run.start.wrapping_add(at)), word);
-                at += step;
-            }
         }
     }
 
-    /// Publishes every frame pushed, in order: the frames pushed since
-    /// the last change of length get their descriptors, with their laps'
-    /// stamps, and those before have one lap added to theirs. Returns how
-    /// many.
+    /// Publishes every frame pushed: the frames pushed since the last
+    /// change of length get their descriptors, with their laps' stamps,
+    /// the last first, and those before have one lap added to theirs. In a
+    /// chunk of one length the first frame is published last, so that a
+    /// consumer waiting on it finds the chunk whole. Returns how many.
     #[inline(always)]
     pub fn commit(self) -> usize {
         if self.used > 0 {
             if self.streamed {
                 store_fence();
             }
+            // The frames since the last change of length first, so that
+            // a chunk of one length publishes its first frame last.
+            self.describe(self.like_from, Lag::NONE);
             if self.like_from > 0 {
                 self.stamp_frames(self.run.start.wrapping_add(self.like_from));
             }
-            self.describe(self.like_from, Lag::NONE);
             let head = self.run.start.wrapping_add(self.used);
             self.producer.publish(head, self.frames, self.bytes);
         }

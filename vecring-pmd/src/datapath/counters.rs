@@ -58,6 +58,10 @@ pub struct RxCounters {
     pub filtered: Counter,
     /// Frames dropped: no mbufs for the extra segments of a scattered frame.
     pub scatter_nombuf: Counter,
+    /// Frames delivered as mbufs attached to their slots (`zero_copy=true`;
+    /// the rest of a zero-copy queue's frames are copied: short, or
+    /// wrapping around the ring's end).
+    pub zero_copy: Counter,
 }
 
 /// Transmit-side counters of one TX queue, written by the lcore polling it.
@@ -80,6 +84,8 @@ pub struct TxCounters {
     /// the ring is full and the peer has no receiver on it. Taken and freed
     /// rather than left to the application, which would retry them forever.
     pub peer_queue_absent: Counter,
+    /// Bursts that wrote frames with non-temporal stores (`super::stream`).
+    pub streamed: Counter,
 }
 
 const _: () = assert!(

@@ -298,6 +298,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
 
     let (mut filled, mut bytes) = (0usize, 0u64);
     let (mut too_large, mut filtered, mut scatter_nombuf) = (0u64, 0u64, 0u64);
+    let mut attached = 0u64;
     while filled < want {
         let frame = match chunk.next_frame() {
             Ok(Some(f)) => f,
@@ -329,6 +330,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             // SAFETY: `m` is a fresh mbuf of ours; the frame is contiguous,
             // in the ring `z` was made for.
             unsafe { z.attach(m, &frame) };
+            attached += 1;
         } else if len <= buf_space {
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
@@ -386,6 +388,9 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         r.too_large.add(too_large);
         r.filtered.add(filtered);
         r.scatter_nombuf.add(scatter_nombuf);
+    }
+    if ZC && attached > 0 {
+        r.zero_copy.add(attached);
     }
     filled as u16
 }

@@ -130,10 +130,11 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // line out of most bursts.
     // SAFETY: every pointer of the array is a valid mbuf.
     let lens = mbufs.iter().map(|&m| unsafe { mbuf::pkt_len(m) } as usize);
-    let mut chunk = match sender.write_chunk_for(lens) {
+    let (mut chunk, streamed) = match sender.write_chunk_for(lens) {
         Ok(mut c) => {
-            c.set_streaming(q.stream.admit(n));
-            c
+            let streamed = q.stream.admit(n);
+            c.set_streaming(streamed);
+            (c, streamed)
         }
         Err(_) => {
             if q.shared.link_up.load(Ordering::Relaxed) && !sender.is_up() {
@@ -197,6 +198,9 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
 
     t.packets.add(sent);
     t.bytes.add(bytes);
+    if streamed && sent > 0 {
+        t.streamed.add(1);
+    }
     if dropped > 0 {
         t.too_large.add(dropped);
     }

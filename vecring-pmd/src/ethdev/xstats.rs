@@ -9,11 +9,15 @@
 //!
 //! 1. port totals of the drops (`rx_too_large_drops`, ...,
 //!    `tx_peer_queue_absent_drops`), summed over every queue;
-//! 2. per RX queue `q`: `rx_q{q}_too_large_drops`, `rx_q{q}_filtered_drops`,
-//!    `rx_q{q}_scatter_nombuf_drops`;
-//! 3. per TX queue `q`: `tx_q{q}_too_large_drops`, `tx_q{q}_ring_full`,
-//!    `tx_q{q}_link_down`, `tx_q{q}_peer_queue_absent_drops`;
-//! 4. the link's counters, `link_generation` to `pinned_regions`.
+//! 2. port totals of the data path's ways: `rx_zero_copy_frames` (frames
+//!    delivered attached to their slots) and `tx_streamed_bursts` (bursts
+//!    written with non-temporal stores);
+//! 3. per RX queue `q`: `rx_q{q}_too_large_drops`, `rx_q{q}_filtered_drops`,
+//!    `rx_q{q}_scatter_nombuf_drops`, `rx_q{q}_zero_copy_frames`;
+//! 4. per TX queue `q`: `tx_q{q}_too_large_drops`, `tx_q{q}_ring_full`,
+//!    `tx_q{q}_link_down`, `tx_q{q}_peer_queue_absent_drops`,
+//!    `tx_q{q}_streamed_bursts`;
+//! 5. the link's counters, `link_generation` to `pinned_regions`.
 //!
 //! ethdev adds the per-queue packet and byte counts itself (`rx_q0_packets`,
 //! ...: the port sets `RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS`), from
@@ -68,11 +72,18 @@ const PORT_DROPS: &[Named<Snapshot>] = &[
     ("tx_peer_queue_absent_drops", |s| s.tx().peer_queue_absent),
 ];
 
+/// The data path's ways, port totals.
+const PORT_PATHS: &[Named<Snapshot>] = &[
+    ("rx_zero_copy_frames", |s| s.rx().zero_copy),
+    ("tx_streamed_bursts", |s| s.tx().streamed),
+];
+
 /// Per RX queue `q`: `rx_q{q}_` and these.
 const RX_QUEUE: &[Named<RxSnap>] = &[
     ("too_large_drops", |q| q.too_large),
     ("filtered_drops", |q| q.filtered),
     ("scatter_nombuf_drops", |q| q.scatter_nombuf),
+    ("zero_copy_frames", |q| q.zero_copy),
 ];
 
 /// Per TX queue `q`: `tx_q{q}_` and these.
@@ -81,6 +92,7 @@ const TX_QUEUE: &[Named<TxSnap>] = &[
     ("ring_full", |q| q.ring_full),
     ("link_down", |q| q.link_down),
     ("peer_queue_absent_drops", |q| q.peer_queue_absent),
+    ("streamed_bursts", |q| q.streamed),
 ];
 
 /// The link's counters, last.
@@ -103,6 +115,7 @@ fn queues(nb: u16) -> usize {
 /// queues has (the length of [`list`]).
 pub fn count(nb_rx: u16, nb_tx: u16) -> usize {
     PORT_DROPS.len()
+        + PORT_PATHS.len()
         + RX_QUEUE.len() * queues(nb_rx)
         + TX_QUEUE.len() * queues(nb_tx)
         + PORT_LINK.len()
@@ -117,6 +130,7 @@ pub fn list(nb_rx: u16, nb_tx: u16) -> Vec<Xstat> {
         source: Source::Port(f),
     };
     v.extend(PORT_DROPS.iter().map(port));
+    v.extend(PORT_PATHS.iter().map(port));
     for q in 0..queues(nb_rx) {
         v.extend(RX_QUEUE.iter().map(|&(what, f)| Xstat {
             name: format!("rx_q{q}_{what}"),
@@ -158,8 +172,8 @@ mod tests {
                 assert!(seen.insert(x.name.clone()), "{} twice", x.name);
             }
         }
-        assert_eq!(count(1, 1), 8 + 3 + 4 + 6);
-        assert_eq!(count(16, 16), 8 + 16 * 7 + 6, "16 queues at most");
+        assert_eq!(count(1, 1), 8 + 2 + 4 + 5 + 6);
+        assert_eq!(count(16, 16), 8 + 2 + 16 * 9 + 6, "16 queues at most");
         assert_eq!(count(40, 17), count(16, 16));
     }
 
@@ -201,7 +215,11 @@ mod tests {
             ["rejected_peers", "pinned_regions"]
         );
         assert_eq!(names[0], "rx_too_large_drops");
-        assert_eq!(names[PORT_DROPS.len()], "rx_q0_too_large_drops");
+        assert_eq!(names[PORT_DROPS.len()], "rx_zero_copy_frames");
+        assert_eq!(
+            names[PORT_DROPS.len() + PORT_PATHS.len()],
+            "rx_q0_too_large_drops"
+        );
     }
 
     #[test]

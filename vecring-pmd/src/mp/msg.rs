@@ -1,7 +1,7 @@
 //! The messages of the primary/secondary protocol ([`super`]) and their
 //! paging: one `rte_mp_msg` carries 256 bytes of parameters, at most
 //! [`MAX_VALUES`] values, fewer than a port of 16 queues reports (87
-//! statistics, up to 126 xstats). So a request names the index of the
+//! statistics, up to 160 xstats). So a request names the index of the
 //! first value it wants, a reply carries the values from there (at most
 //! [`MAX_VALUES`]) and the total, and the secondary asks again from where
 //! the reply ended ([`Pages`]) until it has them all.
@@ -317,11 +317,11 @@ mod tests {
         assert_eq!(decode_reply(&bad).unwrap_err(), -libc::EPROTO);
     }
 
-    /// 126 values (the xstats of 16 queues each way) cross in 5 pages, in
+    /// 160 values (the xstats of 16 queues each way) cross in 6 pages, in
     /// order; a page from the end is empty, past it refused.
     #[test]
     fn pages_carry_every_value_in_order() {
-        let all: Vec<u64> = (1000..1126).collect();
+        let all: Vec<u64> = (1000..1160).collect();
         let mut pages = Pages::default();
         let mut asked = 0;
         loop {
@@ -335,8 +335,8 @@ mod tests {
         }
         assert_eq!(asked, all.len().div_ceil(MAX_VALUES));
         assert_eq!(pages.into_values(), all);
-        assert_eq!(page(&all, 126).unwrap(), &[] as &[u64]);
-        assert_eq!(page(&all, 127).unwrap_err(), -libc::ERANGE);
+        assert_eq!(page(&all, 160).unwrap(), &[] as &[u64]);
+        assert_eq!(page(&all, 161).unwrap_err(), -libc::ERANGE);
         assert_eq!(page(&vec![0; MAX_TOTAL + 1], 0).unwrap_err(), -libc::E2BIG);
         // An empty answer is complete at once.
         let mut none = Pages::default();

@@ -23,6 +23,8 @@ pub struct RxSnap {
     pub filtered: u64,
     /// [`RxCounters::scatter_nombuf`].
     pub scatter_nombuf: u64,
+    /// [`RxCounters::zero_copy`].
+    pub zero_copy: u64,
 }
 
 impl RxSnap {
@@ -33,6 +35,7 @@ impl RxSnap {
             too_large: c.too_large.get(),
             filtered: c.filtered.get(),
             scatter_nombuf: c.scatter_nombuf.get(),
+            zero_copy: c.zero_copy.get(),
         }
     }
 
@@ -44,6 +47,7 @@ impl RxSnap {
             too_large: f(self.too_large, o.too_large),
             filtered: f(self.filtered, o.filtered),
             scatter_nombuf: f(self.scatter_nombuf, o.scatter_nombuf),
+            zero_copy: f(self.zero_copy, o.zero_copy),
         }
     }
 
@@ -71,6 +75,8 @@ pub struct TxSnap {
     pub link_down: u64,
     /// [`TxCounters::peer_queue_absent`].
     pub peer_queue_absent: u64,
+    /// [`TxCounters::streamed`].
+    pub streamed: u64,
 }
 
 impl TxSnap {
@@ -82,6 +88,7 @@ impl TxSnap {
             ring_full: c.ring_full.get(),
             link_down: c.link_down.get(),
             peer_queue_absent: c.peer_queue_absent.get(),
+            streamed: c.streamed.get(),
         }
     }
 
@@ -94,6 +101,7 @@ impl TxSnap {
             ring_full: f(self.ring_full, o.ring_full),
             link_down: f(self.link_down, o.link_down),
             peer_queue_absent: f(self.peer_queue_absent, o.peer_queue_absent),
+            streamed: f(self.streamed, o.streamed),
         }
     }
 

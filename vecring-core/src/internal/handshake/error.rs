@@ -1,12 +1,11 @@
 //! What makes a received handshake datagram malformed.
 
-use super::wire::{MSG_LEN, MSG_MAGIC};
-use crate::abi;
+use crate::abi::{self, HANDSHAKE_MAGIC as MSG_MAGIC, HANDSHAKE_MSG_LEN as MSG_LEN};
 
 /// Why [`Msg::decode`](super::Msg::decode) refused a datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The datagram is not [`MSG_LEN`] bytes.
+    /// The datagram is not [`abi::HANDSHAKE_MSG_LEN`] bytes.
     #[error("handshake message of {len} bytes, expected {MSG_LEN}")]
     Size {
         /// Its size.

@@ -271,7 +271,9 @@ pub fn wait_readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
 ///
 /// # Errors
 /// `TimedOut`, `UnexpectedEof` when the peer closed, `InvalidData` for a
-/// malformed message, or the system error.
+/// malformed message, `WouldBlock` carrying [`closer::NoRoom`] when the
+/// closers hold too many descriptors to make room for a message's
+/// ([`closer::room`]; nothing was read), or the system error.
 pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
     if !wait_readable(conn, timeout)? {
         return Err(io::Error::new(
@@ -280,9 +282,28 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
         ));
     }
     let mut bytes = [0u8; MSG_LEN + 1];
+    let (n, flags, fds) = recv_bytes(conn, &mut bytes)?;
+    let msg = check_received(&bytes[..n], flags, fds.len())?;
+    Ok((msg, fds))
+}
+
+/// Reads one datagram into `buf` without waiting, with a control buffer
+/// for as many descriptors as a message can carry (which the kernel
+/// therefore never closes on this thread) and after reserving room for
+/// them ([`closer::room`]). Returns its length, its `msg_flags` and the
+/// descriptors that came with it (disposed of by the closers unless
+/// taken).
+///
+/// # Errors
+/// `WouldBlock` (nothing queued, or [`closer::NoRoom`]: nothing was
+/// read), or the system error.
+pub fn recv_bytes(conn: &OwnedFd, buf: &mut [u8]) -> io::Result<(usize, libc::c_int, Received)> {
+    // Room in our descriptor table for whatever the message carries, or
+    // the message stays unread (see `closer::room`).
+    let _room = closer::room(closer::SCM_MAX_FD).ok_or_else(closer::no_room)?;
     let mut iov = libc::iovec {
-        iov_base: bytes.as_mut_ptr().cast(),
-        iov_len: bytes.len(),
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
     };
     let mut cmsg_buf = [0u64; RECV_CMSG_WORDS];
     // SAFETY: an all-zero msghdr is valid.
@@ -306,8 +327,28 @@ pub fn recv(conn: &OwnedFd, timeout: Duration) -> io::Result<(Msg, Received)> {
     // whatever happens next.
     // SAFETY: recvmsg just filled `hdr`; its descriptors are new and ours.
     let fds: Received = unsafe { closer::take_rights(&hdr) };
-    let msg = check_received(&bytes[..n as usize], hdr.msg_flags, fds.len())?;
-    Ok((msg, fds))
+    Ok((n as usize, hdr.msg_flags, fds))
+}
+
+/// The error of a message that came with more descriptors than any
+/// message carries ([`MAX_FDS`]); the count. [`passed_fds`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyFds(pub usize);
+
+impl std::fmt::Display for TooManyFds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} descriptors attached, at most {MAX_FDS}", self.0)
+    }
+}
+
+impl std::error::Error for TooManyFds {}
+
+/// How many descriptors came with the message `e` refused for carrying
+/// too many (the closers have them), if that is why.
+pub fn passed_fds(e: &io::Error) -> Option<usize> {
+    e.get_ref()
+        .and_then(|r| r.downcast_ref::<TooManyFds>())
+        .map(|t| t.0)
 }
 
 /// What [`recv`] makes of one datagram once the socket is out of the way:
@@ -335,10 +376,7 @@ pub fn check_received(bytes: &[u8], flags: libc::c_int, fds: usize) -> io::Resul
     }
     let msg = Msg::decode(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     if fds > MAX_FDS {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{fds} descriptors attached, at most {MAX_FDS}"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, TooManyFds(fds)));
     }
     Ok(msg)
 }

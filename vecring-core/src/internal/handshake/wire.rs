@@ -39,10 +39,10 @@ use super::error::DecodeError;
 use crate::abi;
 use crate::geometry::Geometry;
 
-/// Bytes in every handshake message.
-pub const MSG_LEN: usize = 256;
-/// `b"VRHS"` read as a little-endian `u32`.
-pub const MSG_MAGIC: u32 = u32::from_le_bytes(*b"VRHS");
+/// Bytes in every handshake message ([`abi::HANDSHAKE_MSG_LEN`]).
+pub const MSG_LEN: usize = abi::HANDSHAKE_MSG_LEN;
+/// `b"VRHS"` read as a little-endian `u32` ([`abi::HANDSHAKE_MAGIC`]).
+pub const MSG_MAGIC: u32 = abi::HANDSHAKE_MAGIC;
 
 /// Where a field lies in the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Batches of one frame length: `send_batch`'s and `recv_batch`'s loops,
 //! `push_run`, and runs read in place, against models, across the wrap.
 
-use super::{channel, frame, geometry, NewRing};
+use super::{channel, frame, geometry, rounds, NewRing};
 use crate::geometry::Geometry;
 use crate::ring::{Consumer, FrameWriter, Producer, PushError, RecvError, RingStorage};
 
@@ -16,7 +16,7 @@ pub(crate) fn send_batch_streams_small_frames_and_stops_where_it_must<S: RingSto
     let lens = [48usize, 48, 32, 64, 64, 20, 65, 130, 40];
     let mut expect = std::collections::VecDeque::new();
     let (mut sent, mut got) = (0u32, 0u32);
-    for round in 0..500usize {
+    for round in 0..rounds(500) {
         // Runs of 1 to 9 frames of one length, two or three runs a
         // batch, 1 to 40 frames in all.
         let mut frames = Vec::new();
@@ -43,7 +43,7 @@ pub(crate) fn send_batch_streams_small_frames_and_stops_where_it_must<S: RingSto
     }
     got += recv_expected(&mut rx, &mut expect, usize::MAX);
     assert_eq!((got, expect.len()), (sent, 0));
-    assert!(sent > 2000, "{sent} frames");
+    assert!(sent > rounds(2000) as u32, "{sent} frames");
 }
 
 /// Chunks written with non-temporal stores (`set_streaming`), alternating
@@ -58,7 +58,7 @@ pub(crate) fn streamed_bursts_arrive_intact_across_the_wrap<S: RingStorage + Clo
     let lens = [1usize, 17, 32, 47, 63, 64, 64, 64, 65, 100, 128, 129, 200];
     let mut expect = std::collections::VecDeque::new();
     let (mut sent, mut got) = (0u32, 0u32);
-    for round in 0..600usize {
+    for round in 0..rounds(600) {
         let burst: Vec<Vec<u8>> = (0..1 + round % 17)
             .map(|i| {
                 frame(
@@ -82,7 +82,7 @@ pub(crate) fn streamed_bursts_arrive_intact_across_the_wrap<S: RingStorage + Clo
     }
     got += recv_expected(&mut rx, &mut expect, usize::MAX);
     assert_eq!((got, expect.len()), (sent, 0));
-    assert!(sent > 3000, "{sent} frames");
+    assert!(sent > rounds(3000) as u32, "{sent} frames");
 }
 
 /// `push_run` against a model: runs of every length class and of up to
@@ -98,7 +98,7 @@ pub(crate) fn push_run_writes_every_frame_across_the_wrap_and_stops_at_the_reser
     let lens = [1usize, 40, 64, 65, 150, 300];
     let (mut sent, mut got) = (0u32, 0u32);
     let mut expect = std::collections::VecDeque::new();
-    for round in 0..400usize {
+    for round in 0..rounds(400) {
         let len = lens[round % lens.len()];
         // Up to 13 frames: one-slot frames' descriptors then go in a
         // group of eight, over descriptors of another length.
@@ -135,7 +135,7 @@ pub(crate) fn push_run_writes_every_frame_across_the_wrap_and_stops_at_the_reser
     }
     got += recv_expected(&mut rx, &mut expect, usize::MAX);
     assert_eq!((got, expect.len()), (sent, 0));
-    assert!(sent > 500, "{sent} frames");
+    assert!(sent > rounds(500) as u32, "{sent} frames");
     assert_eq!(rx.stats().frames, u64::from(sent));
     assert_eq!(tx.stats().frames, u64::from(sent));
 }
@@ -224,8 +224,10 @@ pub(crate) fn runs_and_frames_read_every_frame_in_order_across_the_wrap<S: RingS
         _ => 150,
     };
     let (mut sent, mut got) = (0u32, 0u32);
-    for round in 0..600u32 {
-        if round < 500 {
+    // Sending in the first five sixths of the rounds, then reading only.
+    let total = rounds(600) as u32;
+    for round in 0..total {
+        if round < total / 6 * 5 {
             let want = 1 + round % 9;
             sent += send_numbered(&mut tx, sent..sent + want, len_of);
         }
@@ -284,7 +286,10 @@ pub(crate) fn runs_and_frames_read_every_frame_in_order_across_the_wrap<S: RingS
         assert_eq!(rx.stats().frames, u64::from(got));
     }
     assert_eq!(got, sent);
-    assert!(sent > 1000, "the ring kept up: {sent} frames");
+    assert!(
+        sent > rounds(1000) as u32,
+        "the ring kept up: {sent} frames"
+    );
 }
 
 pub(crate) fn into_arrays_refuses_a_frame_that_wraps_whatever_its_first_part<
@@ -321,7 +326,7 @@ pub(crate) fn recv_batch_groups_equal_frames_across_the_wrap<S: RingStorage + Cl
     let mut bufs = vec![[0u8; 200]; 6];
     let mut lens = [0usize; 6];
     let (mut sent, mut got) = (0u32, 0u32);
-    for round in 0..200u32 {
+    for round in 0..rounds(200) as u32 {
         let frames: Vec<Vec<u8>> = (0..8)
             .map(|i| frame(if i == 7 { 150 } else { 40 }, (round * 8 + i) as u8))
             .collect();
@@ -338,7 +343,8 @@ pub(crate) fn recv_batch_groups_equal_frames_across_the_wrap<S: RingStorage + Cl
             }
         }
     }
-    assert_eq!((sent, got), (1600, 1600));
+    let all = rounds(200) as u32 * 8;
+    assert_eq!((sent, got), (all, all));
 }
 
 /// Streams of one multi-slot frame size take `recv_batch`'s
@@ -359,8 +365,9 @@ pub(crate) fn recv_batch_streams_equal_large_frames_to_the_head_and_across_the_w
     let mut lens = [0usize; 7];
     let (mut sent, mut got) = (0u32, 0u32);
     // 300 rounds of sending and receiving, then receiving until empty.
+    let sending = rounds(300) as u32;
     for round in 0.. {
-        if round < 300 {
+        if round < sending {
             let want = 1 + round % 6;
             sent += send_numbered(&mut tx, sent..sent + want, len_of);
         }
@@ -376,7 +383,7 @@ pub(crate) fn recv_batch_streams_equal_large_frames_to_the_head_and_across_the_w
         }
     }
     assert_eq!(got, sent);
-    assert!(sent > 500, "the ring kept up: {sent} frames");
+    assert!(sent > rounds(500) as u32, "the ring kept up: {sent} frames");
 }
 
 pub(crate) fn recv_batch_group_stops_at_a_buffer_too_small<S: RingStorage + Clone>(

@@ -218,6 +218,7 @@ pub(crate) fn producer_reports_its_geometry_counters_and_corruption<S: RingStora
         frames,
         bytes,
         corruptions: 0,
+        held_back: 0,
     };
     assert_eq!(tx.stats(), stats(1, 100));
     // A frame, three more of its length (the stream loop), then two others.

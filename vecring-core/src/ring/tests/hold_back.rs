@@ -53,17 +53,20 @@ pub(crate) fn hold_back_holds_a_few_frames_until_the_wait_is_over<S: RingStorage
     // One frame alone is never held back.
     tx.send(&frame(64, 3)).unwrap();
     assert_eq!(batch_reads(&mut rx), (1, 0));
+    assert_eq!(rx.stats().held_back, 0, "nothing held back yet");
     // Several, fewer than 64 slots: held back, by both batch reads,
     // while `recv` still takes one.
     send_64(&mut tx, 5, 10);
     let started = Instant::now();
     assert_eq!(batch_reads(&mut rx), (0, 0));
+    assert_eq!(rx.stats().held_back, 2, "each batch read held back counts");
     let mut buf = [0u8; 64];
     assert_eq!(rx.recv(&mut buf), Ok(64));
     assert_eq!(buf[..], frame(64, 10)[..]);
     // The producer's index is not read again while holding back.
     send_64(&mut tx, 64, 20);
     assert_eq!(batch_reads(&mut rx), (0, 0));
+    assert_eq!(rx.stats().held_back, 4, "recv is not counted");
     // ... until the wait is over, and then only the frames it knew of.
     let (mut bufs, mut lens) = (vec![[0u8; 64]; 128], vec![0; 128]);
     let mut got = 0;

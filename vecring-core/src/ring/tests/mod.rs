@@ -10,6 +10,17 @@ use crate::abi::SlotDesc;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
 
+/// `n` rounds of a long randomized case, or a tenth of them under Miri,
+/// which runs a thousand times slower: each case still wraps the ring many
+/// times in every way it tests.
+pub(crate) fn rounds(n: usize) -> usize {
+    if cfg!(miri) {
+        n / 10
+    } else {
+        n
+    }
+}
+
 pub(crate) mod basic;
 pub(crate) mod batch;
 pub(crate) mod corruption;

@@ -2,8 +2,8 @@
 //! makes one offer at a time within the bound on regions, seals the region
 //! once the slave has mapped it, and watches the attached slave.
 
-use super::{corrupt, far_future, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX};
-use super::{MAX_PENDING, MAX_REGIONS};
+use super::MAX_REGIONS;
+use super::{corrupt, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX};
 use crate::closer::{self, PeerSocket, Received};
 use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
@@ -21,7 +21,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod accept;
 mod offer;
+mod penalty;
+
+use penalty::Penalties;
 
 /// Refusal lines, rate-limited ([`RateLog`]).
 #[derive(Default)]
@@ -116,7 +120,16 @@ pub(super) struct Master<'a> {
     budget_told: bool,
     /// When the master opened the link (for the status's uptime).
     started: Instant,
+    /// Uids refused for a while after passing descriptors.
+    penalties: Penalties,
+    /// "not reading peers" lines: one per time the closers fill up.
+    full_lines: RateLog,
+    full_told: bool,
 }
+
+/// How often a master that stopped reading peers (the closers are full)
+/// looks whether closes have made room.
+const FULL_RECHECK: Duration = Duration::from_millis(100);
 
 /// Whose descriptor a `poll` entry is.
 #[derive(Clone, Copy)]
@@ -162,7 +175,48 @@ impl<'a> Master<'a> {
             budget_lines: RateLog::default(),
             budget_told: false,
             started: Instant::now(),
+            penalties: Penalties::default(),
+            full_lines: RateLog::default(),
+            full_told: false,
         }
+    }
+
+    /// A process of `uid` passed descriptors: its uid is refused for a
+    /// while (see [`penalty`]), unless it is root or the master's own uid,
+    /// which can stop or replace the master anyway (refusing them would
+    /// protect nothing and lock out the host's own tools). Returns the
+    /// reason's tail.
+    fn punish(&mut self, uid: u32) -> String {
+        // SAFETY: geteuid has no preconditions.
+        if uid == 0 || uid == unsafe { libc::geteuid() } {
+            return format!("uid {uid} is not refused later (root, or the master's own)");
+        }
+        let length = self.penalties.punish(uid, Instant::now());
+        format!("uid {uid} refused for {length:?}")
+    }
+
+    /// Whether peers may be read now ([`closer::has_room`]); says so once
+    /// each time they may not.
+    fn peers_readable(&mut self) -> bool {
+        if closer::has_room() {
+            self.full_told = false;
+            return true;
+        }
+        if !self.full_told {
+            self.full_told = true;
+            let label = self.label().to_string();
+            let st = closer::stats();
+            self.full_lines
+                .log(module_path!(), log::Level::Warn, "more such lines", || {
+                    format!(
+                        "vecring: {label}: {} descriptors passed by peers are still closing (the bound is {}); \
+                         no connection is accepted or read until some close",
+                        st.open,
+                        closer::limit()
+                    )
+                });
+        }
+        false
     }
 
     /// Whether a process running as `uid` may attach as the slave.
@@ -223,25 +277,33 @@ impl<'a> Master<'a> {
 
     pub(super) fn run(mut self) {
         while !stopping(self.shared) {
+            // Without room for what a peer may pass, nothing is accepted
+            // or read but the attached slave's departure (which ends its
+            // session whether or not its last message can be read).
+            let readable = self.peers_readable();
             let (slots, fds): (Vec<Slot>, Vec<BorrowedFd<'_>>) = {
-                let mut v = vec![
-                    (Slot::Listener, self.claim.listener.as_fd()),
-                    (Slot::Pins, self.pins.fd()),
-                ];
+                let mut v = vec![(Slot::Pins, self.pins.fd())];
                 if let Some(a) = &self.attached {
                     v.push((Slot::Attached, a.conn.as_fd()));
                 }
-                if let Some(o) = &self.offer {
-                    v.push((Slot::Offer, o.conn.as_fd()));
-                }
-                for (i, p) in self.pending.iter().enumerate() {
-                    v.push((Slot::Pending(i), p.conn.as_fd()));
+                if readable {
+                    v.push((Slot::Listener, self.claim.listener.as_fd()));
+                    if let Some(o) = &self.offer {
+                        v.push((Slot::Offer, o.conn.as_fd()));
+                    }
+                    for (i, p) in self.pending.iter().enumerate() {
+                        v.push((Slot::Pending(i), p.conn.as_fd()));
+                    }
                 }
                 v.into_iter().unzip()
             };
-            let timeout = self
+            let mut timeout = self
                 .next_deadline()
                 .map(|d| d.saturating_duration_since(Instant::now()));
+            if !readable {
+                // Closes complete without telling us: look again soon.
+                timeout = Some(timeout.map_or(FULL_RECHECK, |t| t.min(FULL_RECHECK)));
+            }
             let ready = match wait(self.shared, &fds, timeout) {
                 Wake::Ready(r) => r.into_iter().map(|i| slots[i]).collect(),
                 Wake::Poked | Wake::Timeout => Vec::new(),
@@ -326,131 +388,6 @@ impl<'a> Master<'a> {
         let _ = handshake::send(conn, &Msg::refusal(kind, 0, reason), &[]);
     }
 
-    /// Accepts queued connections (a bounded number per turn); checks each one's credentials
-    /// before anything else, and reads its request if it is already there.
-    fn accept_all(&mut self) {
-        // At most this many per turn of the loop: a flood that refills the
-        // backlog as fast as it drains must not keep the loop from serving
-        // the requests it already has.
-        for _ in 0..2 * MAX_PENDING {
-            let conn = match handshake::accept(&self.claim.listener) {
-                Ok(c) => c,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // EMFILE and the like: leave the rest queued for now.
-                    let label = self.shared.label.clone();
-                    self.refusals
-                        .warn(&label, || format!("cannot accept a connection: {e}"));
-                    return;
-                }
-            };
-            let cred = match handshake::peer_credentials(&conn) {
-                Ok(c) => c,
-                Err(e) => {
-                    self.refuse(
-                        &conn,
-                        None,
-                        Kind::Reject,
-                        &format!("cannot read peer credentials: {e}"),
-                    );
-                    continue;
-                }
-            };
-            if !self.may_ask(cred.uid) {
-                let reason = self.not_allowed(cred.uid);
-                self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
-                continue;
-            }
-            if self.pending.len() >= MAX_PENDING {
-                // Close the oldest that has not asked yet (or the oldest).
-                let victim = self.pending.iter().position(|p| !p.requested).unwrap_or(0);
-                let old = self.pending.remove(victim);
-                log::debug!(
-                    "vecring: {}: closing idle connection ({}) to make room",
-                    self.label(),
-                    describe(&old.cred)
-                );
-            }
-            let deadline = Instant::now()
-                .checked_add(self.config.handshake_timeout)
-                .unwrap_or_else(far_future);
-            self.pending.push(Pending {
-                conn,
-                cred,
-                deadline,
-                requested: false,
-            });
-            let last = self.pending.len() - 1;
-            if handshake::wait_readable(&self.pending[last].conn, Duration::ZERO).unwrap_or(false) {
-                self.read_request(last);
-            }
-        }
-    }
-
-    /// Reads what pending connection `i` sent: its request, or its
-    /// departure.
-    fn read_request(&mut self, i: usize) {
-        if i >= self.pending.len() {
-            return;
-        }
-        match handshake::recv(&self.pending[i].conn, Duration::ZERO) {
-            Ok((m, fds))
-                if fds.is_empty() && m.kind == Kind::Request && !self.pending[i].requested =>
-            {
-                if !self.may_attach(self.pending[i].cred.uid) {
-                    let p = self.pending.remove(i);
-                    let reason = self.not_allowed(p.cred.uid);
-                    self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-                    return;
-                }
-                if m.version_major != abi::VERSION_MAJOR {
-                    let p = self.pending.remove(i);
-                    let reason = format!(
-                        "ABI major version mismatch: ours {}, theirs {}",
-                        abi::VERSION_MAJOR,
-                        m.version_major
-                    );
-                    self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-                    return;
-                }
-                self.pending[i].requested = true;
-                // A request that has to wait (the budget, the bound on
-                // regions, another offer) gets Busy before the slave's own
-                // timeout, the same length but started at its connect,
-                // ends its attempt as a failure.
-                let half = Instant::now()
-                    .checked_add(self.config.handshake_timeout / 2)
-                    .unwrap_or_else(far_future);
-                self.pending[i].deadline = self.pending[i].deadline.min(half);
-            }
-            Ok((m, fds))
-                if fds.is_empty() && m.kind == Kind::Status && !self.pending[i].requested =>
-            {
-                let p = self.pending.remove(i);
-                let answer = self.status(p.cred.uid).encode();
-                if let Err(e) = handshake::send_bytes(&p.conn, answer.as_bytes()) {
-                    log::debug!("vecring: {}: status answer not sent: {e}", self.label());
-                }
-            }
-            Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut => {
-            }
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                self.pending.remove(i);
-            }
-            other => {
-                let p = self.pending.remove(i);
-                let reason = match other {
-                    Ok((_, fds)) if !fds.is_empty() => planted(&fds).unwrap_or_default(),
-                    Ok((m, _)) => format!("unexpected {:?} before any region was offered", m.kind),
-                    Err(e) => format!("handshake: {e}"),
-                };
-                self.refuse(&p.conn, Some(&p.cred), Kind::Reject, &reason);
-            }
-        }
-    }
-
     /// Drops what is overdue: silent connections, unanswered offers, and
     /// requests that waited their whole time for a turn.
     fn expire(&mut self) {
@@ -531,11 +468,28 @@ impl<'a> Master<'a> {
                         format!("vecring: {label}: slave of generation {g} left")
                     })
             }
-            Err(e) => self.peer_line(log::Level::Warn, || format!("slave of generation {g}: {e}")),
+            Err(e) if closer::is_no_room(&e) => {
+                let label = self.label().to_string();
+                self.left_lines
+                    .log(module_path!(), log::Level::Info, "more such lines", || {
+                        format!("vecring: {label}: slave of generation {g} left or wrote (not read: {e})")
+                    })
+            }
+            Err(e) => {
+                let punished = handshake::passed_fds(&e).map(|n| {
+                    closer::count_planted(n);
+                    format!(", {}", self.punish(a.peer.uid))
+                });
+                let punished = punished.unwrap_or_default();
+                self.peer_line(log::Level::Warn, || {
+                    format!("slave of generation {g}: {e}{punished}")
+                })
+            }
             Ok((_, fds)) if !fds.is_empty() => {
                 let why = planted(&fds).unwrap_or_default();
+                let punished = self.punish(a.peer.uid);
                 self.peer_line(log::Level::Warn, || {
-                    format!("slave of generation {g}: {why}; disconnecting")
+                    format!("slave of generation {g}: {why}; disconnecting, {punished}")
                 })
             }
             Ok((m, _)) => self.peer_line(log::Level::Warn, || {
@@ -564,10 +518,12 @@ impl<'a> Master<'a> {
     fn check_corruption(&mut self) {
         if self.attached.is_some() && self.shared.session_tainted() {
             let g = self.attached.as_ref().map_or(0, |a| a.generation);
+            let uid = self.attached.as_ref().map_or(0, |a| a.peer.uid);
+            let punished = self.punish(uid);
             self.peer_line(log::Level::Warn, || {
                 format!(
                     "slave of generation {g} passed file descriptors on a doorbell \
-                     (closed apart, off the data path); disconnecting"
+                     (closed apart, off the data path); disconnecting, {punished}"
                 )
             });
             self.shared

@@ -233,9 +233,11 @@ impl Master<'_> {
                     region: region_info,
                 });
             }
+            // Nothing yet, or no room to read it (`closer::no_room`).
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.offer = Some(o),
             Ok((_, fds)) if !fds.is_empty() => {
-                let reason = super::planted(&fds).unwrap_or_default();
+                let why = super::planted(&fds).unwrap_or_default();
+                let reason = format!("{why}; {}", self.punish(o.cred.uid));
                 self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
                 self.offer_failed(o);
             }
@@ -267,7 +269,14 @@ impl Master<'_> {
             // refused by name, as a wrong message is, not taken for a
             // slave that left.
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &e.to_string());
+                let reason = match handshake::passed_fds(&e) {
+                    Some(n) => {
+                        crate::closer::count_planted(n);
+                        format!("{e}; {}", self.punish(o.cred.uid))
+                    }
+                    None => e.to_string(),
+                };
+                self.refuse(&o.conn, Some(&o.cred), Kind::Reject, &reason);
                 self.offer_failed(o);
             }
             Err(e) => {

@@ -364,3 +364,52 @@ fn hold_back_holds_batches_and_never_recv() {
         "no interleaving held a batch read back"
     );
 }
+
+/// A batch is published first frame last: a consumer waiting at its read
+/// position finds the whole batch when it finds its first frame, never a
+/// part of it (`send_batch`, of any lengths, and a chunk of one length).
+fn batch_seen_whole(lens: &'static [usize], write: Write) {
+    builder().check(move || {
+        let ring = HeapRing::new(Geometry::with_max_frame_len(8, 64, 128).unwrap());
+        // SAFETY: the model's only producer and consumer of this ring.
+        let (mut tx, mut rx) = unsafe {
+            (
+                Producer::attach(ring.clone()).unwrap(),
+                Consumer::attach(ring.clone()).unwrap(),
+            )
+        };
+        let frames: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| pattern(i, n))
+            .collect();
+        let expected = frames.clone();
+        let producer = loom::thread::spawn(move || {
+            write_all(&mut tx, &frames, write);
+            tx
+        });
+        let mut bufs = vec![vec![0u8; 128]; lens.len()];
+        let mut got_lens = vec![0usize; lens.len()];
+        let n = loop {
+            match rx.recv_batch(&mut bufs, &mut got_lens).expect("consumer") {
+                0 => wait(),
+                n => break n,
+            }
+        };
+        assert_eq!(n, lens.len(), "{write:?}: a part of the batch was seen");
+        for (i, frame) in expected.iter().enumerate() {
+            assert_eq!(&bufs[i][..got_lens[i]], &frame[..], "{write:?}: frame {i}");
+        }
+        producer.join().unwrap();
+    });
+}
+
+#[test]
+fn a_sent_batch_is_seen_whole() {
+    batch_seen_whole(&[64, 64, 100], Write::SendBatch);
+}
+
+#[test]
+fn a_committed_chunk_is_seen_whole() {
+    batch_seen_whole(&[64, 64, 64], Write::Push);
+}

@@ -249,14 +249,14 @@ fn rtrb_round() -> f64 {
 
 fn throughput(link: &Link, peer: &mut Peer, rounds: usize) {
     println!("throughput, {FRAME}-byte frames, batches of {BATCH}: link (two processes) / rtrb [u8; {FRAME}] (two threads), rounds of {ROUND:?}");
-    println!("round | c2c ns | link Mfps | rtrb Mfps | link / rtrb");
+    println!("round | c2c ns before/between/after | link Mfps | rtrb Mfps | link / rtrb");
     let ratios = alternate(
         rounds,
         || link_round(link, peer),
         rtrb_round,
         |round, c2c, l, r| {
             println!(
-                "{round:5} | {c2c:6} | {:9.2} | {:9.2} | {:.3}",
+                "{round:5} | {c2c} | {:9.2} | {:9.2} | {:.3}",
                 l / 1e6,
                 r / 1e6,
                 l / r
@@ -387,7 +387,7 @@ fn link_latency_round(link: &Link, peer: &mut Peer) -> f64 {
 
 fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
     println!("latency, 64-byte send/recv ping-pong (two processes) / one shared counter line (two processes); one way = half the median round trip");
-    println!("round | c2c ns | link ns | floor ns | link / floor");
+    println!("round | c2c ns before/between/after | link ns | floor ns | link / floor");
     let ratios = alternate(
         rounds,
         || {
@@ -396,51 +396,79 @@ fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
             l
         },
         floor_round,
-        |round, c2c, l, f| println!("{round:5} | {c2c:6} | {l:7.1} | {f:8.1} | {:.3}", l / f),
+        |round, c2c, l, f| println!("{round:5} | {c2c} | {l:7.1} | {f:8.1} | {:.3}", l / f),
     );
     summary("link / floor", &ratios);
 }
 
 /// `rounds` rounds of `a` and `b`, which goes first swapping every round,
-/// each printed by `show(round, c2c, a, b)`; returns each round's
-/// core-to-core latency (its vCPU placement) and `a / b`.
+/// each printed by `show(round, placement, a, b)`; returns each round's
+/// placement and `a / b`. The core-to-core latency is taken before, between
+/// and after the two runs of a round, because the host moves the vCPUs
+/// now and then: a round whose three figures fall in different placements
+/// compared one placement with another.
 fn alternate(
     rounds: usize,
     mut a: impl FnMut() -> f64,
     mut b: impl FnMut() -> f64,
-    show: impl Fn(usize, u128, f64, f64),
-) -> Vec<(u128, f64)> {
+    show: impl Fn(usize, &Placement, f64, f64),
+) -> Vec<(Placement, f64)> {
+    let c2c = || core_to_core_latency().as_nanos();
     (0..rounds)
         .map(|round| {
-            let c2c = core_to_core_latency().as_nanos();
-            let (x, y) = if round % 2 == 0 {
+            let before = c2c();
+            let (x, between, y) = if round % 2 == 0 {
                 let x = a();
-                (x, b())
+                let between = c2c();
+                (x, between, b())
             } else {
                 let y = b();
-                (a(), y)
+                let between = c2c();
+                (a(), between, y)
             };
-            show(round, c2c, x, y);
-            (c2c, x / y)
+            let placement = Placement([before, between, c2c()]);
+            show(round, &placement, x, y);
+            (placement, x / y)
         })
         .collect()
 }
 
+/// A round's core-to-core latencies, in ns: before, between and after
+/// its two runs.
+struct Placement([u128; 3]);
+
+impl Placement {
+    /// The vCPUs on one physical core (under 45 ns: they share its
+    /// caches), near (under 100 ns) or far; `None` if the round's three
+    /// figures disagree (the host moved a vCPU during it).
+    fn class(&self) -> Option<&'static str> {
+        let class = |c: u128| match c {
+            0..45 => "same-core",
+            45..100 => "near",
+            _ => "far",
+        };
+        let [a, b, c] = self.0.map(class);
+        (a == b && b == c).then_some(a)
+    }
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [a, b, c] = self.0;
+        let moved = if self.class().is_none() { " moved" } else { "" };
+        write!(f, "{:>17}", format!("{a}/{b}/{c}{moved}"))
+    }
+}
+
 /// The median, min and max of `ratios`, over all rounds and per placement:
 /// the two vCPUs on one physical core (core-to-core under 45 ns: they share
-/// its caches), near (under 100 ns) or far.
-fn summary(what: &str, ratios: &[(u128, f64)]) {
-    type Class = (&'static str, fn(u128) -> bool);
-    let classes: [Class; 4] = [
-        ("all", |_| true),
-        ("same-core", |c| c < 45),
-        ("near", |c| (45..100).contains(&c)),
-        ("far", |c| c >= 100),
-    ];
-    for (name, keep) in classes {
+/// its caches), near (under 100 ns) or far, leaving out of these the
+/// rounds that moved between them.
+fn summary(what: &str, ratios: &[(Placement, f64)]) {
+    for name in ["all", "same-core", "near", "far"] {
         let mut r: Vec<f64> = ratios
             .iter()
-            .filter(|(c, _)| keep(*c))
+            .filter(|(p, _)| name == "all" || p.class() == Some(name))
             .map(|&(_, r)| r)
             .collect();
         if r.is_empty() {
@@ -454,5 +482,9 @@ fn summary(what: &str, ratios: &[(u128, f64)]) {
             r[r.len() - 1],
             r.len()
         );
+    }
+    let moved = ratios.iter().filter(|(p, _)| p.class().is_none()).count();
+    if moved > 0 {
+        println!("{what}: {moved} rounds moved between placements, in no placement's figures");
     }
 }

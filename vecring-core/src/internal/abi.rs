@@ -71,6 +71,10 @@
 //! stamp 0, which lap 0 does not expect. `head` is still stored by the
 //! producer after each batch, for the wakeup protocol's hints and for a
 //! producer that attaches again; the consumer reads it for nothing else.
+//! A producer that publishes several frames at once stores the first
+//! frame's descriptor last, so that a consumer waiting on it finds them
+//! all when it sees it (the format allows any order: the consumer reads in
+//! order and stops at the first descriptor without its stamp).
 //!
 //! The consumer gives slots back through `tail`, a line only it writes and
 //! the producer reads only when its cached view of free slots runs out, so

@@ -3,7 +3,7 @@
 //! length, each choosing its kind of copy once per run, not per frame.
 
 use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, COPY_MEMCPY};
-use super::descriptor::{four_hold, put_desc, Lag, LenPlan, Run, SeenDesc, Shape};
+use super::descriptor::{four_hold, put_desc, put_descs, Lag, LenPlan, Run, SeenDesc, Shape};
 use super::frame::Frame;
 use crate::abi::SlotDesc;
 use crate::sync::{fence, Ordering};
@@ -331,7 +331,10 @@ pub(super) enum StreamEnd<'f> {
 /// (descriptors), which it advances; returns how many it wrote and why it
 /// stopped. A frame is taken from `frames` only when there is room for it.
 /// Each frame's descriptor (`plan.word`, stamped for the run's lap) is
-/// stored after its bytes, publishing it.
+/// stored after its bytes, publishing it; one-slot frames' descriptors,
+/// eight to a line, are stored together after the last frame's bytes, the
+/// last first ([`put_descs`]), so that a consumer waiting on the first
+/// reads their line once, whole.
 ///
 /// # Safety
 /// The `room` slots from `dst`/`desc` are free, the producer's, and end
@@ -347,6 +350,7 @@ pub(super) unsafe fn stream_like<'f, I: Iterator<Item = &'f [u8]>, const HOW: u8
 ) -> (u64, StreamEnd<'f>) {
     let (mut at, mut at_desc) = (*dst, *desc);
     let (mut k, mut left) = (0, room);
+    let one_slot = plan.slots == 1;
     let end = loop {
         if plan.slots > left {
             break StreamEnd::Room;
@@ -358,7 +362,9 @@ pub(super) unsafe fn stream_like<'f, I: Iterator<Item = &'f [u8]>, const HOW: u8
                 // memory, of the planned length.
                 unsafe {
                     copy_as::<HOW>(at, next.as_ptr(), plan.len);
-                    put_desc(&*at_desc, plan.word);
+                    if !one_slot {
+                        put_desc(&*at_desc, plan.word);
+                    }
                 }
                 // Wrapping: past the last free slot the cursors are not
                 // dereferenced.
@@ -371,6 +377,11 @@ pub(super) unsafe fn stream_like<'f, I: Iterator<Item = &'f [u8]>, const HOW: u8
             None => break StreamEnd::Done,
         }
     };
+    if one_slot {
+        // SAFETY: the `k` descriptors of the frames written above, one
+        // slot each from `desc`, among the caller's.
+        unsafe { put_descs(*desc, k as usize, 1, plan.word) };
+    }
     (*dst, *desc) = (at, at_desc);
     (k, end)
 }

@@ -354,8 +354,11 @@ const RUN_MIN: Duration = Duration::from_secs(1);
 /// The longest: an attack that has not produced every kind by then fails.
 const RUN_MAX: Duration = Duration::from_secs(30);
 
-/// The corruption kinds the consumer checks for.
-const CONSUMER_KINDS: [&str; 4] = ["length", "flags", "frame too long", "truncated"];
+/// The corruption kinds the consumer reports while reading a hostile
+/// producer's ring. (It reads no producer index. "truncated", a frame
+/// found published and then taken back, needs a search ahead before the
+/// read and the peer's write between them; the ring's unit tests make it.)
+const CONSUMER_KINDS: [&str; 3] = ["length", "flags", "frame too long"];
 
 /// Reads with the consumer call picked by `i` (every read path in turn):
 /// how many frames, each of a valid length, every byte of it read.
@@ -519,8 +522,7 @@ fn honest_consumer_survives_a_hostile_producer() {
     for (geometry, queues, ring) in targets() {
         let kinds = hostile_producer(geometry, queues, ring);
         // Every check of a descriptor the consumer makes is seen failing
-        // while reading. (It reads no producer index; a frame past the
-        // ring's capacity needs kept frames, see the ring's unit tests.)
+        // while reading, and none of the producer's index.
         assert!(
             !kinds.contains("index"),
             "the consumer read the producer's index"

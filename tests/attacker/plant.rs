@@ -342,16 +342,26 @@ fn hogs(args: &Args) -> bool {
     let want = args.num("count") as usize;
     let (mut placed, mut attempts) = (0usize, 0usize);
     let mut kept = Vec::new();
+    // A master not listening yet is waited for, up to this, without
+    // counting attempts: under load its start took longer than the
+    // attempts' 10 ms naps.
+    let listening_by = std::time::Instant::now() + Duration::from_secs(20);
+    // A lingering pair made for a refused connection, kept for the next.
+    let mut spare = None;
     while placed < want && attempts < 8 * want {
         attempts += 1;
-        let Some(mut made) = lingering_n(1) else {
+        let Some(mut made) = spare.take().or_else(|| lingering_n(1)) else {
             return false;
         };
         let conn = match crate::sock::connect(path, Duration::from_secs(3)) {
             Ok(c) => c,
             // A master between its bind and its listen refuses: again.
-            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                kept.extend(made.into_iter().flat_map(|(c, s)| [c, s]));
+            Err(e)
+                if e.raw_os_error() == Some(libc::ECONNREFUSED)
+                    && std::time::Instant::now() < listening_by =>
+            {
+                spare = Some(made);
+                attempts -= 1;
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             }

@@ -87,7 +87,7 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 LOOM_MAX_PREEMPTIONS=3 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   timeout --kill-after=30s 10m cargo test --release -p vecring-core --test loom --test loom_wake
 
-step "loom models that must fail: each Acquire/Release of the ring's indices made Relaxed, each SeqCst fence of the wait protocol removed, the hold-back broken two ways, every wait a nap"
+step "loom models that must fail: each Acquire/Release of the descriptors' stamps and of tail made Relaxed, each Acquire fence removed, a batch published first frame first, each SeqCst fence of the wait protocol removed, the hold-back broken two ways, every wait a nap"
 bash scripts/loom-weaken.sh
 
 step "fuzzing: the handshake parser and receive, a region header at attach, and the ring endpoints over hostile memory (cargo fuzz, 30 s per target)"

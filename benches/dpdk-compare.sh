@@ -5,11 +5,12 @@
 # (A B A B ...) for every frame size. The receiver's Rx-pps per stats
 # period is the figure: first and last periods dropped, median of the rest.
 # Each run is tagged with the vCPU placement it drew (the core-to-core
-# latency measured just before and just after it, the larger of the two):
-# besides the median ratio of all pairs, the table gives it over the pairs
-# whose two runs drew the same placement, near (under NEAR_NS, default 100
-# ns) or far, since a pair split across placements compares the machine,
-# not the drivers. (Near is not faster: packet rates are often higher in
+# latency measured just before and just after it; a run whose two figures
+# fall on different sides of NEAR_NS moved during it): besides the median
+# ratio of all pairs, the table gives it over the pairs whose two runs
+# drew the same placement and did not move, near (under NEAR_NS, default
+# 100 ns) or far, since a pair split across placements compares the
+# machine, not the drivers. (Near is not faster: packet rates are often higher in
 # the far placement.)
 #
 # Usage: benches/dpdk-compare.sh [-s "64 1514"] [-p PAIRS] [-t SECONDS] [-z] [-n] [-o FILE]
@@ -85,8 +86,8 @@ app_opts() {
 	echo "$o"
 }
 
-# run_pair KIND SIZE -> prints "rx_pps tx_pps latency_ns" (medians; the
-# larger core-to-core latency of before and after the run)
+# run_pair KIND SIZE -> prints "rx_pps tx_pps before/after" (medians; the
+# core-to-core latency in ns before and after the run)
 run_pair() {
 	local kind=$1 size=$2 rx_vdev tx_vdev lat_before lat_after
 	lat_before=$("$LATENCY")
@@ -143,11 +144,18 @@ run_pair() {
 	local rx_pps tx_pps
 	tx_pps=$(median_periods Tx-pps "$WORK/tx.log")
 	if [ -n "$rx" ]; then rx_pps=$(median_periods Rx-pps "$WORK/rx.log"); else rx_pps=$tx_pps; fi
-	echo "$rx_pps $tx_pps $((lat_before > lat_after ? lat_before : lat_after))"
+	echo "$rx_pps $tx_pps $lat_before/$lat_after"
 }
 
-# placement NS: "near" or "far".
-placement() { if [ "$1" -lt "$NEAR_NS" ]; then echo near; else echo far; fi; }
+# placement BEFORE/AFTER: "near", "far", or "moved" when the two differ.
+placement() {
+	local a=${1%/*} b=${1#*/} pa pb
+	if [ "$a" -lt "$NEAR_NS" ]; then pa=near; else pa=far; fi
+	if [ "$b" -lt "$NEAR_NS" ]; then pb=near; else pb=far; fi
+	if [ "$pa" = "$pb" ]; then echo "$pa"; else echo moved; fi
+}
+# The larger of BEFORE/AFTER, for the CSV's c2c_ns.
+larger() { local a=${1%/*} b=${1#*/}; echo $((a > b ? a : b)); }
 
 # same_placement "RATIOS": "median (count)", or "- (0)" when no pair qualified.
 same_placement() {
@@ -178,8 +186,8 @@ for size in $SIZES; do
 			lat[$kind]=$l
 			if [ -n "$CSV" ]; then
 				case $kind in memif) cand=net_memif ;; null) cand=net_null ;; *) cand=eth_$kind ;; esac
-				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),rx_pps,$r,$l" >>"$CSV"
-				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),tx_pps,$t,$l" >>"$CSV"
+				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),rx_pps,$r,$(larger "$l")" >>"$CSV"
+				echo "dpdk,dpdk,$cand,$size,$((pair - 1)),tx_pps,$t,$(larger "$l")" >>"$CSV"
 			fi
 		done
 		line="  pair $pair, $size B:"
@@ -193,7 +201,7 @@ for size in $SIZES; do
 			r=$(awk -v a="${this[$kind]}" -v b="${this[memif]}" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print 0}')
 			ratios[$kind]="${ratios[$kind]:-} $r"
 			p=$(placement "${lat[$kind]}")
-			if [ "$p" = "$(placement "${lat[memif]}")" ]; then
+			if [ "$p" != moved ] && [ "$p" = "$(placement "${lat[memif]}")" ]; then
 				if [ "$p" = near ]; then
 					near_ratios[$kind]="${near_ratios[$kind]:-} $r"
 				else
@@ -227,6 +235,6 @@ for size in $SIZES; do
 	unset rx_all tx_all ratios near_ratios far_ratios null_ratios
 done
 echo "ratio = median of per-pair (candidate RX pps / memif RX pps); near/far pairs: the same over the pairs"
-echo "whose two runs drew that placement, \"median (pairs)\"; Mbit/s counts frame bytes."
+echo "whose two runs drew that placement and did not move during the run, \"median (pairs)\"; Mbit/s counts frame bytes."
 [ "$NULL" = 1 ] && echo "/ null = median of per-pair (candidate RX pps / net_null txonly TX pps): the share of testpmd's own ceiling"
 [ "$NULL" = 1 ] && echo "(net_null's row: its txonly TX pps, alone on CPU 0; it has no receiver)"

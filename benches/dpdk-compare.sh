@@ -236,5 +236,7 @@ for size in $SIZES; do
 done
 echo "ratio = median of per-pair (candidate RX pps / memif RX pps); near/far pairs: the same over the pairs"
 echo "whose two runs drew that placement and did not move during the run, \"median (pairs)\"; Mbit/s counts frame bytes."
-[ "$NULL" = 1 ] && echo "/ null = median of per-pair (candidate RX pps / net_null txonly TX pps): the share of testpmd's own ceiling"
-[ "$NULL" = 1 ] && echo "(net_null's row: its txonly TX pps, alone on CPU 0; it has no receiver)"
+if [ "$NULL" = 1 ]; then
+	echo "/ null = median of per-pair (candidate RX pps / net_null txonly TX pps): the share of testpmd's own ceiling"
+	echo "(net_null's row: its txonly TX pps, alone on CPU 0; it has no receiver)"
+fi

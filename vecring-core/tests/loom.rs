@@ -250,26 +250,44 @@ fn read_all(rx: &mut Consumer<HeapRing>, count: usize, how: Read) -> Vec<Vec<u8>
 /// `read` says): every frame arrives once, in order, intact, neither side
 /// reports corruption, and the ring ends empty. Loom checks every access
 /// to a slot's bytes against the index protocol.
+/// A ring of `slots` 64-byte slots for frames of up to `max_frame`
+/// bytes, and a producer thread writing frames of `lens` (each its
+/// `pattern`) as `write` says: the consumer, the producer's thread (which
+/// returns its endpoint) and the frames it writes.
+fn start(
+    slots: u32,
+    max_frame: u32,
+    lens: &'static [usize],
+    write: Write,
+) -> (
+    Consumer<HeapRing>,
+    loom::thread::JoinHandle<Producer<HeapRing>>,
+    Vec<Vec<u8>>,
+) {
+    let ring = HeapRing::new(Geometry::with_max_frame_len(slots, 64, max_frame).unwrap());
+    // SAFETY: the model's only producer and consumer of this ring.
+    let (mut tx, rx) = unsafe {
+        (
+            Producer::attach(ring.clone()).unwrap(),
+            Consumer::attach(ring).unwrap(),
+        )
+    };
+    let frames: Vec<Vec<u8>> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| pattern(i, n))
+        .collect();
+    let expected = frames.clone();
+    let producer = loom::thread::spawn(move || {
+        write_all(&mut tx, &frames, write);
+        tx
+    });
+    (rx, producer, expected)
+}
+
 fn model(slots: u32, max_frame: u32, lens: &'static [usize], write: Write, read: Read) {
     builder().check(move || {
-        let ring = HeapRing::new(Geometry::with_max_frame_len(slots, 64, max_frame).unwrap());
-        // SAFETY: the model's only producer and consumer of this ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
-        let frames: Vec<Vec<u8>> = lens
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| pattern(i, n))
-            .collect();
-        let expected = frames.clone();
-        let producer = loom::thread::spawn(move || {
-            write_all(&mut tx, &frames, write);
-            tx
-        });
+        let (mut rx, producer, expected) = start(slots, max_frame, lens, write);
         let got = read_all(&mut rx, lens.len(), read);
         let tx = producer.join().unwrap();
         assert_eq!(got, expected, "{write:?} -> {read:?}");
@@ -370,24 +388,7 @@ fn hold_back_holds_batches_and_never_recv() {
 /// part of it (`send_batch`, of any lengths, and a chunk of one length).
 fn batch_seen_whole(lens: &'static [usize], write: Write) {
     builder().check(move || {
-        let ring = HeapRing::new(Geometry::with_max_frame_len(8, 64, 128).unwrap());
-        // SAFETY: the model's only producer and consumer of this ring.
-        let (mut tx, mut rx) = unsafe {
-            (
-                Producer::attach(ring.clone()).unwrap(),
-                Consumer::attach(ring.clone()).unwrap(),
-            )
-        };
-        let frames: Vec<Vec<u8>> = lens
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| pattern(i, n))
-            .collect();
-        let expected = frames.clone();
-        let producer = loom::thread::spawn(move || {
-            write_all(&mut tx, &frames, write);
-            tx
-        });
+        let (mut rx, producer, expected) = start(8, 128, lens, write);
         let mut bufs = vec![vec![0u8; 128]; lens.len()];
         let mut got_lens = vec![0usize; lens.len()];
         let n = loop {

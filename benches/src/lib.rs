@@ -485,6 +485,31 @@ fn half_median_round_trip(warm: u64, mut trip: impl FnMut(u64)) -> Duration {
     trips[trips.len() / 2] / 2
 }
 
+/// Round trips timed together by [`half_median_of_samples`]: a clock read
+/// costs about as much as a round trip between near vCPUs, and reads it in
+/// steps of 10-20 ns here.
+pub const TRIPS_PER_SAMPLE: usize = 100;
+
+/// Half the median round trip of `trip`, in ns, over samples of
+/// [`TRIPS_PER_SAMPLE`] round trips each (`trips` in all), after `warm`
+/// untimed ones.
+pub fn half_median_of_samples(warm: usize, trips: usize, mut trip: impl FnMut()) -> f64 {
+    for _ in 0..warm {
+        trip();
+    }
+    let mut ns: Vec<f64> = (0..(trips / TRIPS_PER_SAMPLE).max(1))
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..TRIPS_PER_SAMPLE {
+                trip();
+            }
+            t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
+        })
+        .collect();
+    ns.sort_by(f64::total_cmp);
+    ns[ns.len() / 2] / 2.0
+}
+
 /// One-way latency of the cheapest signal-then-data hand-off between
 /// [`PRODUCER_CPU`] (the caller, already pinned) and [`CONSUMER_CPU`]: each
 /// side writes 64 bytes into the next line of its own data array, then a

@@ -37,8 +37,9 @@
 //! cost of each protocol without any line transfer.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
-use vecring_benches::{core_to_core_latency, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
+use vecring_benches::{
+    core_to_core_latency, half_median_of_samples, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU,
+};
 
 const SLOTS: u64 = 32768;
 const SLOT_SHIFT: u32 = 15;
@@ -440,13 +441,6 @@ fn forked<T>(cpu: usize, child: impl FnOnce(), parent: impl FnOnce() -> T) -> T 
     out
 }
 
-fn half_median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2] / 2.0
-}
-
-const TRIPS_PER_SAMPLE: usize = 100;
-
 struct Opts {
     trips: usize,
     frames_64: u64,
@@ -481,7 +475,7 @@ fn floor(o: &Opts) -> f64 {
         || {
             let line = sh.ctl(0);
             let mut v = 0u64;
-            let mut trip = || {
+            let trip = || {
                 // Release/Acquire: pair with the child's Acquire load and
                 // Release store.
                 line.store(v + 1, Ordering::Release);
@@ -490,19 +484,7 @@ fn floor(o: &Opts) -> f64 {
                 }
                 v += 2;
             };
-            for _ in 0..o.trips / 10 {
-                trip();
-            }
-            let mut samples: Vec<f64> = (0..o.trips / TRIPS_PER_SAMPLE)
-                .map(|_| {
-                    let t = Instant::now();
-                    for _ in 0..TRIPS_PER_SAMPLE {
-                        trip();
-                    }
-                    t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
-                })
-                .collect();
-            half_median(&mut samples)
+            half_median_of_samples(o.trips / 10, o.trips, trip)
         },
     )
 }
@@ -538,7 +520,7 @@ fn latency(proto: Proto, len: usize, o: &Opts) -> f64 {
             let (mut tx, mut rx) = (Tx::new(sh.ring(0), proto), Rx::new(sh.ring(1), proto));
             let frame = [7u8; 64];
             let mut buf = [0u8; 64];
-            let mut trip = || {
+            let trip = || {
                 while !tx.send(&frame[..len]) {
                     wait(o.one_cpu);
                 }
@@ -547,19 +529,7 @@ fn latency(proto: Proto, len: usize, o: &Opts) -> f64 {
                 }
                 assert_eq!(buf[..len], frame[..len]);
             };
-            for _ in 0..o.trips / 10 {
-                trip();
-            }
-            let mut samples: Vec<f64> = (0..o.trips / TRIPS_PER_SAMPLE)
-                .map(|_| {
-                    let t = Instant::now();
-                    for _ in 0..TRIPS_PER_SAMPLE {
-                        trip();
-                    }
-                    t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
-                })
-                .collect();
-            half_median(&mut samples)
+            half_median_of_samples(o.trips / 10, o.trips, trip)
         },
     )
 }

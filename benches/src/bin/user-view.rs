@@ -29,7 +29,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_benches::{core_to_core_latency, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
+use vecring_benches::{
+    core_to_core_latency, half_median_of_samples, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU,
+};
 use vecring_core::{Link, LinkRecvError, Role};
 
 const FRAME: usize = 1514;
@@ -306,28 +308,10 @@ fn map_line(fd: &OwnedFd) -> &'static AtomicU64 {
     }
 }
 
-/// Round trips timed together: a clock read costs about as much as a
-/// round trip between near vCPUs, and reads it in steps of 10-20 ns here.
-const TRIPS_PER_SAMPLE: usize = 100;
-
-/// Half the median round trip of `trip`, over samples of
-/// [`TRIPS_PER_SAMPLE`] round trips each (`TRIPS` in all), after
-/// `WARM_TRIPS` untimed ones.
-fn half_median(mut trip: impl FnMut()) -> f64 {
-    for _ in 0..WARM_TRIPS {
-        trip();
-    }
-    let mut ns: Vec<f64> = (0..TRIPS / TRIPS_PER_SAMPLE)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..TRIPS_PER_SAMPLE {
-                trip();
-            }
-            t.elapsed().as_nanos() as f64 / TRIPS_PER_SAMPLE as f64
-        })
-        .collect();
-    ns.sort_by(f64::total_cmp);
-    ns[ns.len() / 2] / 2.0
+/// Half the median round trip of `trip` ([`half_median_of_samples`]),
+/// `TRIPS` timed after `WARM_TRIPS`.
+fn half_median(trip: impl FnMut()) -> f64 {
+    half_median_of_samples(WARM_TRIPS, TRIPS, trip)
 }
 
 /// One way through one shared line between two processes.

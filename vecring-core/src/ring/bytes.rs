@@ -185,9 +185,9 @@ pub(super) fn prefetch_for_write(p: *const u8) {
     let _ = p;
 }
 
-/// How far ahead, in slots, the consumer prefetches published slots (and
-/// twice as far, their descriptors): enough small frames to cover a
-/// cross-core transfer. (The producer does not prefetch ahead of a batch:
+/// How far ahead, in slots, the consumer prefetches the published slots of
+/// a run it validated: enough small frames to cover a cross-core
+/// transfer. (The producer does not prefetch ahead of a batch:
 /// a `PREFETCHW` of slots ahead measured no better, of the next frame's
 /// lines at 1514 bytes much worse, and outside its reservation it would
 /// take lines the consumer may still be reading. It only primes one free

@@ -361,18 +361,14 @@ impl Shape {
         })
     }
 
-    /// Prefetches the slot `PREFETCH_SLOTS` after `index` and the
-    /// descriptor twice as far, each only if published (`ready` slots from
-    /// `index` are): a line the producer is still writing would be pulled
-    /// away from it.
+    /// Prefetches the slot `PREFETCH_SLOTS` after `index` if it is one of
+    /// the `published` slots from `index` (validated already): a line the
+    /// producer may still be writing would be pulled away from it, and
+    /// taken back by its store.
     #[inline(always)]
-    pub(super) fn prefetch_ahead(&self, index: u64, ready: u64) {
-        if PREFETCH_SLOTS < ready {
+    pub(super) fn prefetch_ahead(&self, index: u64, published: u64) {
+        if PREFETCH_SLOTS < published {
             prefetch(self.slot_ptr(index.wrapping_add(PREFETCH_SLOTS)));
-            if 2 * PREFETCH_SLOTS < ready {
-                let desc = self.desc(index.wrapping_add(2 * PREFETCH_SLOTS));
-                prefetch((desc as *const SlotDesc).cast());
-            }
         }
     }
 

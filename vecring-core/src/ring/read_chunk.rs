@@ -140,11 +140,12 @@ impl<S: RingStorage> ReadChunk<'_, S> {
         if self.run_left == 0 && !self.start_run()? {
             return Ok(None);
         }
-        // The lines of the frames after this one, published already.
-        // (This frame's own line is not prefetched: its address is known
-        // as early as the prefetch's would be.)
+        // A line of the run's frames after this one: published, validated
+        // with the run. (This frame's own line is not prefetched: its
+        // address is known as early as the prefetch's would be. Nor is a
+        // slot past the run: its frame may not be published yet.)
         self.shape
-            .prefetch_ahead(self.pos, self.end.wrapping_sub(self.pos));
+            .prefetch_ahead(self.pos, self.run_left * self.seen.slots);
         let (pos, len, slots) = (self.pos, self.seen.len, self.seen.slots);
         model_read(&self.consumer.storage, pos, slots);
         let frame = Frame {

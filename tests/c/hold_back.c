@@ -15,26 +15,24 @@
  *
  * E: the polls that returned nothing although the frames were ready (all
  * of them were published before the command was written); S1,...: the
- * sizes of the bursts that returned frames. "quit" ends the program ("hb:
- * ok"). Prints "hb: up" once the link is up. Every frame's length,
+ * sizes of the bursts that returned frames. "held" answers with the
+ * port's xstats of held-back bursts, the port's total and queue 0's:
+ *
+ *   "hb: held_back_bursts TOTAL Q0"
+ *
+ * "quit" ends the program ("hb: ok"). Prints "hb: up" once the link is up. Every frame's length,
  * sequence number and bytes are checked; exits 1 on a damaged frame, a
  * setup error or a timeout (20 s per command); SIGALRM ends it after
  * WATCHDOG_S seconds.
  *
  * usage: hold_back <EAL args with one --vdev> -- FRAME_LEN
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include <rte_cycles.h>
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
 
+#define PORT_PROGRAM "hold_back"
+#include "dpdk_port.h"
 #include "pattern.h"
 
 #define WATCHDOG_S 90
@@ -42,68 +40,58 @@
 /* Seconds a "recv" may poll before the program gives up. */
 #define RECV_LIMIT_S 20
 
-static void die(const char *what, int rc)
+/* The value of the port's xstat `name`. */
+static uint64_t xstat(uint16_t port, const char *name)
 {
-	fprintf(stderr, "hold_back: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
-	exit(1);
+	uint64_t id, value;
+	int rc;
+
+	if ((rc = rte_eth_xstats_get_id_by_name(port, name, &id)) != 0)
+		die(name, rc);
+	if ((rc = rte_eth_xstats_get_by_id(port, &id, &value, 1)) != 1)
+		die(name, rc < 0 ? rc : -EIO);
+	return value;
 }
 
 int main(int argc, char **argv)
 {
 	struct rte_mbuf *pkts[BURST];
 	struct rte_eth_conf conf;
-	struct rte_eth_link link;
 	struct rte_mempool *pool;
 	uint64_t next_seq = 0, seq, deadline;
 	size_t frame_len;
 	char line[64], sizes[512];
 	unsigned int want, got, empty, at;
 	uint16_t port, n, k;
-	int rc, i;
+	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	alarm(WATCHDOG_S);
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		die("rte_eal_init", rc);
+	rc = eal_start(argc, argv, WATCHDOG_S);
 	argc -= rc;
 	argv += rc;
 	if (argc != 2 || (frame_len = strtoul(argv[1], NULL, 10)) < PATTERN_MIN_LEN) {
 		fprintf(stderr, "usage: hold_back <EAL args> -- FRAME_LEN\n");
 		return 1;
 	}
-	port = rte_eth_find_next(0);
-	if (port >= RTE_MAX_ETHPORTS)
-		die("finding the port", -ENODEV);
-	pool = rte_pktmbuf_pool_create("hold_back", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	if (pool == NULL)
-		die("rte_pktmbuf_pool_create", -rte_errno);
 	memset(&conf, 0, sizeof(conf));
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0)
-		die("rte_eth_dev_configure", rc);
-	if ((rc = rte_eth_rx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL, pool)) != 0)
-		die("rte_eth_rx_queue_setup", rc);
-	if ((rc = rte_eth_tx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL)) != 0)
-		die("rte_eth_tx_queue_setup", rc);
+	port = port_setup(&conf, 1, 512, 1023, &pool);
 	/* The frames' first bytes are their sequence numbers, not our MAC. */
 	if ((rc = rte_eth_promiscuous_enable(port)) != 0)
 		die("rte_eth_promiscuous_enable", rc);
 	if ((rc = rte_eth_dev_start(port)) != 0)
 		die("rte_eth_dev_start", rc);
-	for (i = 0;; i++) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
-			break;
-		if (i == 2000)
-			die("waiting for link up", -ETIMEDOUT);
-		usleep(10000);
-	}
+	wait_link(port, RTE_ETH_LINK_UP);
 	printf("hb: up\n");
 
 	while (fgets(line, sizeof(line), stdin) != NULL) {
 		line[strcspn(line, "\n")] = 0;
 		if (strcmp(line, "quit") == 0)
 			break;
+		if (strcmp(line, "held") == 0) {
+			printf("hb: held_back_bursts %" PRIu64 " %" PRIu64 "\n", xstat(port, "rx_held_back_bursts"),
+			       xstat(port, "rx_q0_held_back_bursts"));
+			continue;
+		}
 		if (sscanf(line, "recv %u", &want) != 1) {
 			fprintf(stderr, "hold_back: unknown command '%s'\n", line);
 			return 1;

@@ -16,14 +16,9 @@
  */
 #include <inttypes.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
+#define PORT_PROGRAM "lsc_close"
+#include "dpdk_port.h"
 
 /* Seconds before the program gives up on its own. */
 #define WATCHDOG_S 60
@@ -51,39 +46,17 @@ static int lsc_callback(uint16_t port, enum rte_eth_event_type event, void *arg,
 	return 0;
 }
 
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "lsc_close: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
-	exit(1);
-}
-
 int main(int argc, char **argv)
 {
 	struct rte_eth_conf conf;
-	struct rte_eth_link link;
 	struct rte_mempool *pool;
 	uint16_t port;
 	int rc, waited;
 
-	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		die("rte_eal_init", rc);
-	port = rte_eth_find_next(0);
-	if (port >= RTE_MAX_ETHPORTS)
-		die("finding the port", -ENODEV);
-	pool = rte_pktmbuf_pool_create("lsc_close", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       (int)rte_socket_id());
-	if (pool == NULL)
-		die("rte_pktmbuf_pool_create", -rte_errno);
+	eal_start(argc, argv, WATCHDOG_S);
 	memset(&conf, 0, sizeof(conf));
 	conf.intr_conf.lsc = 1;
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0)
-		die("rte_eth_dev_configure", rc);
-	if ((rc = rte_eth_rx_queue_setup(port, 0, 512, rte_eth_dev_socket_id(port), NULL, pool)) != 0)
-		die("rte_eth_rx_queue_setup", rc);
-	if ((rc = rte_eth_tx_queue_setup(port, 0, 512, rte_eth_dev_socket_id(port), NULL)) != 0)
-		die("rte_eth_tx_queue_setup", rc);
+	port = port_setup(&conf, 1, 512, 1023, &pool);
 	rc = rte_eth_dev_callback_register(port, RTE_ETH_EVENT_INTR_LSC, lsc_callback, NULL);
 	if (rc != 0)
 		die("rte_eth_dev_callback_register", rc);
@@ -92,12 +65,7 @@ int main(int argc, char **argv)
 
 	/* Until the link is up, this thread polls it; afterwards only the
 	 * callback touches the port (control calls must not run concurrently). */
-	for (;;) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
-			break;
-		usleep(10 * 1000);
-	}
+	wait_link(port, RTE_ETH_LINK_UP);
 	printf("lsc_close: link up\n");
 	fflush(stdout);
 

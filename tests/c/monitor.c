@@ -35,24 +35,12 @@
  */
 /* rte_eth_get_monitor_addr is experimental on 22.11. */
 #define ALLOW_EXPERIMENTAL_API
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
 #include <rte_power_intrinsics.h>
 
-#define WATCHDOG_S 60
+#define PORT_PROGRAM "monitor"
+#include "dpdk_port.h"
 
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "monitor: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
-	exit(1);
-}
+#define WATCHDOG_S 60
 
 /* Reads the word as the CPU's monitor would, then asks the callback:
  * 1 if it says sleep, 0 if not. */
@@ -92,21 +80,6 @@ static void expect_line(const char *want)
 	}
 }
 
-/* Waits until the port's link is `up` (10 s at most). */
-static void wait_link(uint16_t port, int up)
-{
-	struct rte_eth_link link;
-	int i;
-
-	for (i = 0; i < 1000; i++) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == up)
-			return;
-		usleep(10000);
-	}
-	die(up ? "waiting for link up" : "waiting for link down", -ETIMEDOUT);
-}
-
 int main(int argc, char **argv)
 {
 	struct rte_power_monitor_cond armed, fresh;
@@ -117,27 +90,9 @@ int main(int argc, char **argv)
 	int rc, i, got = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	alarm(WATCHDOG_S);
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		die("rte_eal_init", rc);
-	port = rte_eth_find_next(0);
-	if (port >= RTE_MAX_ETHPORTS)
-		die("finding the port", -ENODEV);
-	pool = rte_pktmbuf_pool_create("monitor", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       (int)rte_socket_id());
-	if (pool == NULL)
-		die("rte_pktmbuf_pool_create", -rte_errno);
+	eal_start(argc, argv, WATCHDOG_S);
 	memset(&conf, 0, sizeof(conf));
-	rc = rte_eth_dev_configure(port, 1, 1, &conf);
-	if (rc != 0)
-		die("rte_eth_dev_configure", rc);
-	rc = rte_eth_rx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL, pool);
-	if (rc != 0)
-		die("rte_eth_rx_queue_setup", rc);
-	rc = rte_eth_tx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL);
-	if (rc != 0)
-		die("rte_eth_tx_queue_setup", rc);
+	port = port_setup(&conf, 1, 512, 1023, &pool);
 	rc = rte_eth_promiscuous_enable(port);
 	if (rc != 0)
 		die("rte_eth_promiscuous_enable", rc);

@@ -53,18 +53,14 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <rte_eal.h>
 #include <rte_epoll.h>
-#include <rte_ethdev.h>
 #include <rte_interrupts.h>
-#include <rte_mbuf.h>
+
+#define PORT_PROGRAM "rx_intr"
+#include "dpdk_port.h"
 
 #define WATCHDOG_S 90
 #define MAX_QUEUES 16
@@ -72,12 +68,6 @@
 /* Bytes 14..16 of a frame: its queue; 16..20: its sequence on that queue. */
 #define QUEUE_AT 14
 #define SEQ_AT 16
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "rx_intr: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
-	exit(1);
-}
 
 static uint64_t now_us(void)
 {
@@ -228,14 +218,11 @@ int main(int argc, char **argv)
 	struct rte_mempool *pool;
 	uint64_t cpu0, wall0, idle_until;
 	uint16_t port, queues, q;
-	int rc, i, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
+	int rc, n, frames, idle_s, got = 0, events = 0, timeouts = 0, wakeups = 0;
 	int down = 0, relink = 0, paused = 0, woke_for_waiting = 0, short_count = 0;
 	int watching = 0, sleeping = 0;
 
-	alarm(WATCHDOG_S); /* SIGALRM ends the process: exit status != 0 */
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		die("rte_eal_init", rc);
+	rc = eal_start(argc, argv, WATCHDOG_S);
 	argc -= rc;
 	argv += rc;
 	if (argc == 5 && strcmp(argv[4], "down") == 0) {
@@ -259,38 +246,14 @@ int main(int argc, char **argv)
 	idle_s = atoi(argv[3]);
 	if (queues < 1 || queues > MAX_QUEUES)
 		die("the queue count", -EINVAL);
-	port = rte_eth_find_next(0);
-	if (port >= RTE_MAX_ETHPORTS)
-		die("finding the port", -ENODEV);
-	pool = rte_pktmbuf_pool_create("rx_intr", 4095, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-				       (int)rte_socket_id());
-	if (pool == NULL)
-		die("rte_pktmbuf_pool_create", -rte_errno);
 	memset(&conf, 0, sizeof(conf));
 	/* "poll" is a plain polling application: no Rx interrupts at all. */
 	conf.intr_conf.rxq = !watching || sleeping;
-	rc = rte_eth_dev_configure(port, queues, queues, &conf);
-	if (rc != 0)
-		die("rte_eth_dev_configure", rc);
-	for (q = 0; q < queues; q++) {
-		rc = rte_eth_rx_queue_setup(port, q, 1024, (unsigned int)rte_socket_id(), NULL, pool);
-		if (rc != 0)
-			die("rte_eth_rx_queue_setup", rc);
-		rc = rte_eth_tx_queue_setup(port, q, 1024, (unsigned int)rte_socket_id(), NULL);
-		if (rc != 0)
-			die("rte_eth_tx_queue_setup", rc);
-	}
+	port = port_setup(&conf, queues, 1024, 4095, &pool);
 	rc = rte_eth_dev_start(port);
 	if (rc != 0)
 		die("rte_eth_dev_start", rc);
-	for (i = 0;; i++) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
-			break;
-		if (i > 3000)
-			die("waiting for the link", -ETIMEDOUT);
-		usleep(10000);
-	}
+	wait_link(port, RTE_ETH_LINK_UP);
 	for (q = 0; q < queues && conf.intr_conf.rxq; q++) {
 		rc = rte_eth_dev_rx_intr_ctl_q(port, q, RTE_EPOLL_PER_THREAD, RTE_INTR_EVENT_ADD,
 					       (void *)(uintptr_t)q);

@@ -35,18 +35,12 @@
  *
  * usage: zero_copy <EAL args with one --vdev> -- FRAME_LEN
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#define PORT_PROGRAM "zero_copy"
+#include "dpdk_port.h"
 #include "pattern.h"
 
 #define WATCHDOG_S 90
@@ -63,12 +57,6 @@ static uint64_t next_seq;
 static struct rte_mbuf *held[MAX_HELD];
 static uint64_t held_seq[MAX_HELD];
 static unsigned int nheld;
-
-static void die(const char *what, int rc)
-{
-	fprintf(stderr, "zero_copy: %s failed: %d (%s)\n", what, rc, rte_strerror(rc < 0 ? -rc : rc));
-	exit(1);
-}
 
 /* Checks held mbuf i: one segment of frame_len bytes, frame held_seq[i]. */
 static void check_held(unsigned int i)
@@ -112,21 +100,6 @@ static unsigned int poll_once(unsigned int *attached)
 	return n;
 }
 
-/* Waits until the port's link is `up` (20 s at most). */
-static void wait_link(int up)
-{
-	struct rte_eth_link link;
-	int i;
-
-	for (i = 0; i < 2000; i++) {
-		memset(&link, 0, sizeof(link));
-		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == up)
-			return;
-		usleep(10000);
-	}
-	die(up ? "waiting for link up" : "waiting for link down", -ETIMEDOUT);
-}
-
 /* Mappings of vecring regions (memfds named vecring...) in this process. */
 static int region_mappings(void)
 {
@@ -152,37 +125,23 @@ int main(int argc, char **argv)
 	int rc, waited;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	alarm(WATCHDOG_S);
-	rc = rte_eal_init(argc, argv);
-	if (rc < 0)
-		die("rte_eal_init", rc);
+	rc = eal_start(argc, argv, WATCHDOG_S);
 	argc -= rc;
 	argv += rc;
 	if (argc != 2 || (frame_len = strtoul(argv[1], NULL, 10)) < PATTERN_MIN_LEN) {
 		fprintf(stderr, "usage: zero_copy <EAL args> -- FRAME_LEN\n");
 		return 1;
 	}
-	port = rte_eth_find_next(0);
-	if (port >= RTE_MAX_ETHPORTS)
-		die("finding the port", -ENODEV);
-	/* No per-lcore cache: rte_mempool_in_use_count is then exact. */
-	pool = rte_pktmbuf_pool_create("zero_copy", 2047, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	if (pool == NULL)
-		die("rte_pktmbuf_pool_create", -rte_errno);
 	memset(&conf, 0, sizeof(conf));
-	if ((rc = rte_eth_dev_configure(port, 1, 1, &conf)) != 0)
-		die("rte_eth_dev_configure", rc);
-	if ((rc = rte_eth_rx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL, pool)) != 0)
-		die("rte_eth_rx_queue_setup", rc);
-	if ((rc = rte_eth_tx_queue_setup(port, 0, 512, (unsigned int)rte_socket_id(), NULL)) != 0)
-		die("rte_eth_tx_queue_setup", rc);
+	/* The pool has no per-lcore cache: rte_mempool_in_use_count is exact. */
+	port = port_setup(&conf, 1, 512, 2047, &pool);
 	/* The frames' first bytes are their sequence numbers, not our MAC. */
 	if ((rc = rte_eth_promiscuous_enable(port)) != 0)
 		die("rte_eth_promiscuous_enable", rc);
 	if ((rc = rte_eth_dev_start(port)) != 0)
 		die("rte_eth_dev_start", rc);
 	started = 1;
-	wait_link(RTE_ETH_LINK_UP);
+	wait_link(port, RTE_ETH_LINK_UP);
 	printf("zc: up\n");
 
 	while (fgets(line, sizeof(line), stdin) != NULL) {
@@ -225,7 +184,7 @@ int main(int argc, char **argv)
 			}
 			printf("zc: intact %u\n", arg);
 		} else if (strcmp(line, "down") == 0) {
-			wait_link(RTE_ETH_LINK_DOWN);
+			wait_link(port, RTE_ETH_LINK_DOWN);
 			printf("zc: down\n");
 		} else if (strcmp(line, "close") == 0) {
 			int stop_rc = rte_eth_dev_stop(port);

@@ -19,7 +19,8 @@
 //!   program to poll. With hold-back, the first polls after a burst of 2 or
 //!   3 find nothing (the frames are held back), then one burst returns them
 //!   all; a single frame comes at the first poll. Without hold-back every
-//!   burst comes at the first poll.
+//!   burst comes at the first poll. The port's `rx_held_back_bursts` xstat
+//!   (and queue 0's) counts exactly the polls the hold-back emptied.
 //!
 //! They need root, a C compiler, DPDK's `pkg-config` file and the built
 //! PMD, so they are `#[ignore]`d and run by `tests/dpdk/run.sh` (group
@@ -522,6 +523,15 @@ fn held_back_polls(test: &str, hold_back: bool) {
             p.output()
         );
     }
+    // The xstats count every poll the hold-back emptied, and nothing else.
+    let l = p.ask("held", "hb: held_back_bursts");
+    let total: u64 = empty_polls.iter().sum();
+    assert_eq!(
+        numbers(&l),
+        [total, total],
+        "rx_held_back_bursts and rx_q0_held_back_bursts against the {total} polls that found \
+         ready frames held back: {l}"
+    );
     p.quit("hb: ok");
     drop(link);
     let _ = std::fs::remove_dir_all(&env.work);

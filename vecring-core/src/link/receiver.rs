@@ -56,6 +56,12 @@ impl Receiver {
         self.hold_epoch = u64::MAX;
     }
 
+    /// The hold-back of the batch reads ([`set_hold_back`](Self::set_hold_back)),
+    /// if on.
+    pub fn hold_back(&self) -> Option<HoldBack> {
+        self.hold
+    }
+
     /// Batch reads that found nothing because the hold-back held ready
     /// frames back, over every generation of this receiver: how often the
     /// hold-back held, to tell it from a link with nothing to read.

@@ -62,6 +62,10 @@ pub struct RxCounters {
     /// the rest of a zero-copy queue's frames are copied: short, or
     /// wrapping around the ring's end).
     pub zero_copy: Counter,
+    /// Bursts that returned nothing because the hold-back held ready
+    /// frames back (`hold_back=true`; see [`vecring_core::HoldBack`]): to
+    /// tell a queue whose frames wait from one with nothing to read.
+    pub held_back: Counter,
 }
 
 /// Transmit-side counters of one TX queue, written by the lcore polling it.

@@ -67,6 +67,9 @@ pub struct RxQueue {
     /// Whether `receiver`'s wait set is in the queue's Rx interrupt
     /// descriptor (see [`crate::ethdev::intr`]).
     intr_watched: bool,
+    /// `receiver`'s count of held-back reads already added to the queue's
+    /// `held_back` counter.
+    held_seen: u64,
 }
 
 impl RxQueue {
@@ -102,6 +105,7 @@ impl RxQueue {
             zc: None,
             setup: QueueSetup::default(),
             intr_watched: false,
+            held_seen: 0,
         }
     }
 
@@ -115,6 +119,7 @@ impl RxQueue {
             self.unwatch();
             self.receiver = r;
             self.zc = None;
+            self.held_seen = 0;
         }
     }
 
@@ -281,6 +286,14 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // A frame takes at least one slot: never allocate more mbufs than that.
     let want = chunk.ready_slots().min(usize::from(nb_pkts));
     if want == 0 {
+        drop(chunk);
+        if receiver.hold_back().is_some() {
+            // Empty, or held back: the receiver counts the reads it held
+            // back; the queue's counter gets what is new.
+            let held = receiver.held_back();
+            counters.held_back.add(held.wrapping_sub(q.held_seen));
+            q.held_seen = held;
+        }
         return 0;
     }
     // Allocate straight into the application's array, `port` already set.

@@ -10,10 +10,12 @@
 //! 1. port totals of the drops (`rx_too_large_drops`, ...,
 //!    `tx_peer_queue_absent_drops`), summed over every queue;
 //! 2. port totals of the data path's ways: `rx_zero_copy_frames` (frames
-//!    delivered attached to their slots) and `tx_streamed_bursts` (bursts
-//!    written with non-temporal stores);
+//!    delivered attached to their slots), `rx_held_back_bursts` (bursts
+//!    that returned nothing because the hold-back held ready frames back)
+//!    and `tx_streamed_bursts` (bursts written with non-temporal stores);
 //! 3. per RX queue `q`: `rx_q{q}_too_large_drops`, `rx_q{q}_filtered_drops`,
-//!    `rx_q{q}_scatter_nombuf_drops`, `rx_q{q}_zero_copy_frames`;
+//!    `rx_q{q}_scatter_nombuf_drops`, `rx_q{q}_zero_copy_frames`,
+//!    `rx_q{q}_held_back_bursts`;
 //! 4. per TX queue `q`: `tx_q{q}_too_large_drops`, `tx_q{q}_ring_full`,
 //!    `tx_q{q}_link_down`, `tx_q{q}_peer_queue_absent_drops`,
 //!    `tx_q{q}_streamed_bursts`;
@@ -75,6 +77,7 @@ const PORT_DROPS: &[Named<Snapshot>] = &[
 /// The data path's ways, port totals.
 const PORT_PATHS: &[Named<Snapshot>] = &[
     ("rx_zero_copy_frames", |s| s.rx().zero_copy),
+    ("rx_held_back_bursts", |s| s.rx().held_back),
     ("tx_streamed_bursts", |s| s.tx().streamed),
 ];
 
@@ -84,6 +87,7 @@ const RX_QUEUE: &[Named<RxSnap>] = &[
     ("filtered_drops", |q| q.filtered),
     ("scatter_nombuf_drops", |q| q.scatter_nombuf),
     ("zero_copy_frames", |q| q.zero_copy),
+    ("held_back_bursts", |q| q.held_back),
 ];
 
 /// Per TX queue `q`: `tx_q{q}_` and these.

@@ -25,6 +25,8 @@ pub struct RxSnap {
     pub scatter_nombuf: u64,
     /// [`RxCounters::zero_copy`].
     pub zero_copy: u64,
+    /// [`RxCounters::held_back`].
+    pub held_back: u64,
 }
 
 impl RxSnap {
@@ -36,6 +38,7 @@ impl RxSnap {
             filtered: c.filtered.get(),
             scatter_nombuf: c.scatter_nombuf.get(),
             zero_copy: c.zero_copy.get(),
+            held_back: c.held_back.get(),
         }
     }
 
@@ -48,6 +51,7 @@ impl RxSnap {
             filtered: f(self.filtered, o.filtered),
             scatter_nombuf: f(self.scatter_nombuf, o.scatter_nombuf),
             zero_copy: f(self.zero_copy, o.zero_copy),
+            held_back: f(self.held_back, o.held_back),
         }
     }
 

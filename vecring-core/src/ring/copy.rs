@@ -3,7 +3,9 @@
 //! length, each choosing its kind of copy once per run, not per frame.
 
 use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, COPY_MEMCPY};
-use super::descriptor::{four_hold, put_desc, put_descs, Lag, LenPlan, Run, SeenDesc, Shape};
+use super::desc_group::four_hold;
+use super::desc_write::{put_desc, put_descs, Lag, LenPlan};
+use super::descriptor::{Run, SeenDesc, Shape};
 use super::frame::Frame;
 use crate::abi::SlotDesc;
 use crate::sync::{fence, Ordering};

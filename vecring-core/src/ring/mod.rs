@@ -8,7 +8,7 @@
 //! no load of the producer's index on its data path:
 //!
 //! - the producer fills a frame's slots, then stores its descriptor with
-//!   the stamp (a `Release` store, `descriptor::put_desc`); a chunk's
+//!   the stamp (a `Release` store, `desc_write::put_desc`); a chunk's
 //!   frames get their descriptors at [`WriteChunk::commit`], one store
 //!   each (a chunk whose length changes stores the lap before's stamp for
 //!   the frames before the change, and commit adds the lap). After each
@@ -60,6 +60,8 @@
 mod bytes;
 mod consumer;
 mod copy;
+mod desc_group;
+mod desc_write;
 mod descriptor;
 mod error;
 mod frame;

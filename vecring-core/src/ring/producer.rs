@@ -5,7 +5,8 @@
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
 use super::copy::{stream_like, StreamEnd};
-use super::descriptor::{put_desc, LenPlan, Run, Shape};
+use super::desc_write::{put_desc, LenPlan};
+use super::descriptor::{Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};

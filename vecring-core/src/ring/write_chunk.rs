@@ -2,7 +2,9 @@
 //! [`FrameWriter`] of one frame.
 
 use super::bytes::store_fence;
-use super::descriptor::{all_hold, put_desc, put_descs, Lag, Run, Shape, DESC_GROUP};
+use super::desc_group::{all_hold, DESC_GROUP};
+use super::desc_write::{put_desc, put_descs, Lag};
+use super::descriptor::{Run, Shape};
 use super::error::{Corruption, PushError};
 use super::producer::Producer;
 use super::storage::{model_write, RingStorage};

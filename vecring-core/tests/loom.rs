@@ -24,7 +24,7 @@
 //!
 //! Each model pairs one way of writing (`Write`) with one way of reading
 //! (`Read`), so that every copy and in-place path of both sides runs against
-//! the other side's index protocol.
+//! the other side's half of the protocol.
 #![cfg(loom)]
 
 use std::time::Duration;
@@ -245,11 +245,6 @@ fn read_all(rx: &mut Consumer<HeapRing>, count: usize, how: Read) -> Vec<Vec<u8>
     got
 }
 
-/// The producer writes frames of `lens` bytes (as `write` says) through a
-/// ring of `slots` slots of 64 bytes while the consumer reads them (as
-/// `read` says): every frame arrives once, in order, intact, neither side
-/// reports corruption, and the ring ends empty. Loom checks every access
-/// to a slot's bytes against the index protocol.
 /// A ring of `slots` 64-byte slots for frames of up to `max_frame`
 /// bytes, and a producer thread writing frames of `lens` (each its
 /// `pattern`) as `write` says: the consumer, the producer's thread (which
@@ -285,6 +280,11 @@ fn start(
     (rx, producer, expected)
 }
 
+/// The producer writes frames of `lens` bytes (as `write` says) through a
+/// ring of `slots` slots of 64 bytes while the consumer reads them (as
+/// `read` says): every frame arrives once, in order, intact, neither side
+/// reports corruption, and the ring ends empty. Loom checks every access
+/// to a slot's bytes against the ring's protocol (descriptor stamps, tail).
 fn model(slots: u32, max_frame: u32, lens: &'static [usize], write: Write, read: Read) {
     builder().check(move || {
         let (mut rx, producer, expected) = start(slots, max_frame, lens, write);

@@ -3,7 +3,9 @@
 //!
 //! A burst copies each mbuf (chains too) into the ring with one chunk
 //! reservation and one commit, then frees the sent mbufs in bulk (straight
-//! into their pool when the application enabled fast free). A burst of a
+//! into their pool when the application enabled fast free). Its leading
+//! single-segment mbufs of one slot each, every mbuf of a burst of small
+//! frames, go in one loop (`WriteChunk::push_small`), the rest one by one. A burst of a
 //! sender fast enough writes its frames of up to 128 bytes with
 //! non-temporal stores (`WriteChunk::set_streaming`; when:
 //! [`StreamGate`]). The burst function is chosen once, at `dev_start`
@@ -150,21 +152,36 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         }
     };
 
-    let (mut taken, mut sent, mut bytes, mut dropped) = (0usize, 0u64, 0u64, 0u64);
     // Whether every mbuf taken so far is single-segment and direct.
     let mut plain = true;
-    for &m in mbufs {
+    // The burst's small single-segment mbufs, while there are, copied in
+    // one loop that keeps the chunk in registers: every mbuf of a burst of
+    // small frames.
+    let mut taken = chunk.push_small(mbufs.iter().map_while(|&m| {
+        // SAFETY: a valid mbuf from the application; `ol_flags` shares
+        // the first line with `nb_segs`.
+        unsafe {
+            (mbuf::nb_segs(m) == 1).then(|| {
+                if FAST_FREE {
+                    plain &= (*m).ol_flags & ffi::MBUF_F_ATTACHED == 0;
+                }
+                seg_bytes(m)
+            })
+        }
+    }));
+    // The rest, from the first that is not: a chain, a frame of several
+    // slots, or one the ring cannot take.
+    let mut dropped = 0u64;
+    for &m in &mbufs[taken..] {
         // SAFETY: a valid mbuf from the application.
-        let (mut len, segs) = unsafe { (mbuf::pkt_len(m) as usize, mbuf::nb_segs(m)) };
+        let (len, segs) = unsafe { (mbuf::pkt_len(m) as usize, mbuf::nb_segs(m)) };
         let res = if segs == 1 {
             if FAST_FREE {
                 // SAFETY: a valid mbuf; `ol_flags` shares its first line.
                 plain &= unsafe { (*m).ol_flags } & ffi::MBUF_F_ATTACHED == 0;
             }
             // SAFETY: a valid single-segment mbuf.
-            let data = unsafe { seg_bytes(m) };
-            len = data.len();
-            chunk.push(data)
+            chunk.push(unsafe { seg_bytes(m) })
         } else {
             plain = false;
             chunk.push_with(len, |w| {
@@ -179,10 +196,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
             })
         };
         match res {
-            Ok(()) => {
-                sent += 1;
-                bytes += len as u64;
-            }
+            Ok(()) => {}
             Err(PushError::Full) => break,
             // Too large for the link, or empty: the frame can never be sent;
             // take it and drop it so that the application does not retry it.
@@ -190,6 +204,7 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         }
         taken += 1;
     }
+    let (sent, bytes) = (chunk.frames() as u64, chunk.bytes());
     chunk.commit();
     // SAFETY: the first `taken` mbufs were copied or dropped and are ours;
     // with `FAST_FREE` the application keeps its promise and `plain` says

@@ -28,6 +28,7 @@ pub(crate) mod edges;
 pub(crate) mod hold_back;
 pub(crate) mod in_place;
 pub(crate) mod keep;
+pub(crate) mod small;
 
 /// Makes a zeroed ring of a geometry, for a case of the suite.
 pub(crate) type NewRing<S> = fn(Geometry) -> S;
@@ -92,6 +93,7 @@ macro_rules! ring_suite {
             keep::kept_frames_hold_their_slots_until_released,
             edges::slot_at_maps_the_slot_data_only,
             keep::reads_that_find_nothing_leave_kept_frames_kept,
+            small::push_small_stops_where_push_must_take_over_and_loses_nothing,
         );
     };
     (@cases $new:expr; $($topic:ident::$case:ident),+ $(,)?) => {

@@ -4,19 +4,24 @@
 //!
 //! The master [`create`](Region::create)s a region; the slave
 //! [`attach`](Region::attach)es to the fd it received, checking the fd's
-//! seals and size and every header field before trusting the layout.
+//! seals and size and every header field before trusting the layout
+//! (`header.rs`). Each ring of a region is a [`RegionRing`]
+//! (`region_ring.rs`).
 
-use crate::abi::{self, RegionHeader, RingControl, SlotDesc};
-use crate::doorbell::Doorbell;
+use crate::abi::{self, RegionHeader};
 use crate::geometry::Geometry;
 use crate::numa;
 pub use crate::numa::NumaError;
-use crate::ring::{Bell, RingStorage};
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+
+mod header;
+mod region_ring;
+pub(crate) use header::validate_header;
+pub use header::Expectation;
+pub use region_ring::RegionRing;
 
 /// 2 MiB, the hugepage size used.
 pub const HUGEPAGE_SIZE: u64 = 2 << 20;
@@ -472,36 +477,6 @@ impl Region {
         } as usize;
         numa::nodes_of_pages(self.map.as_ptr(), self.map.len(), page)
     }
-
-    /// Ring `ring` of the region: `2 * queue + dir` (the ABI's
-    /// `ring_index`), with `dir` 0 for master → slave and 1 for
-    /// slave → master.
-    ///
-    /// # Panics
-    /// If `ring >= 2 * queues()` (a programming error, never peer input:
-    /// the link checks a queue against the region before asking).
-    pub fn ring(self: &Arc<Self>, ring: usize) -> RegionRing {
-        assert!(
-            ring < abi::ring_count(self.queues) as usize,
-            "ring index {ring} out of range for {} queues",
-            self.queues
-        );
-        let g = self.geometry;
-        let base = abi::ring_offset(ring, g.slot_count(), g.slot_size()) as usize;
-        // SAFETY: `validate_header`/`create` ensured the mapping holds
-        // `min_region_size(queues)`, which covers every ring area below
-        // `ring_count(queues)`; all offsets are 64-byte aligned.
-        let area = unsafe { self.map.as_mut_ptr().add(base) };
-        RegionRing {
-            region: Arc::clone(self),
-            doorbell: None,
-            control: area as *const RingControl,
-            // SAFETY: DESC_OFFSET and data_offset lie inside the ring area.
-            descs: unsafe { area.add(abi::DESC_OFFSET as usize) } as *const SlotDesc,
-            // SAFETY: as above.
-            data: unsafe { area.add(abi::data_offset(g.slot_count()) as usize) },
-        }
-    }
 }
 
 impl core::fmt::Debug for Region {
@@ -513,156 +488,6 @@ impl core::fmt::Debug for Region {
             .field("generation", &self.header.generation)
             .field("hugepages", &self.hugepages)
             .finish()
-    }
-}
-
-/// What a slave requires of a received region.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Expectation {
-    /// The geometry the slave was configured with, if any; otherwise the
-    /// master's is accepted.
-    pub geometry: Option<Geometry>,
-    /// The queue count the slave was configured with, if any; otherwise
-    /// the master's is accepted.
-    pub queues: Option<u16>,
-    /// The generation announced in the handshake.
-    pub generation: Option<u64>,
-    /// The queue count announced in the handshake, which the header must
-    /// repeat.
-    pub announced_queues: Option<u16>,
-}
-
-fn mismatch(field: &'static str, ours: u64, theirs: u64) -> Result<(), AttachError> {
-    if ours == theirs {
-        Ok(())
-    } else {
-        Err(AttachError::Mismatch {
-            field,
-            ours,
-            theirs,
-        })
-    }
-}
-
-/// Checks a header copy against the fd's real size and our expectations;
-/// returns its geometry and queue count.
-pub(crate) fn validate_header(
-    h: &RegionHeader,
-    fd_size: u64,
-    expect: &Expectation,
-) -> Result<(Geometry, u16), AttachError> {
-    mismatch("magic", abi::MAGIC, h.magic)?;
-    mismatch(
-        "major version",
-        abi::VERSION_MAJOR.into(),
-        h.version_major.into(),
-    )?;
-    mismatch(
-        "header size",
-        size_of::<RegionHeader>() as u64,
-        h.header_size.into(),
-    )?;
-    if h.features & !abi::FEATURES_KNOWN != 0 {
-        mismatch("features", abi::FEATURES_KNOWN, h.features)?;
-    }
-    let queues = crate::geometry::check_queues(h.queue_count.into())?;
-    mismatch(
-        "ring count (2 per queue)",
-        abi::ring_count(queues).into(),
-        h.ring_count.into(),
-    )?;
-    if let Some(ours) = expect.queues {
-        mismatch("queue count", ours.into(), queues.into())?;
-    }
-    if let Some(announced) = expect.announced_queues {
-        mismatch(
-            "queue count (handshake vs header)",
-            announced.into(),
-            queues.into(),
-        )?;
-    }
-    let geometry = Geometry::with_max_frame_len(h.slot_count, h.slot_size, h.max_frame_len)?;
-    if let Some(ours) = expect.geometry {
-        mismatch("slot count", ours.slot_count().into(), h.slot_count.into())?;
-        mismatch("slot size", ours.slot_size().into(), h.slot_size.into())?;
-        mismatch(
-            "max frame length",
-            ours.max_frame_len().into(),
-            h.max_frame_len.into(),
-        )?;
-    }
-    if let Some(generation) = expect.generation {
-        mismatch("generation", generation, h.generation)?;
-    }
-    mismatch("region size (fd size vs header)", fd_size, h.region_size)?;
-    let min = geometry.min_region_size(queues);
-    if fd_size < min {
-        return Err(AttachError::Size {
-            size: fd_size,
-            min,
-            max: MAX_REGION_SIZE,
-        });
-    }
-    Ok((geometry, queues))
-}
-
-/// One ring inside a [`Region`]; keeps the region mapped.
-#[derive(Clone)]
-pub struct RegionRing {
-    region: Arc<Region>,
-    /// Our end of the ring's doorbell (none: sleepers wake by timeouts).
-    doorbell: Option<Arc<Doorbell>>,
-    control: *const RingControl,
-    descs: *const SlotDesc,
-    data: *mut u8,
-}
-
-impl RegionRing {
-    /// The region this ring lives in.
-    pub fn region(&self) -> &Arc<Region> {
-        &self.region
-    }
-
-    /// The ring with `doorbell` as our end of its doorbell pair.
-    pub(crate) fn with_doorbell(mut self, doorbell: Arc<Doorbell>) -> Self {
-        self.doorbell = Some(doorbell);
-        self
-    }
-}
-
-// SAFETY: the pointers target the shared mapping, which `region` keeps
-// alive; all access through them is atomic or follows the ring protocol.
-unsafe impl Send for RegionRing {}
-// SAFETY: as above.
-unsafe impl Sync for RegionRing {}
-
-// SAFETY: `Region::ring` derives the pointers from a validated layout inside
-// the mapping that `self.region` keeps alive; geometry is fixed.
-unsafe impl RingStorage for RegionRing {
-    fn control(&self) -> &RingControl {
-        // SAFETY: see the impl's contract; RingControl is all atomics, so
-        // concurrent peer writes are fine.
-        unsafe { &*self.control }
-    }
-    fn descs(&self) -> &[SlotDesc] {
-        // SAFETY: `slot_count` atomic descriptors at a 4-aligned offset.
-        unsafe {
-            core::slice::from_raw_parts(self.descs, self.region.geometry.slot_count() as usize)
-        }
-    }
-    fn data(&self) -> *mut u8 {
-        self.data
-    }
-    fn geometry(&self) -> Geometry {
-        self.region.geometry
-    }
-    #[inline]
-    fn ring_doorbell(&self, _bell: Bell) {
-        // On a ring's pair each end carries one kind of signal (see
-        // `crate::doorbell`), so the kind needs no saying.
-        if let Some(d) = &self.doorbell {
-            d.ring();
-        }
     }
 }
 

@@ -1,4 +1,6 @@
 use super::*;
+use crate::ring::RingStorage;
+use std::sync::Arc;
 
 fn small() -> Geometry {
     Geometry::new(64, 2048).unwrap()

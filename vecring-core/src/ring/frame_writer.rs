@@ -4,7 +4,8 @@
 use core::marker::PhantomData;
 use core::ptr;
 
-/// Writes one frame into its reserved slot(s); see [`WriteChunk::push_with`].
+/// Writes one frame into its reserved slot(s); see
+/// [`WriteChunk::push_with`](super::WriteChunk::push_with).
 ///
 /// The frame's bytes are contiguous, unless its slots wrap around the end of
 /// the ring: then they come in two [segments](FrameWriter::segments_mut).

@@ -5,12 +5,12 @@
 //! reservation and one commit, then frees the sent mbufs in bulk (straight
 //! into their pool when the application enabled fast free). Its leading
 //! single-segment mbufs of one slot each, every mbuf of a burst of small
-//! frames, go in one loop (`WriteChunk::push_small`), the rest one by one. A burst of a
-//! sender fast enough writes its frames of up to 128 bytes with
-//! non-temporal stores (`WriteChunk::set_streaming`; when:
+//! frames, go in one loop (`WriteChunk::push_small`), the rest one by
+//! one. A burst of a sender fast enough writes its frames of up to 128
+//! bytes with non-temporal stores (`WriteChunk::set_streaming`; when:
 //! [`StreamGate`]). The burst function is chosen once, at `dev_start`
-//! ([`tx_burst_fn`]): fast free is a const generic. The flag saying that a
-//! reopened link's end waits for the queue ([`super::handoff`]) is read
+//! ([`tx_burst_fn`]): fast free is a const generic. The flag saying that
+//! a reopened link's end waits for the queue ([`super::handoff`]) is read
 //! once per burst.
 //!
 //! Drops are counted where they happen (see [`super::counters`]); mbufs

@@ -422,7 +422,7 @@ fn send_numbered<S: RingStorage>(
 
 /// Receives up to `max` frames, each of which must be the next of
 /// `expect`; returns how many.
-fn recv_expected<S: RingStorage>(
+pub(super) fn recv_expected<S: RingStorage>(
     rx: &mut Consumer<S>,
     expect: &mut std::collections::VecDeque<Vec<u8>>,
     max: usize,

@@ -4,6 +4,7 @@
 //! burst stops exactly where `push` would have to take over, and every
 //! frame arrives intact and in order.
 
+use super::batch::recv_expected;
 use super::{channel, frame, rounds, NewRing};
 use crate::geometry::Geometry;
 use crate::ring::RingStorage;
@@ -56,28 +57,10 @@ pub(crate) fn push_small_stops_where_push_must_take_over_and_loses_nothing<
         assert_eq!(chunk.commit(), at);
         expect.extend(burst.into_iter().take(at));
         sent += at as u32;
-        got += recv_some(&mut rx, &mut expect, (round * 7) % 29);
+        got += recv_expected(&mut rx, &mut expect, (round * 7) % 29);
     }
-    got += recv_some(&mut rx, &mut expect, usize::MAX);
+    got += recv_expected(&mut rx, &mut expect, usize::MAX);
     assert_eq!((got, expect.len()), (sent, 0));
     assert!(sent > rounds(2500) as u32, "{sent} frames");
     assert!(refused > 0, "no burst met a frame it could not take");
-}
-
-/// Receives up to `max` frames, each of which must be the next of
-/// `expect`; returns how many.
-fn recv_some<S: RingStorage>(
-    rx: &mut crate::ring::Consumer<S>,
-    expect: &mut VecDeque<Vec<u8>>,
-    max: usize,
-) -> u32 {
-    let mut buf = [0u8; 1024];
-    let mut got = 0;
-    while got < max {
-        let Ok(len) = rx.recv(&mut buf) else { break };
-        let want = expect.pop_front().expect("a frame was sent");
-        assert_eq!(&buf[..len], &want[..], "frame {got} of this call");
-        got += 1;
-    }
-    got as u32
 }

@@ -10,6 +10,12 @@
 //!   unchanged: no returned frame may carry the foreign address, and some
 //!   frames must have been filtered (the flips did land). In copy mode, with
 //!   scattered frames, and in zero-copy mode for frames it copies.
+//! - A forged loss count: testpmd, master of the link, sends 1514-byte
+//!   frames (`txonly`) to a slave (`vecring-attack forge-lost`, a separate
+//!   process) that reads none, and, once the ring is full, rewrites every
+//!   descriptor of it to one byte and leaves. The port's
+//!   `tx_lost_on_link_down`, in testpmd's xstats and in `dpdk-proc-info`'s
+//!   (a secondary process), is the frames testpmd sent, not one per slot.
 //! - Close from the link-state callback: `tests/c/lsc_close.c` registers an
 //!   LSC callback that stops and closes the port when the link goes down;
 //!   this process (the peer) then leaves. The program must finish.
@@ -35,7 +41,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::internal::abi::RING_MASTER_TO_SLAVE;
 use vecring_core::{Geometry, Link, LinkRecvError, LinkSendError, PushError, RingStorage, Role};
-use vecring_tests::testpmd::{build_dpdk_program, mac_str, stat, Env, Testpmd, PMD_MAC, STALL};
+use vecring_tests::hostile::{attacker, Proc};
+use vecring_tests::secondary::{proc_info, RuntimeFiles};
+use vecring_tests::testpmd::{
+    build_dpdk_program, file_prefix, mac_str, stat, Env, Testpmd, PMD_MAC, STALL,
+};
 use vecring_tests::Watchdog;
 
 /// The address the flipper swaps in: testpmd's MAC with another last byte
@@ -368,4 +378,108 @@ fn slave_port_closed_from_its_link_state_callback_when_the_master_leaves() {
 #[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
 fn master_port_closed_from_its_link_state_callback_when_the_slave_leaves() {
     callback_closes_port_when_peer_leaves("lsc-m", Role::Master);
+}
+
+/// The forged loss count (see the module's documentation).
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the built PMD (tests/dpdk/run.sh)"]
+fn a_slave_rewriting_descriptors_cannot_inflate_the_ports_lost_count() {
+    let test = "forgelost";
+    let _w = Watchdog::new("dpdk forged lost count", Duration::from_secs(120));
+    let mut env = Env::new(test);
+    // A shared configuration in hugepages, for dpdk-proc-info; without
+    // hugepages testpmd's own xstats only.
+    let secondary = !env.mem_args.iter().any(|a| a == "--no-huge");
+    if secondary {
+        env.mem_args = vec!["-m".into(), "256".into()];
+    }
+    let files = RuntimeFiles {
+        prefix: file_prefix(test),
+    };
+    let mut pmd = Testpmd::start(
+        &env,
+        test,
+        0,
+        &env.vdev(test, true),
+        &["--forward-mode=txonly", "--txpkts=1514"],
+    );
+    let mut slave = Proc::spawn(
+        "forging slave",
+        attacker("forge-lost").args([
+            &format!("run-dir={}", env.run.display()),
+            "domain=interop",
+            &format!("link={test}"),
+        ]),
+    );
+    if let Err(e) = slave.line("up", Duration::from_secs(30)) {
+        panic!("{e}\n{}\n{}", slave.output(), pmd.tail());
+    }
+    pmd.wait_prompt();
+    pmd.cmd("start");
+    // The ring fills (the slave reads nothing) and the count stops.
+    let deadline = Instant::now() + STALL;
+    let (mut last, mut still) = (u64::MAX, 0);
+    let sent = loop {
+        let sent = stat(&pmd.xstats(), "tx_good_packets");
+        still = if sent == last { still + 1 } else { 0 };
+        if still == 3 && sent > 0 {
+            break sent;
+        }
+        last = sent;
+        assert!(
+            Instant::now() < deadline,
+            "the ring never filled\n{}",
+            pmd.tail()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    slave.say("forge");
+    let forged = slave.line("forged", Duration::from_secs(10)).unwrap();
+    assert!(
+        slave.wait(Duration::from_secs(10)).is_some(),
+        "the slave did not leave"
+    );
+    let deadline = Instant::now() + STALL;
+    let x = loop {
+        let x = pmd.xstats();
+        if stat(&x, "tx_lost_on_link_down") > 0 {
+            break x;
+        }
+        assert!(Instant::now() < deadline, "no loss counted\n{}", pmd.tail());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    pmd.stop();
+    let x_after = pmd.xstats();
+    for key in ["tx_good_packets", "tx_lost_on_link_down"] {
+        assert_eq!(
+            stat(&x, key),
+            stat(&x_after, key),
+            "{key} moved after the generation ended"
+        );
+    }
+    eprintln!(
+        "forgelost: sent {sent}, lost {} ({forged})",
+        stat(&x, "tx_lost_on_link_down")
+    );
+    // Every frame sent was left unread: all lost, and no more.
+    assert_eq!(stat(&x, "tx_good_packets"), sent);
+    assert_eq!(
+        stat(&x, "tx_lost_on_link_down"),
+        sent,
+        "after the slave's {forged}"
+    );
+    if secondary {
+        let out = proc_info(&env, &files.prefix, "--xstats");
+        let lost = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("tx_lost_on_link_down: "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no tx_lost_on_link_down in dpdk-proc-info:\n{out}"));
+        assert_eq!(lost, sent, "dpdk-proc-info's tx_lost_on_link_down");
+    } else {
+        eprintln!(
+            "{test}: dpdk-proc-info skipped: secondary processes need a primary in hugepages"
+        );
+    }
+    assert!(pmd.quit().success());
 }

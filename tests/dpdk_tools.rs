@@ -27,15 +27,14 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use vecring_core::{Link, LinkSendError, PushError, Role, Sender};
+use vecring_tests::secondary::{proc_info, RuntimeFiles, TOOL_WATCHDOG};
 use vecring_tests::testpmd::{file_prefix, stat, Env, Testpmd, PMD_MAC, STALL};
 use vecring_tests::Watchdog;
 
-/// Seconds a DPDK tool may run (the `timeout` around it).
-const TOOL_WATCHDOG: &str = "30";
 /// The source MAC of the frames this program sends.
 const RUST_MAC: [u8; 6] = [0x02, 0xec, 0xf4, 0x00, 0x00, 0x09];
 
@@ -68,32 +67,6 @@ fn send_frames(tx: &mut Sender, from: u32, to: u32) {
                     std::thread::sleep(Duration::from_micros(100));
                 }
                 Err(e) => panic!("send frame {seq}: {e}"),
-            }
-        }
-    }
-}
-
-/// testpmd's runtime directory and hugepage files, removed on drop (a
-/// primary with a shared configuration leaves them behind).
-struct RuntimeFiles {
-    prefix: String,
-}
-
-impl RuntimeFiles {
-    fn dir(&self) -> PathBuf {
-        Path::new("/var/run/dpdk").join(&self.prefix)
-    }
-}
-
-impl Drop for RuntimeFiles {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.dir());
-        let map = format!("{}map_", self.prefix);
-        if let Ok(d) = std::fs::read_dir("/dev/hugepages") {
-            for e in d.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&map) {
-                    let _ = std::fs::remove_file(e.path());
-                }
             }
         }
     }
@@ -145,22 +118,6 @@ fn deliver(pmd: &mut Testpmd, tx: &mut Sender, n: u32) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Runs a DPDK tool under `timeout`; returns its stdout and stderr after
-/// checking that it succeeded.
-fn run_tool(cmd: &mut Command, what: &str) -> (String, String) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(
-        out.status.success(),
-        "{what}: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        out.status
-    );
-    (stdout, stderr)
 }
 
 /// `"name": 123` pairs of a flat JSON object's text.
@@ -248,18 +205,6 @@ fn telemetry_lists_port_and_vecring_xstats() {
     );
     drop(tx);
     pmd.quit();
-}
-
-/// `dpdk-proc-info` with the PMD loaded, on testpmd's file prefix.
-fn proc_info(env: &Env, prefix: &str, what: &str) -> String {
-    let (out, _) = run_tool(
-        Command::new("timeout")
-            .args([TOOL_WATCHDOG, "dpdk-proc-info", "-d"])
-            .arg(&env.so)
-            .args(["--no-pci", "--file-prefix", prefix, "--", what]),
-        &format!("dpdk-proc-info {what}"),
-    );
-    out
 }
 
 /// The value after `key` in `text` (`RX-packets: 12`).

@@ -315,6 +315,36 @@ fn reconnects_many_times_with_fresh_generations() {
     assert_no_leak(before, 0);
 }
 
+/// Frames a Sender sent and dropped unread stay counted when the
+/// generation ends under a later Sender of the same queue: the count of
+/// frames lost is bounded by what the queue's Senders published in the
+/// generation, not by what the last one did.
+#[test]
+fn frames_of_a_dropped_sender_count_as_lost_when_the_generation_ends() {
+    let _w = Watchdog::new("lost across senders", Duration::from_secs(60));
+    let dir = run_dir("lost-senders");
+    let m = master(&dir);
+    let s = slave(&dir);
+    m.wait_up(UP).unwrap();
+    s.wait_up(UP).unwrap();
+    {
+        let mut tx = m.sender().unwrap();
+        for i in 0..5u8 {
+            tx.send(&[i; 200]).unwrap();
+        }
+    }
+    let mut tx = m.sender().unwrap();
+    for i in 0..3u8 {
+        tx.send(&[i; 60]).unwrap();
+    }
+    assert_eq!(tx.unread(), 8);
+    drop(s);
+    assert!(m.wait_down(UP));
+    // The sender notices the generation's end at its next call.
+    let _ = tx.send(b"x");
+    assert_eq!(m.counters().tx_lost_on_link_down, 8, "{:?}", m.counters());
+}
+
 #[test]
 fn numa_node_binds_the_link_memory() {
     let _w = Watchdog::new("numa", Duration::from_secs(60));

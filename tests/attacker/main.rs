@@ -18,10 +18,12 @@
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! vecring-attack plant         where=hogs socket=P count=N
 //! vecring-attack plant         where=flood socket=P run-dir=R domain=D link=L
+//! vecring-attack forge-lost    run-dir=R domain=D link=L
 //! ```
 
 mod close;
 mod fake_master;
+mod forge;
 mod peer;
 mod pin;
 mod plant;
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         "plant" => plant::run(&args),
         "pin" => pin::run(&args),
         "master-close" => close::run(&args),
+        "forge-lost" => forge::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

@@ -12,6 +12,7 @@ pub mod hostile;
 pub mod markdown;
 pub mod resources;
 pub mod sandbox;
+pub mod secondary;
 pub mod testpmd;
 pub mod threads;
 pub mod watchdog;

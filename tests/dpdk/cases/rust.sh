@@ -61,10 +61,11 @@ test_rust_interop() {
 }
 
 # A hostile Rust peer flips destination MACs in the ring under testpmd's
-# MAC filter; a C DPDK program closes its port from its link-state callback
-# when the peer leaves (tests/dpdk_hostile.rs, tests/c/lsc_close.c).
+# MAC filter; a slave forges the port's count of frames lost; a C DPDK
+# program closes its port from its link-state callback when the peer
+# leaves (tests/dpdk_hostile.rs, tests/c/lsc_close.c).
 test_rust_hostile() {
-	rust_tests "rust hostile" dpdk_hostile 5
+	rust_tests "rust hostile" dpdk_hostile 6
 }
 
 # tests/dpdk_port.rs

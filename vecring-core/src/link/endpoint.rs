@@ -43,6 +43,11 @@ pub(super) trait Attach: Sized {
     fn corruption(&self) -> Option<Corruption>;
     fn stats(&self) -> EndpointStats;
     fn detach(self, shared: &LinkShared, queue: u16);
+    /// Called once attached to `generation`'s ring.
+    fn attached(&mut self, _shared: &LinkShared, _queue: u16, _generation: u64) {}
+    /// Called when the endpoint is dropped while attached to
+    /// `generation`'s ring (the generation goes on).
+    fn leaving(&self, _shared: &LinkShared, _queue: u16, _generation: u64) {}
     /// The link's (frames, bytes) totals of this kind of endpoint on
     /// `queue`, written only by the queue's one endpoint of this kind.
     fn totals(shared: &LinkShared, queue: u16) -> (&AtomicU64, &AtomicU64);
@@ -80,7 +85,21 @@ impl Attach for Producer<RegionRing> {
     fn stats(&self) -> EndpointStats {
         Producer::stats(self)
     }
+    fn attached(&mut self, shared: &LinkShared, queue: u16, generation: u64) {
+        let c = &shared.tx[usize::from(queue)];
+        let (g, frames) = *c.left_behind.lock().unwrap_or_else(|e| e.into_inner());
+        if g == generation {
+            self.inherit(frames);
+        }
+    }
+    fn leaving(&self, shared: &LinkShared, queue: u16, generation: u64) {
+        let c = &shared.tx[usize::from(queue)];
+        *c.left_behind.lock().unwrap_or_else(|e| e.into_inner()) =
+            (generation, self.published_frames());
+    }
     fn detach(self, shared: &LinkShared, queue: u16) {
+        // Bounded by what this side sent in the generation: the walk reads
+        // descriptors the peer can rewrite (`Producer::unread_frames`).
         let lost = self.unread_frames();
         if lost > 0 {
             shared.tx[usize::from(queue)]
@@ -212,7 +231,10 @@ impl<E: Attach> Endpoint<E> {
                 return;
             }
             match self.attach(&s) {
-                Ok(ring) => self.ring = Some(ring),
+                Ok(mut ring) => {
+                    ring.attached(&self.shared, self.queue, s.generation);
+                    self.ring = Some(ring);
+                }
                 Err(c) => self.report(&c),
             }
         }
@@ -282,7 +304,9 @@ impl<E: Attach> Drop for Endpoint<E> {
         // ring, then the claim: a new endpoint of this queue continues the
         // totals and attaches only once this one let go.
         self.store_totals();
-        drop(self.ring.take());
+        if let Some(ring) = self.ring.take() {
+            ring.leaving(&self.shared, self.queue, self.generation);
+        }
         E::taken(&self.shared).release(self.queue);
     }
 }

@@ -43,6 +43,12 @@ pub(crate) struct TxCounters {
     pub(crate) bytes: AtomicU64,
     pub(crate) lost: AtomicU64,
     pub(crate) full: AtomicU64,
+    /// (generation, frames): what the queue's Senders dropped during that
+    /// generation had published on its ring, for the next Sender of the
+    /// same generation to bound its unread count with
+    /// (`Producer::inherit`). Touched only when a Sender attaches or is
+    /// dropped.
+    pub(crate) left_behind: Mutex<(u64, u64)>,
 }
 
 /// One queue's receive totals, written by the one `Receiver` of the queue.

@@ -27,6 +27,10 @@ pub struct Producer<S: RingStorage> {
     cached_tail: u64,
     pub(super) poisoned: Option<Corruption>,
     stats: EndpointStats,
+    /// Frames earlier producers of this ring published before we
+    /// attached ([`Producer::inherit`]): with `stats.frames`, the most
+    /// frames of ours the ring can hold unread.
+    inherited: u64,
     /// Our side of the sleep/wake protocol (`ring::wait_line`).
     pub(super) wait: WaitProtocol,
 }
@@ -75,6 +79,7 @@ impl<S: RingStorage> Producer<S> {
             cached_tail: tail,
             poisoned: None,
             stats: EndpointStats::default(),
+            inherited: 0,
             wait,
         })
     }
@@ -157,10 +162,35 @@ impl<S: RingStorage> Producer<S> {
         }
     }
 
+    /// Records that earlier producers published `frames` on this ring
+    /// before this one attached (an earlier endpoint of the same
+    /// generation, since dropped): they may still be unread, and
+    /// [`Producer::unread_frames`] counts them.
+    pub fn inherit(&mut self, frames: u64) {
+        self.inherited = frames;
+    }
+
+    /// Frames published on this ring by this producer and those it
+    /// [inherited](Producer::inherit) from.
+    pub fn published_frames(&self) -> u64 {
+        self.inherited.saturating_add(self.stats.frames)
+    }
+
     /// Frames published and not yet released by the consumer, counted from
     /// our own descriptors with a walk bounded by the ring size (used to
     /// account for frames lost when a link generation ends).
+    ///
+    /// The descriptors lie in shared memory, where the consumer may have
+    /// rewritten them (a length of 0 counts every slot as a frame): the
+    /// count never exceeds [`Producer::published_frames`], what this side
+    /// knows it sent, so a peer can claim to have read fewer of our frames
+    /// but never make us report more lost than we sent.
     pub fn unread_frames(&self) -> u64 {
+        self.walk_unread().min(self.published_frames())
+    }
+
+    /// The walk of [`Producer::unread_frames`], before its bound.
+    fn walk_unread(&self) -> u64 {
         // Acquire: pairs with the consumer's Release store of `tail` in
         // `Consumer::publish_release`.
         let tail = self.storage.control().tail.index.load(Ordering::Acquire);

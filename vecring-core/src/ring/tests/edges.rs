@@ -280,6 +280,32 @@ pub(crate) fn unread_frames_counts_from_a_plausible_tail_only<S: RingStorage + C
     assert_eq!(tx.unread_frames(), 6);
 }
 
+/// `unread_frames` never counts more frames than the producer published
+/// (itself and those it inherited), whatever lengths the consumer wrote
+/// over its descriptors: a frame of four slots rewritten to one byte
+/// reads as four frames in the walk.
+pub(crate) fn unread_frames_never_exceeds_the_frames_published<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let g = Geometry::with_max_frame_len(16, 64, 256).unwrap();
+    let (ring, mut tx, _rx) = corruptible_channel(new, g);
+    for i in 0..3 {
+        tx.send(&frame(200, i)).unwrap();
+    }
+    assert_eq!(tx.unread_frames(), 3);
+    for slot in 0..12 {
+        set_desc(&ring, slot, 1, 0);
+    }
+    assert_eq!(tx.published_frames(), 3);
+    assert_eq!(tx.unread_frames(), 3);
+    // Frames an earlier producer of the generation left count too.
+    tx.inherit(2);
+    assert_eq!(tx.published_frames(), 5);
+    assert_eq!(tx.unread_frames(), 5);
+    tx.inherit(0);
+    assert_eq!(tx.unread_frames(), 3);
+}
+
 /// A chunk's count of frames and of free slots, a run that takes exactly
 /// what is left after frames pushed before it, then every push refused as
 /// `Full`; frames written in place land after the ones before them, and

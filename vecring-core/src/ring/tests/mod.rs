@@ -82,6 +82,7 @@ macro_rules! ring_suite {
             edges::diagnose_passes_a_valid_frame_that_ready_exactly_covers,
             edges::producer_reports_its_geometry_counters_and_corruption,
             edges::unread_frames_counts_from_a_plausible_tail_only,
+            edges::unread_frames_never_exceeds_the_frames_published,
             edges::write_chunk_counts_frames_and_free_slots_to_the_last,
             edges::appends_across_the_wrap_stop_at_the_frame_end,
             edges::recv_batch_groups_end_at_the_last_buffer_and_at_the_head,

@@ -93,7 +93,7 @@ pub(super) fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
         let run_dir = if args.run_dir == std::path::Path::new(vecring_core::link::DEFAULT_RUN_DIR) {
             String::new()
         } else {
-            format!(" --run-dir {}", args.run_dir.display())
+            format!(" --run-dir {}", super::quoted(&args.run_dir))
         };
         r.add(
             Level::Warn,

@@ -11,11 +11,13 @@
 //! namespace mapped as the container's (`unshare --map-users`): its root
 //! there is uid 100000 on the host, with the powers the container's root
 //! has over its own files and no others. The container is not running, so
-//! a fix that acts in it (`lxc-attach`) does nothing here.
+//! a fix that acts in it (`lxc-attach`) does nothing there; a second test
+//! runs those fixes in a running container and finds them made, inside.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 mod common;
@@ -24,6 +26,16 @@ use common::{host_driver_dir, Watchdog, TOOL};
 
 /// The host uid the container's root maps to.
 const MAPPED_ROOT: u32 = 100_000;
+
+/// Held by each test while it runs: LXC's lock directories under
+/// `/run/lxc/lock`, which each removes when done, are made and removed by
+/// one test at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    // A test that failed while holding it poisons it; it guards no data.
+    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -37,6 +49,33 @@ fn show(what: &str, out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// A scratch directory, removed when dropped, with the lock directory LXC
+/// makes for a container path under it (`/run/lxc/lock/<path>`) and the
+/// parents of that left empty.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("vecring-doctor-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        let lock = Path::new("/run/lxc/lock").join(self.0.strip_prefix("/").unwrap_or(&self.0));
+        let _ = std::fs::remove_dir_all(&lock);
+        for p in lock.ancestors().skip(1) {
+            if p == Path::new("/run") || std::fs::remove_dir(p).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// Runs `script` with `sh` in `dir` as the container's root would: in a
@@ -140,13 +179,13 @@ fn fixes_for_a_hostile_container_touch_nothing_outside_it() {
         eprintln!("skipped: needs root (a container's uids, fixes run as root)");
         return;
     }
+    let _one = one_at_a_time();
     let _w = Watchdog::new("doctor hostile", Duration::from_secs(240));
     let Some(pmds) = host_driver_dir() else {
         panic!("no DPDK driver directory under /usr/lib/x86_64-linux-gnu/dpdk: install DPDK (scripts/setup.sh)");
     };
-    let scratch =
-        std::env::temp_dir().join(format!("vecring-doctor-hostile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let guard = Scratch::new("hostile");
+    let scratch = guard.0.clone();
     let (lxc, run, host, cwd) = (
         scratch.join("lxc"),
         scratch.join("run"),
@@ -237,7 +276,6 @@ fn fixes_for_a_hostile_container_touch_nothing_outside_it() {
         printed.extend(fixes);
     }
     let after = (state_of(&host), state_of(&cwd));
-    let _ = std::fs::remove_dir_all(&scratch);
     assert_eq!(
         after, before,
         "the host directory or the working directory changed (names, uid, gid, mode)"
@@ -247,4 +285,136 @@ fn fixes_for_a_hostile_container_touch_nothing_outside_it() {
         !printed.iter().any(|f| f.contains("pwned")),
         "a name the container chose is in a fix line: {printed:#?}"
     );
+}
+
+/// A container started with `lxc-start`, stopped when dropped.
+struct Running<'a> {
+    name: &'a str,
+    lxc: &'a Path,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("lxc-stop")
+            .args(["-k", "-n", self.name, "-P"])
+            .arg(self.lxc)
+            .stdin(Stdio::null())
+            .output();
+    }
+}
+
+/// The fixes doctor prints for a running container whose root file system
+/// is its root's act in the container's own view: the missing runtime
+/// directory and drivers are made there (the driver directory, a link
+/// that from the host leads to a host directory, leads inside the
+/// container's root as the container resolves it), doctor then finds
+/// them, and the host directory stays empty.
+#[test]
+fn fixes_for_a_running_container_are_made_in_it() {
+    if !is_root() {
+        eprintln!("skipped: needs root (an LXC container)");
+        return;
+    }
+    assert!(
+        Path::new("/usr/bin/lxc-start").exists(),
+        "lxc-start missing: run scripts/setup.sh"
+    );
+    let _one = one_at_a_time();
+    let _w = Watchdog::new("doctor live", Duration::from_secs(240));
+    let Some(pmds) = host_driver_dir() else {
+        panic!("no DPDK driver directory under /usr/lib/x86_64-linux-gnu/dpdk: install DPDK (scripts/setup.sh)");
+    };
+    let guard = Scratch::new("live");
+    let scratch = guard.0.clone();
+    let (lxc, run, host) = (
+        scratch.join("lxc"),
+        scratch.join("run"),
+        scratch.join("host"),
+    );
+    for d in [&lxc, &run, &host] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let name = format!("vrdoc{}", std::process::id());
+    let root = container(&lxc, &run, &name);
+    // What the fixes run in the container: a shell and the tools, with
+    // their libraries; the container's init sleeps.
+    let tools = "mkdir -p bin proc sys dev tmp && \
+                 for b in sh mkdir ln chown cat sleep; do cp -L \"$(command -v $b)\" bin/; done && \
+                 cp --parents -L $(ldd bin/* | awk '/=> \\// { print $3 } /^\\t\\// { print $1 }' | sort -u) . && \
+                 chown -R 100000:100000 .";
+    let out = Command::new("sh")
+        .args(["-c", tools])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(tools, &out));
+    let pmds_parent = pmds
+        .parent()
+        .unwrap()
+        .strip_prefix("/")
+        .unwrap()
+        .display()
+        .to_string();
+    // DPDK's directory a link that leads, from the host, to the host
+    // directory (up past the root), and in the container to its /host.
+    let up = "../".repeat(pmds_parent.matches('/').count() + 3);
+    as_container(
+        &root,
+        &format!("mkdir host && ln -s '{up}host' '{pmds_parent}'"),
+    );
+    assert_eq!(
+        root.join(&pmds_parent).canonicalize().unwrap(),
+        host.canonicalize().unwrap()
+    );
+    let config = lxc.join(&name).join("config");
+    let base = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "lxc.include = /usr/share/lxc/config/common.conf\n\
+             lxc.include = /usr/share/lxc/config/userns.conf\n\
+             lxc.uts.name = {name}\n\
+             lxc.init.cmd = /bin/sleep infinity\n\
+             lxc.net.0.type = empty\n{base}"
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(run.join(&name)).unwrap();
+    let started = Command::new("lxc-start")
+        .args(["-n", &name, "-P"])
+        .arg(&lxc)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let running = Running {
+        name: &name,
+        lxc: &lxc,
+    };
+    assert!(started.status.success(), "{}", show("lxc-start", &started));
+
+    let fixes = container_fixes(&doctor(&lxc, &run, &name));
+    let made: Vec<&String> = fixes
+        .iter()
+        .filter(|f| f.starts_with("lxc-attach"))
+        .collect();
+    assert_eq!(made.len(), 3, "{fixes:#?}");
+    for fix in made {
+        let out = run_fix(fix, &scratch);
+        assert!(out.status.success(), "{}", show(fix, &out));
+    }
+    let text = doctor(&lxc, &run, &name);
+    for what in [
+        "EAL's runtime directory /var/run/dpdk can be made",
+        "the mempool driver is in EAL's driver directory",
+        "the vecring driver is in EAL's driver directory",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("ok") && l.contains(what)),
+            "not '{what}' after the fixes:\n{text}"
+        );
+    }
+    let host_now = std::fs::read_dir(&host).unwrap().count();
+    drop(running);
+    assert_eq!(host_now, 0, "the fixes wrote into the host directory");
 }

@@ -9,7 +9,8 @@
 //! the host's runtime directory and drivers, and only its hugepages are
 //! checked.
 
-use super::fix::{relative, Container, IdMap};
+use super::fix::{relative, Container};
+use super::idmap::IdMap;
 use super::{DoctorArgs, Level, Report};
 use crate::escape::shell_quote;
 use std::os::unix::fs::MetadataExt;
@@ -150,9 +151,10 @@ fn has_eal(root: &Path) -> bool {
     })
 }
 
-/// The checks of this module, for container `name`, whose root is `root_uid`
-/// on the host.
-pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str, root_uid: u32) {
+/// The checks of this module, for container `name`, whose ids on the host
+/// are `map`'s (its root the host's root when unmapped).
+pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str, map: IdMap) {
+    let root_uid = map.root().unwrap_or(0);
     match rootfs(args, name, config) {
         Err(why) => r.add(Level::Note, CHECK, format!("{name}: {why}; its DPDK applications are not checked"), None),
         Ok(None) => r.add(
@@ -175,7 +177,7 @@ pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str,
                 name,
                 lxc_path: &args.lxc_path,
                 root: &root,
-                map: IdMap::parse(config),
+                map,
             };
             runtime_dir(r, &c, root_uid);
             drivers(r, &c);

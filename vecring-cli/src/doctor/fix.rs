@@ -13,76 +13,9 @@
 //! its root has no more power than the container gives it. Every word is
 //! quoted for the shell ([`crate::escape::shell_quote`]).
 
+use super::idmap::IdMap;
 use crate::escape::shell_quote;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-
-/// One `lxc.idmap` range: `count` ids from `inside` in the container are
-/// `host` and on, on the host.
-#[derive(Clone, Copy)]
-struct Range {
-    host: u32,
-    count: u32,
-}
-
-/// Which host uids and gids are the container's, from its `lxc.idmap`
-/// lines; a container without any is privileged: its root is the host's.
-#[derive(Default)]
-pub(super) struct IdMap {
-    uids: Vec<Range>,
-    gids: Vec<Range>,
-}
-
-impl IdMap {
-    pub(super) fn parse(config: &str) -> IdMap {
-        let mut map = IdMap::default();
-        for l in config.lines() {
-            let Some((k, v)) = l.split_once('=') else {
-                continue;
-            };
-            if k.trim() != "lxc.idmap" {
-                continue;
-            }
-            let f: Vec<&str> = v.split_whitespace().collect();
-            let (Some(host), Some(count)) = (
-                f.get(2).and_then(|s| s.parse().ok()),
-                f.get(3).and_then(|s| s.parse().ok()),
-            ) else {
-                continue;
-            };
-            match f.first() {
-                Some(&"u") => map.uids.push(Range { host, count }),
-                Some(&"g") => map.gids.push(Range { host, count }),
-                Some(&"b") => {
-                    map.uids.push(Range { host, count });
-                    map.gids.push(Range { host, count });
-                }
-                _ => {}
-            }
-        }
-        map
-    }
-
-    fn privileged(&self) -> bool {
-        self.uids.is_empty()
-    }
-
-    fn has(ranges: &[Range], id: u32) -> bool {
-        ranges
-            .iter()
-            .any(|r| id >= r.host && u64::from(id) < u64::from(r.host) + u64::from(r.count))
-    }
-
-    /// Whether one of the container's users can change the entries of a
-    /// directory with this owner and mode (its root can, in any directory
-    /// one of its uids owns).
-    fn may_write(&self, md: &std::fs::Metadata) -> bool {
-        self.privileged()
-            || Self::has(&self.uids, md.uid())
-            || md.mode() & 0o002 != 0
-            || (md.mode() & 0o020 != 0 && Self::has(&self.gids, md.gid()))
-    }
-}
 
 /// A container whose root file system is `root` on the host.
 pub(super) struct Container<'a> {
@@ -153,16 +86,6 @@ pub(super) fn relative(root: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn id_ranges_are_read_from_the_config() {
-        let m = IdMap::parse("lxc.idmap = u 0 100000 65536\nlxc.idmap = g 0 200000 10\n");
-        assert!(IdMap::has(&m.uids, 100000) && IdMap::has(&m.uids, 165535));
-        assert!(!IdMap::has(&m.uids, 165536) && !IdMap::has(&m.uids, 0));
-        assert!(IdMap::has(&m.gids, 200009) && !IdMap::has(&m.gids, 200010));
-        assert!(!m.privileged());
-        assert!(IdMap::parse("lxc.uts.name = x\n").privileged());
-    }
 
     #[test]
     fn attach_lines_are_quoted() {

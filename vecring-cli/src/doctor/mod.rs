@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 mod dpdk_lxc;
 mod fix;
+mod idmap;
 mod lxc;
 
 /// Options of `vecring doctor`.

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const TOOL: &str = env!("CARGO_BIN_EXE_vecring");
+mod common;
+
+use common::{host_driver_dir, TOOL};
 
 /// Runs a command, killing it if it outlives 60 s.
 fn run(cmd: &mut Command) -> Output {
@@ -177,24 +179,6 @@ fn a_container_configuration_is_checked_for_the_domain() {
     );
     std::fs::remove_dir_all(&lxc_path).unwrap();
     std::fs::remove_dir_all(&run_dir).unwrap();
-}
-
-/// EAL's driver directory on this host (`.../dpdk/pmds-<ABI>`), where the
-/// doctor expects a container's plugins.
-fn host_driver_dir() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/x86_64-linux-gnu/dpdk")
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("pmds-")
-        })
-        .collect();
-    dirs.sort();
-    dirs.pop()
 }
 
 /// A container with DPDK in its root file system but none of what

@@ -212,3 +212,98 @@ fn planted_entries_are_reported_never_followed() {
     std::fs::remove_dir_all(&run).unwrap();
     std::fs::remove_dir_all(&outside).unwrap();
 }
+
+/// Silent listeners planted by another uid in a domain directory it owns
+/// (a separate process, as `nobody`): `vecring list` asks every socket at
+/// once under one deadline, so they cost it about a second together, not a
+/// second each, and it still lists the real link (a master as root in
+/// another domain).
+#[test]
+fn silent_listeners_cost_a_list_one_deadline_together() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (a domain directory of another uid)");
+        return;
+    }
+    const SILENT: usize = 8;
+    let _w = Watchdog::new("silent", Duration::from_secs(120));
+    let run = run_dir("silent");
+    let r = run.to_str().unwrap();
+    let mut master = spawn(&[
+        "rxonly",
+        "--role",
+        "master",
+        "--up-timeout",
+        "60",
+        "--domain",
+        "web",
+        "--link",
+        "eth0",
+        "--run-dir",
+        r,
+        "--hugepages",
+        "never",
+    ]);
+    wait_for(&run, "waiting", |e| e["state"] == "waiting");
+
+    // `nobody`'s domain directory, and its listeners that never accept.
+    let planted = run.join("a-planted");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let c = std::ffi::CString::new(planted.to_str().unwrap()).unwrap();
+    // SAFETY: valid C string; the result is checked.
+    assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+    let script = format!(
+        "use Socket; $| = 1; my @s; for my $i (1 .. {SILENT}) {{ \
+         socket(my $s, AF_UNIX, SOCK_SEQPACKET, 0) or die \"socket: $!\"; \
+         bind($s, pack_sockaddr_un(\"$ARGV[0]/s$i.sock\")) or die \"bind: $!\"; \
+         listen($s, 64) or die \"listen: $!\"; push @s, $s }} \
+         print \"ready\\n\"; sleep 100;"
+    );
+    let mut listeners = Proc(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["perl", "-e", &script])
+            .arg(&planted)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start perl"),
+    );
+    let mut ready = [0u8; 6];
+    listeners
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut ready)
+        .unwrap();
+    assert_eq!(&ready, b"ready\n");
+
+    let start = Instant::now();
+    let v = list_json(&run);
+    let took = start.elapsed();
+    let links = v["links"].as_array().unwrap();
+    let silent: Vec<&Value> = links
+        .iter()
+        .filter(|e| e["domain"] == "a-planted")
+        .collect();
+    assert_eq!(silent.len(), SILENT, "{v}");
+    for e in silent {
+        assert_eq!(e["state"], "unknown", "{e}");
+    }
+    let web = links
+        .iter()
+        .find(|e| e["domain"] == "web")
+        .unwrap_or_else(|| panic!("the real link is not listed: {v}"));
+    assert_eq!(web["state"], "waiting", "{web}");
+    assert_eq!(web["master"]["pid"], master.0.id());
+    // One deadline (1 s) for all; asked one by one they took 1 s each.
+    assert!(
+        took < Duration::from_secs(4),
+        "{SILENT} silent listeners held list for {took:?}"
+    );
+    drop(listeners);
+    master.0.kill().unwrap();
+    master.0.wait().unwrap();
+    std::fs::remove_dir_all(&run).unwrap();
+}

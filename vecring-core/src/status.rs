@@ -232,11 +232,42 @@ pub enum QueryError {
 }
 
 /// Asks the master listening at `socket` for its status, waiting at most
-/// `timeout` for the answer.
+/// `timeout` for the answer: [`ask`], a wait, [`Asked::answer`].
 ///
 /// # Errors
 /// [`QueryError`].
 pub fn query(socket: &Path, timeout: Duration) -> Result<LinkStatus, QueryError> {
+    let asked = ask(socket)?;
+    if !handshake::wait_readable(&asked.conn, timeout)? {
+        return Err(QueryError::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the master did not answer in time",
+        )));
+    }
+    asked.answer()
+}
+
+/// A status question sent to the listener at a socket, its answer not yet
+/// read. Its descriptor (`AsFd`) becomes readable when the answer is
+/// there, so one process can wait for many masters at once (`poll`), and a
+/// listener that never answers holds up only its own question.
+#[derive(Debug)]
+pub struct Asked {
+    conn: closer::PeerSocket,
+}
+
+impl std::os::fd::AsFd for Asked {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.conn.as_fd()
+    }
+}
+
+/// Connects to `socket` and sends the status question; neither step
+/// waits (a full backlog is an error).
+///
+/// # Errors
+/// [`QueryError::NoMaster`] when nobody listens, [`QueryError::Io`].
+pub fn ask(socket: &Path) -> Result<Asked, QueryError> {
     let conn = handshake::connect(socket).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => QueryError::NoMaster {
             path: socket.display().to_string(),
@@ -244,37 +275,43 @@ pub fn query(socket: &Path, timeout: Duration) -> Result<LinkStatus, QueryError>
         _ => QueryError::Io(e),
     })?;
     handshake::send(&conn, &Msg::new(Kind::Status, 0), &[])?;
-    if !handshake::wait_readable(&conn, timeout)? {
-        return Err(QueryError::Io(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "the master did not answer in time",
-        )));
-    }
-    let mut buf = vec![0u8; MAX_STATUS_LEN + 1];
-    // With a control buffer: whatever a listener that is no master sends
-    // along goes to the closers, never closed on this thread.
-    let (n, _, fds) = handshake::recv_bytes(&conn, &mut buf)?;
-    if !fds.is_empty() {
-        closer::count_planted(fds.len());
-        return Err(QueryError::Malformed(format!(
-            "the answer came with {} file descriptors (closed apart); a master sends none",
-            fds.len()
-        )));
-    }
-    if n == handshake::MSG_LEN {
-        // A handshake message, not a status: the master refused.
-        if let Ok(m) = Msg::decode(&buf[..n]) {
-            return Err(QueryError::Refused(m.text));
+    Ok(Asked { conn })
+}
+
+impl Asked {
+    /// Reads and checks the answer, without waiting: call it once the
+    /// descriptor is readable.
+    ///
+    /// # Errors
+    /// [`QueryError`]; `Io` with `WouldBlock` when nothing has come yet.
+    pub fn answer(self) -> Result<LinkStatus, QueryError> {
+        let conn = self.conn;
+        let mut buf = vec![0u8; MAX_STATUS_LEN + 1];
+        // With a control buffer: whatever a listener that is no master
+        // sends along goes to the closers, never closed on this thread.
+        let (n, _, fds) = handshake::recv_bytes(&conn, &mut buf)?;
+        if !fds.is_empty() {
+            closer::count_planted(fds.len());
+            return Err(QueryError::Malformed(format!(
+                "the answer came with {} file descriptors (closed apart); a master sends none",
+                fds.len()
+            )));
         }
+        if n == handshake::MSG_LEN {
+            // A handshake message, not a status: the master refused.
+            if let Ok(m) = Msg::decode(&buf[..n]) {
+                return Err(QueryError::Refused(m.text));
+            }
+        }
+        if n > MAX_STATUS_LEN {
+            return Err(QueryError::Malformed(format!(
+                "answer longer than {MAX_STATUS_LEN} bytes"
+            )));
+        }
+        let text = std::str::from_utf8(&buf[..n])
+            .map_err(|_| QueryError::Malformed("answer is not UTF-8".into()))?;
+        LinkStatus::decode(text).map_err(QueryError::Malformed)
     }
-    if n > MAX_STATUS_LEN {
-        return Err(QueryError::Malformed(format!(
-            "answer longer than {MAX_STATUS_LEN} bytes"
-        )));
-    }
-    let text = std::str::from_utf8(&buf[..n])
-        .map_err(|_| QueryError::Malformed("answer is not UTF-8".into()))?;
-    LinkStatus::decode(text).map_err(QueryError::Malformed)
 }
 
 #[cfg(test)]

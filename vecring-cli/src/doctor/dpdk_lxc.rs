@@ -9,7 +9,10 @@
 //! the host's runtime directory and drivers, and only its hugepages are
 //! checked.
 
+use super::fix::{relative, Container};
+use super::idmap::IdMap;
 use super::{DoctorArgs, Level, Report};
+use crate::escape::shell_quote;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -148,9 +151,10 @@ fn has_eal(root: &Path) -> bool {
     })
 }
 
-/// The checks of this module, for container `name`, whose root is `root_uid`
-/// on the host.
-pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str, root_uid: u32) {
+/// The checks of this module, for container `name`, whose ids on the host
+/// are `map`'s (its root the host's root when unmapped).
+pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str, map: IdMap) {
+    let root_uid = map.root().unwrap_or(0);
     match rootfs(args, name, config) {
         Err(why) => r.add(Level::Note, CHECK, format!("{name}: {why}; its DPDK applications are not checked"), None),
         Ok(None) => r.add(
@@ -169,20 +173,25 @@ pub(super) fn check(r: &mut Report, args: &DoctorArgs, name: &str, config: &str,
             return;
         }
         Ok(Some(root)) => {
-            runtime_dir(r, name, &root, root_uid);
-            drivers(r, name, &root);
+            let c = Container {
+                name,
+                lxc_path: &args.lxc_path,
+                root: &root,
+                map,
+            };
+            runtime_dir(r, &c, root_uid);
+            drivers(r, &c);
         }
     }
     hugepages(r, name, config, root_uid != 0);
 }
 
 /// EAL (as root) makes `/var/run/dpdk/<file-prefix>`: `/var/run` must be
-/// a directory the container's root may write.
-fn runtime_dir(r: &mut Report, name: &str, root: &Path, root_uid: u32) {
-    let fix = format!(
-        "mkdir -p {0}/run {0}/var && ln -s ../run {0}/var/run && chown -h {root_uid}:{root_uid} {0}/run {0}/var/run",
-        root.display()
-    );
+/// a directory the container's root may write. The fixes act from the
+/// host only where the container cannot redirect them, in the container
+/// otherwise ([`super::fix`]).
+fn runtime_dir(r: &mut Report, c: &Container, root_uid: u32) {
+    let (name, root) = (c.name, c.root);
     match resolve(root, Path::new("/var/run")).and_then(|p| Some((std::fs::metadata(&p).ok()?, p))) {
         Some((md, _)) if md.is_dir() && (md.uid() == root_uid || md.mode() & 0o002 != 0) => r.add(
             Level::Ok,
@@ -190,29 +199,50 @@ fn runtime_dir(r: &mut Report, name: &str, root: &Path, root_uid: u32) {
             format!("{name}: EAL's runtime directory /var/run/dpdk can be made (/var/run in the root file system)"),
             None,
         ),
-        Some((md, p)) if md.is_dir() => r.add(
-            Level::Fail,
-            CHECK,
-            format!(
-                "{name}: /var/run ({}) belongs to uid {}, not the container's root (uid {root_uid} here): EAL cannot make /var/run/dpdk",
-                p.display(),
-                md.uid()
-            ),
-            Some(format!("chown {root_uid}:{root_uid} {}", p.display())),
-        ),
-        _ => r.add(
-            Level::Fail,
-            CHECK,
-            format!("{name}: no /var/run in its root file system: EAL fails with \"Error creating '/var/run/dpdk'\""),
-            Some(fix),
-        ),
+        Some((md, p)) if md.is_dir() => {
+            let rel = relative(root, &p);
+            let fix = if c.host_may_act(rel.parent().unwrap_or(Path::new(""))) {
+                format!("chown -h {root_uid}:{root_uid} {}", c.host_path(&rel))
+            } else {
+                c.attach(&["chown", "0:0", "/var/run"])
+            };
+            r.add(
+                Level::Fail,
+                CHECK,
+                format!(
+                    "{name}: /var/run ({}) belongs to uid {}, not the container's root (uid {root_uid} here): EAL cannot make /var/run/dpdk",
+                    p.display(),
+                    md.uid()
+                ),
+                Some(fix),
+            )
+        }
+        _ => {
+            let fix = if c.host_may_act(Path::new("var")) {
+                format!(
+                    "mkdir -p {run} {var} && ln -s ../run {link} && chown -h {root_uid}:{root_uid} {run} {link}",
+                    run = c.host_path(Path::new("run")),
+                    var = c.host_path(Path::new("var")),
+                    link = c.host_path(Path::new("var/run")),
+                )
+            } else {
+                c.attach(&["sh", "-c", "mkdir -p /run /var && ln -s ../run /var/run"])
+            };
+            r.add(
+                Level::Fail,
+                CHECK,
+                format!("{name}: no /var/run in its root file system: EAL fails with \"Error creating '/var/run/dpdk'\""),
+                Some(fix),
+            )
+        }
     }
 }
 
 /// The mempool driver and the vecring driver: in EAL's driver directory
 /// under a name its scan loads (`*.so`, `*.so.<ABI>`), or at least
 /// somewhere in the root file system for `-d`.
-fn drivers(r: &mut Report, name: &str, root: &Path) {
+fn drivers(r: &mut Report, c: &Container) {
+    let (name, root) = (c.name, c.root);
     let Some(dir) = driver_dir() else {
         r.add(
             Level::Note,
@@ -225,7 +255,10 @@ fn drivers(r: &mut Report, name: &str, root: &Path) {
         return;
     };
     let abi = abi(&dir).unwrap_or_default();
-    let inside = root.join(dir.strip_prefix("/").unwrap_or(&dir));
+    // The driver directory as the container sees it: looked at through
+    // its links as it would follow them, never out of its root.
+    let dir_rel = dir.strip_prefix("/").unwrap_or(&dir).to_path_buf();
+    let inside = resolve(root, &dir);
     for (what, lib, effect) in [
         (
             "the mempool driver",
@@ -239,7 +272,10 @@ fn drivers(r: &mut Report, name: &str, root: &Path) {
         ),
     ] {
         let scanned = [format!("{lib}.so"), format!("{lib}.so.{abi}")];
-        if let Some(n) = scanned.iter().find(|n| inside.join(n).exists()) {
+        if let Some(n) = scanned
+            .iter()
+            .find(|n| resolve(root, &dir.join(n)).is_some_and(|p| p.exists()))
+        {
             r.add(
                 Level::Ok,
                 CHECK,
@@ -253,9 +289,15 @@ fn drivers(r: &mut Report, name: &str, root: &Path) {
         }
         // Not where the scan loads it: any other copy can only be given
         // with -d.
-        let elsewhere = std::iter::once(inside.clone())
-            .chain(LIB_DIRS.iter().map(|d| root.join(d)))
-            .chain(std::iter::once(root.join("usr/local/lib/vecring")))
+        let elsewhere = inside
+            .iter()
+            .cloned()
+            .chain(
+                LIB_DIRS
+                    .iter()
+                    .chain(std::iter::once(&"usr/local/lib/vecring"))
+                    .filter_map(|d| resolve(root, &Path::new("/").join(d))),
+            )
             .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
             .map(|e| e.path())
             .find(|p| {
@@ -268,7 +310,7 @@ fn drivers(r: &mut Report, name: &str, root: &Path) {
         } else {
             dir.join(&scanned[0])
         };
-        let copy = format!("cp -L {} {}/", source.display(), inside.display());
+        let copy = copy_fix(c, &source, &dir_rel);
         match elsewhere {
             Some(p) => {
                 let seen = Path::new("/").join(p.strip_prefix(root).unwrap_or(&p));
@@ -292,6 +334,32 @@ fn drivers(r: &mut Report, name: &str, root: &Path) {
             ),
         }
     }
+}
+
+/// The fix that puts the host's driver `source` into the container's
+/// driver directory `dir` (relative to its root) under the same name: a
+/// copy by the host where nothing on the way is the container's, else the
+/// host's file fed to a writer in the container.
+fn copy_fix(c: &Container, source: &Path, dir: &Path) -> String {
+    let file = source.file_name().map(Path::new).unwrap_or(source);
+    if c.host_may_act(dir) {
+        let to = c.host_path(dir);
+        return format!(
+            "mkdir -p {to} && cp {} {to}/",
+            shell_quote(&source.display().to_string())
+        );
+    }
+    let inner = Path::new("/").join(dir);
+    let script = format!(
+        "mkdir -p {0} && cat > {1}",
+        shell_quote(&inner.display().to_string()),
+        shell_quote(&inner.join(file).display().to_string())
+    );
+    format!(
+        "{} < {}",
+        c.attach(&["sh", "-c", &script]),
+        shell_quote(&source.display().to_string())
+    )
 }
 
 /// A hugetlbfs in the container: mounted by an `lxc.mount.entry` of type

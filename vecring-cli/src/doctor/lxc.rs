@@ -2,21 +2,8 @@
 //! against the domain (the mount entry, the id map, the domain directory),
 //! then what a DPDK application in it needs ([`super::dpdk_lxc`]).
 
+use super::idmap::IdMap;
 use super::{dpdk_lxc, DoctorArgs, Level, Report};
-
-/// The host uid a container's root maps to, from its `lxc.idmap` lines.
-fn mapped_root(config: &str) -> Option<u32> {
-    config.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        if k.trim() != "lxc.idmap" {
-            return None;
-        }
-        let f: Vec<&str> = v.split_whitespace().collect();
-        (f.len() == 4 && f[0] == "u" && f[1] == "0")
-            .then(|| f[2].parse().ok())
-            .flatten()
-    })
-}
 
 pub(super) fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
     if let Err(e) = vecring_core::name::validate("domain", domain) {
@@ -70,7 +57,9 @@ pub(super) fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
             Some(format!("add to {}: {mount}", path.display())),
         );
     }
-    match mapped_root(&config) {
+    let map = IdMap::parse(&config);
+    let root = map.root();
+    match root {
         Some(uid) => r.add(
             Level::Ok,
             "lxc",
@@ -86,14 +75,13 @@ pub(super) fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
             Some("for an unprivileged one add: lxc.idmap = u 0 100000 65536 and lxc.idmap = g 0 100000 65536 (and root:100000:65536 in /etc/subuid and /etc/subgid)".into()),
         ),
     }
-    let root = mapped_root(&config);
     let md = std::fs::symlink_metadata(&dir);
     if !matches!(&md, Ok(m) if m.is_dir()) {
         let owner = root.map_or_else(String::new, |uid| format!(" --owner {uid}:{uid}"));
         let run_dir = if args.run_dir == std::path::Path::new(vecring_core::link::DEFAULT_RUN_DIR) {
             String::new()
         } else {
-            format!(" --run-dir {}", args.run_dir.display())
+            format!(" --run-dir {}", super::quoted(&args.run_dir))
         };
         r.add(
             Level::Warn,
@@ -107,5 +95,5 @@ pub(super) fn lxc(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
             )),
         );
     }
-    dpdk_lxc::check(r, args, name, &config, root.unwrap_or(0));
+    dpdk_lxc::check(r, args, name, &config, map);
 }

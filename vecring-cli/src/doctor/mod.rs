@@ -2,13 +2,15 @@
 //! one line per finding, what is wrong and what to do. Exits non-zero when
 //! something would stop a link from working.
 
-use crate::escape::printable;
+use crate::escape::{printable, shell_quote};
 use clap::Args;
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 mod dpdk_lxc;
+mod fix;
+mod idmap;
 mod lxc;
 
 /// Options of `vecring doctor`.
@@ -25,7 +27,7 @@ pub struct DoctorArgs {
     #[arg(long, requires = "domain", value_name = "NAME")]
     lxc: Option<String>,
     /// Where LXC keeps its containers (as lxc-* -P).
-    #[arg(long, default_value = "/var/lib/lxc")]
+    #[arg(long, default_value = fix::DEFAULT_LXC_PATH)]
     lxc_path: PathBuf,
     /// Print one JSON document (schema "vecring-doctor", version 1).
     #[arg(long)]
@@ -71,6 +73,11 @@ impl Report {
             fix,
         });
     }
+}
+
+/// A path as one word for the shell, for a fix line.
+fn quoted(path: &Path) -> String {
+    shell_quote(&path.display().to_string())
 }
 
 fn read_num(path: &Path) -> Option<u64> {
@@ -197,10 +204,7 @@ fn run_dir(r: &mut Report, dir: &Path) {
                 "{} is not a directory (or is a symlink): masters refuse it",
                 dir.display()
             ),
-            Some(format!(
-                "remove it; the first master recreates {}",
-                dir.display()
-            )),
+            Some(format!("rm {}; the first master recreates it", quoted(dir))),
         );
     } else if md.uid() != me && md.uid() != 0 {
         r.add(
@@ -211,7 +215,7 @@ fn run_dir(r: &mut Report, dir: &Path) {
                 dir.display(),
                 md.uid()
             ),
-            Some(format!("chown root: {}", dir.display())),
+            Some(format!("chown -h root: {}", quoted(dir))),
         );
     } else if md.mode() & 0o022 != 0 {
         r.add(
@@ -222,7 +226,7 @@ fn run_dir(r: &mut Report, dir: &Path) {
                 dir.display(),
                 md.mode() & 0o7777
             ),
-            Some(format!("chmod 0755 {}", dir.display())),
+            Some(format!("chmod 0755 {}", quoted(dir))),
         );
     } else {
         r.add(
@@ -259,10 +263,7 @@ fn run_dir(r: &mut Report, dir: &Path) {
                     "{}: no master listens (it died); the next master replaces it",
                     sock.display()
                 ),
-                Some(format!(
-                    "rm {}",
-                    crate::escape::shell_quote(&sock.display().to_string())
-                )),
+                Some(format!("rm {}", quoted(&sock))),
             );
         }
     }
@@ -388,7 +389,7 @@ fn dpdk(r: &mut Report) {
                 ),
                 Some(format!(
                     "install it under a directory nobody else can write, or chmod o-w {}",
-                    bad.display()
+                    quoted(&bad)
                 )),
             ),
             None => r.add(

@@ -1,0 +1,98 @@
+//! Who a container is on the host: the host uids and gids its
+//! `lxc.idmap` lines give it.
+
+use std::os::unix::fs::MetadataExt;
+
+/// One `lxc.idmap` range: `count` ids from `inside` in the container are
+/// `host` and on, on the host.
+#[derive(Clone, Copy)]
+struct Range {
+    inside: u32,
+    host: u32,
+    count: u32,
+}
+
+/// Which host uids and gids are the container's, from its `lxc.idmap`
+/// lines; a container without any is privileged: its root is the host's.
+#[derive(Default)]
+pub(super) struct IdMap {
+    uids: Vec<Range>,
+    gids: Vec<Range>,
+}
+
+impl IdMap {
+    /// The `lxc.idmap` lines of a configuration (`u`, `g` or `b`, inside
+    /// id, host id, count); others, and malformed ones, are skipped.
+    pub(super) fn parse(config: &str) -> IdMap {
+        let mut map = IdMap::default();
+        for l in config.lines() {
+            let Some((k, v)) = l.split_once('=') else {
+                continue;
+            };
+            if k.trim() != "lxc.idmap" {
+                continue;
+            }
+            let f: Vec<&str> = v.split_whitespace().collect();
+            let num = |i: usize| f.get(i).and_then(|s| s.parse().ok());
+            let (Some(inside), Some(host), Some(count)) = (num(1), num(2), num(3)) else {
+                continue;
+            };
+            let range = Range {
+                inside,
+                host,
+                count,
+            };
+            match f.first() {
+                Some(&"u") => map.uids.push(range),
+                Some(&"g") => map.gids.push(range),
+                Some(&"b") => {
+                    map.uids.push(range);
+                    map.gids.push(range);
+                }
+                _ => {}
+            }
+        }
+        map
+    }
+
+    /// The host uid the container's root is, when it is mapped.
+    pub(super) fn root(&self) -> Option<u32> {
+        self.uids.iter().find(|r| r.inside == 0).map(|r| r.host)
+    }
+
+    fn privileged(&self) -> bool {
+        self.uids.is_empty()
+    }
+
+    fn has(ranges: &[Range], id: u32) -> bool {
+        ranges
+            .iter()
+            .any(|r| id >= r.host && u64::from(id) < u64::from(r.host) + u64::from(r.count))
+    }
+
+    /// Whether one of the container's users can change the entries of a
+    /// directory with this owner and mode (its root can, in any directory
+    /// one of its uids owns).
+    pub(super) fn may_write(&self, md: &std::fs::Metadata) -> bool {
+        self.privileged()
+            || Self::has(&self.uids, md.uid())
+            || md.mode() & 0o002 != 0
+            || (md.mode() & 0o020 != 0 && Self::has(&self.gids, md.gid()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_ranges_are_read_from_the_config() {
+        let m = IdMap::parse("lxc.idmap = u 0 100000 65536\nlxc.idmap = g 0 200000 10\n");
+        assert!(IdMap::has(&m.uids, 100000) && IdMap::has(&m.uids, 165535));
+        assert!(!IdMap::has(&m.uids, 165536) && !IdMap::has(&m.uids, 0));
+        assert!(IdMap::has(&m.gids, 200009) && !IdMap::has(&m.gids, 200010));
+        assert!(!m.privileged());
+        assert_eq!(m.root(), Some(100000));
+        assert!(IdMap::parse("lxc.uts.name = x\n").privileged());
+    }
+}

@@ -4,7 +4,7 @@
 #   - build tools, DPDK 22.11 (runtime, testpmd, dev headers), LXC, Open
 #     vSwitch with DPDK (its ovs-vswitchd-dpdk; no system instance is
 #     configured or started here), what building another DPDK line from
-#     its release source needs (scripts/dpdk.sh), and iperf3 and ping for
+#     its release source needs (scripts/dpdk.sh), ethtool, and iperf3 and ping for
 #     `vecring tap`'s tests and benches/tap-compare.sh (iperf3 without its
 #     system-wide server)
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
@@ -18,7 +18,7 @@ SDK_DIR="${VECRING_DPDK_SDK:-/opt/vecring/dpdk-sdk}"
 HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 
 need_pkgs=()
-for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl \
+for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl ethtool \
   openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done

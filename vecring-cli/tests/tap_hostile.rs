@@ -99,7 +99,7 @@ fn hostile_master(offload: bool) {
     };
     let plain = [0u8; 10];
     let mut frames = Vec::new();
-    let (mut bad_len, mut bad_hdr, mut good) = (0u64, 0u64, 0u64);
+    let (mut bad_len, mut bad_hdr, mut gso_no_csum, mut good) = (0u64, 0u64, 0u64, 0u64);
     // Longer than the MTU allows, at the link's largest and just past the
     // limit (MTU, Ethernet header, a VLAN tag).
     for len in [9216 - prefix, 1500 + 14 + 4 + 1] {
@@ -127,11 +127,15 @@ fn hostile_master(offload: bool) {
             [1, 3, 54, 0, 100, 0, 34, 0, 6, 0],
             csum_far,
             [1, 1, 54, 0, 0, 0, 34, 0, 16, 0],
-            [0, 1, 54, 0, 100, 0, 34, 0, 16, 0],
         ] {
             frames.push(with_hdr(hdr, ether(dst, 1000, 0x45)));
             bad_hdr += 1;
         }
+        frames.push(with_hdr(
+            [0, 1, 54, 0, 100, 0, 34, 0, 16, 0],
+            ether(dst, 1000, 0x45),
+        ));
+        gso_no_csum += 1;
     }
     // Garbage of every valid length, to the slave and broadcast: the
     // bridge hands it over and the kernel discards it.
@@ -177,6 +181,11 @@ fn hostile_master(offload: bool) {
     let err = stop(slave);
     assert_eq!(summary_count(&err, "bad length"), bad_len, "{err}");
     assert_eq!(summary_count(&err, "bad header"), bad_hdr, "{err}");
+    assert_eq!(
+        summary_count(&err, "gso without checksum"),
+        gso_no_csum,
+        "{err}"
+    );
     assert_eq!(summary_count(&err, "refused by the interface"), 0, "{err}");
     assert_eq!(summary_count(&err, "to the interface"), good, "{err}");
     drop(link);

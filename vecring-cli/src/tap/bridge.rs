@@ -15,7 +15,18 @@
 //! (and, with `--offload`, of their virtio-net header): the peer is not
 //! trusted, and a frame longer than the interface's MTU allows or a
 //! header no kernel would send is dropped and counted, as a NIC drops a
-//! frame too long for it.
+//! frame too long for it. The length is the descriptor's, read once by the
+//! ring; the virtio-net header is copied out of the ring once, checked,
+//! and written from that copy (the peer may rewrite the ring's bytes
+//! between a check and the write); the rest of the frame is data the
+//! kernel copies once and parses itself.
+//!
+//! The poll window (`--poll-us`) opens only on work done: a frame moved
+//! either way. Frames dropped (from the link, or read from the TAP while
+//! the link is down) are taken without a sleep in between but do not keep
+//! the thread looking, so a peer sending only what is dropped costs the
+//! host a wakeup per doorbell it rings, like any trickle, not a polling
+//! core.
 
 use super::epoll::{Epoll, Event};
 use super::tso;
@@ -63,6 +74,12 @@ pub struct Tally {
     /// Frames from the link with a virtio-net header no kernel sends
     /// (`--offload`): dropped.
     pub drop_bad_header: AtomicU64,
+    /// Super-frames from the link without a checksum to complete
+    /// (`--offload`): dropped.
+    pub drop_gso_no_csum: AtomicU64,
+    /// Super-frames from the link that would be cut into more than
+    /// [`vnet::MAX_GSO_SEGS`] segments (`--offload`): dropped.
+    pub drop_gso_segments: AtomicU64,
     /// Frames from the link the TAP refused (its write failed).
     pub drop_tap_refused: AtomicU64,
 }
@@ -135,6 +152,15 @@ fn gone(q: u16, what: &str, e: io::Error) -> String {
     format!("queue {q}: {what} the interface: {e} (was it deleted?)")
 }
 
+/// What one pass over a direction did.
+#[derive(Clone, Copy, Default)]
+struct Step {
+    /// Frames moved to the other side.
+    moved: bool,
+    /// Frames taken and dropped.
+    dropped: bool,
+}
+
 /// Logs a failure at most once per kind per thread.
 #[derive(Default)]
 struct Once {
@@ -163,26 +189,34 @@ impl Queue {
         let mut watching_tap = true;
         let mut once = Once::default();
         let mut tokens = Vec::new();
-        // When the last frame moved, while polling before a sleep.
-        let mut idle_since: Option<Instant> = None;
+        // Until when to keep looking before a sleep: set when a frame
+        // moved, and only then.
+        let mut poll_until: Option<Instant> = None;
         while !self.shared.stop.load(Ordering::Relaxed) {
             let from_link = self.link_to_tap(&mut once)?;
             let to_link = self.tap_to_link(&mut buf, &mut pending)?;
-            if from_link || to_link {
-                idle_since = None;
+            if from_link.moved || to_link.moved {
+                if !self.shared.poll.is_zero() {
+                    poll_until = Some(Instant::now() + self.shared.poll);
+                }
                 continue;
             }
-            // Nothing moved: look again for a while (a reply, the next
-            // frame of a burst) before paying for a sleep and a wakeup.
-            if !self.shared.poll.is_zero() {
-                let now = Instant::now();
-                if now.duration_since(*idle_since.get_or_insert(now)) < self.shared.poll {
+            if from_link.dropped || to_link.dropped {
+                // Only dropped frames: take the rest at once, without
+                // opening the poll window for them.
+                continue;
+            }
+            // Nothing came: look again for a while after the last frame
+            // moved (a reply, the next frame of a burst) before paying
+            // for a sleep and a wakeup.
+            if let Some(until) = poll_until {
+                if Instant::now() < until {
                     // Another thread on this CPU (the program the interface
                     // serves, the other end's bridge) goes first if it can.
                     std::thread::yield_now();
                     continue;
                 }
-                idle_since = None;
+                poll_until = None;
             }
             // Sleep until the TAP or the link has work.
             match self.rx.prepare_wait() {
@@ -228,9 +262,9 @@ impl Queue {
         Ok(())
     }
 
-    /// Moves up to [`BATCH`] frames from the link to the TAP; returns
-    /// whether there were any.
-    fn link_to_tap(&mut self, once: &mut Once) -> Result<bool, String> {
+    /// Moves up to [`BATCH`] frames from the link to the TAP; says
+    /// whether it moved any and whether it dropped any.
+    fn link_to_tap(&mut self, once: &mut Once) -> Result<Step, String> {
         let tap = self.tap.as_raw_fd();
         let max_plain = self.shared.max_from_link.load(Ordering::Relaxed);
         let vnet_hdr = self.shared.vnet_hdr;
@@ -238,35 +272,51 @@ impl Queue {
         let mut chunk = match self.rx.read_chunk(BATCH) {
             Ok(c) => c,
             // Down, or a corrupt generation the link is ending.
-            Err(_) => return Ok(false),
+            Err(_) => return Ok(Step::default()),
         };
-        let mut seen = 0;
+        let mut step = Step::default();
         let (mut frames, mut bytes) = (0u64, 0u64);
         // A corrupt descriptor ends the chunk; the link ends the generation.
         while let Ok(Some(frame)) = chunk.next_frame() {
-            seen += 1;
             let len = frame.len();
-            let hdr = if vnet_hdr {
-                VnetHdr::read(frame.first_segment())
+            // The header, copied out of the ring once: the bytes checked
+            // are the bytes written.
+            let copy = if vnet_hdr {
+                VnetHdr::copy_from(frame.segments())
             } else {
                 None
             };
-            match vnet::check_from_link(hdr, len, max_plain) {
-                Ok(()) => {}
-                Err(Bad::Header) => {
-                    add(&t.drop_bad_header, 1);
-                    continue;
-                }
-                Err(Bad::Short | Bad::Long) => {
-                    add(&t.drop_bad_length, 1);
-                    continue;
-                }
+            let hdr = copy.as_ref().and_then(|c| VnetHdr::read(c));
+            let refused = match vnet::check_from_link(hdr, len, max_plain) {
+                Ok(()) => None,
+                Err(Bad::Header) => Some(&t.drop_bad_header),
+                Err(Bad::GsoNoCsum) => Some(&t.drop_gso_no_csum),
+                Err(Bad::GsoSegments) => Some(&t.drop_gso_segments),
+                Err(Bad::Short | Bad::Long) => Some(&t.drop_bad_length),
+            };
+            if let Some(counter) = refused {
+                add(counter, 1);
+                step.dropped = true;
+                continue;
             }
-            let mut segs: [&[u8]; 2] = [&[], &[]];
+            // The frame as up to three pieces: the checked copy of the
+            // header, then the ring's bytes after it (one or two
+            // segments).
+            let mut segs: [&[u8]; 3] = [&[], &[], &[]];
             let mut n = 0;
+            let mut skip = 0;
+            if let Some(c) = copy.as_ref() {
+                segs[0] = c;
+                n = 1;
+                skip = vnet::VNET_HDR_LEN;
+            }
             for s in frame.segments() {
-                segs[n] = s;
-                n += 1;
+                let cut = skip.min(s.len());
+                skip -= cut;
+                if cut < s.len() {
+                    segs[n] = &s[cut..];
+                    n += 1;
+                }
             }
             match write_tap(tap, &segs[..n]) {
                 Ok(()) => {
@@ -278,6 +328,7 @@ impl Queue {
                 }
                 Err(e) => {
                     add(&t.drop_tap_refused, 1);
+                    step.dropped = true;
                     if !once.write {
                         once.write = true;
                         log::warn!(
@@ -293,12 +344,13 @@ impl Queue {
         self.rx.flush_counters();
         add(&t.to_tap_frames, frames);
         add(&t.to_tap_bytes, bytes);
-        Ok(seen > 0)
+        step.moved = frames > 0;
+        Ok(step)
     }
 
-    /// Moves up to [`BATCH`] frames from the TAP to the link; returns
-    /// whether any were read.
-    fn tap_to_link(&mut self, buf: &mut [u8], pending: &mut Option<usize>) -> Result<bool, String> {
+    /// Moves up to [`BATCH`] frames from the TAP to the link; says
+    /// whether it moved any and whether it dropped any.
+    fn tap_to_link(&mut self, buf: &mut [u8], pending: &mut Option<usize>) -> Result<Step, String> {
         let tap = self.tap.as_raw_fd();
         let prefix = if self.shared.vnet_hdr {
             vnet::VNET_HDR_LEN
@@ -322,10 +374,14 @@ impl Queue {
                     dropped += 1;
                 }
                 add(&t.drop_link_down, dropped);
-                return Ok(dropped > 0);
+                return Ok(Step {
+                    moved: false,
+                    dropped: dropped > 0,
+                });
             }
         };
         let mut seen = 0;
+        let mut too_long = 0;
         let (mut frames, mut bytes) = (0u64, 0u64);
         while seen < BATCH {
             let len = match pending.take() {
@@ -384,7 +440,7 @@ impl Queue {
                 }
                 Err(PushError::TooLarge { .. } | PushError::Empty) => {
                     seen += 1;
-                    add(&t.drop_too_long_for_link, 1);
+                    too_long += 1;
                 }
             }
         }
@@ -392,6 +448,10 @@ impl Queue {
         self.tx.flush_counters();
         add(&t.to_link_frames, frames);
         add(&t.to_link_bytes, bytes);
-        Ok(seen > 0)
+        add(&t.drop_too_long_for_link, too_long);
+        Ok(Step {
+            moved: frames > 0,
+            dropped: too_long > 0,
+        })
     }
 }

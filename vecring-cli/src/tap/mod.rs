@@ -275,7 +275,7 @@ fn summary(ifname: &str, tallies: &[Arc<Tally>], why: &str) {
             t.iter().map(|t| load(f(t))).sum()
         };
         format!(
-            "to the link {} frames {} bytes; to the interface {} frames {} bytes; dropped: link down {}, too long for the link {}, bad length {}, bad header {}, refused by the interface {}",
+            "to the link {} frames {} bytes; to the interface {} frames {} bytes; dropped: link down {}, too long for the link {}, bad length {}, bad header {}, gso without checksum {}, gso too many segments {}, refused by the interface {}",
             sum(|t| &t.to_link_frames),
             sum(|t| &t.to_link_bytes),
             sum(|t| &t.to_tap_frames),
@@ -284,6 +284,8 @@ fn summary(ifname: &str, tallies: &[Arc<Tally>], why: &str) {
             sum(|t| &t.drop_too_long_for_link),
             sum(|t| &t.drop_bad_length),
             sum(|t| &t.drop_bad_header),
+            sum(|t| &t.drop_gso_no_csum),
+            sum(|t| &t.drop_gso_segments),
             sum(|t| &t.drop_tap_refused),
         )
     };

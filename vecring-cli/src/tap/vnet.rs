@@ -5,8 +5,14 @@
 //! `gso_size` bytes. With it on both ends of a link, neither kernel
 //! computes checksums nor cuts segments for traffic between them.
 //!
-//! A header from the link comes from the peer: it is checked here before
-//! the TAP sees it (the kernel checks it too).
+//! A header from the link comes from the peer, whose memory it lies in:
+//! the bridge copies it out of the ring once ([`VnetHdr::copy_from`]),
+//! checks the copy here, and hands the TAP the copy, never the ring's
+//! bytes, so that what the kernel reads is what was checked. The checks
+//! refuse what no kernel sends and what would make the host's kernel do
+//! far more work than the frame is worth: GSO without a checksum to
+//! complete (a path of the kernel that warns), and super-frames cut into
+//! more than [`MAX_GSO_SEGS`] segments.
 
 /// Bytes of the header on the link and on the TAP (`TUNSETVNETHDRSZ`).
 pub const VNET_HDR_LEN: usize = 10;
@@ -32,6 +38,16 @@ pub const GSO_UDP_L4: u8 = 5;
 /// `gso_type` bit: the TCP segments carry ECN's CWR.
 pub const GSO_ECN: u8 = 0x80;
 
+/// The most segments a super-frame from the link may be cut into,
+/// counted as its bytes after the virtio-net header over `gso_size` (an
+/// upper bound that trusts no header length the peer states). A kernel
+/// cuts a frame of the link (at most 9216 bytes) into 7 segments at an
+/// MSS of 1448 and into 18 at 536, the smallest MSS every TCP must
+/// accept; a bound of 64 keeps those and every MSS down to 144, and
+/// limits what one frame can make a host's kernel send when it forwards
+/// to an interface without TSO (a segment size of 1 would make 9000).
+pub const MAX_GSO_SEGS: usize = 64;
+
 /// The offloads a TAP with the header takes from its kernel
 /// (`TUNSETOFFLOAD`): frames with partial checksums, and TCP super-frames
 /// (TSO, IPv4 and IPv6, with ECN), which the bridge cuts into pieces that
@@ -52,6 +68,27 @@ pub struct VnetHdr {
 }
 
 impl VnetHdr {
+    /// The header at the start of a frame given as its segments (one, or
+    /// two when it wraps around the ring's end), copied out in one pass,
+    /// or `None` when the frame is shorter than a header. The copy is
+    /// what the bridge checks and what it writes to the TAP: the peer may
+    /// rewrite the ring's bytes at any time.
+    pub fn copy_from<'a>(
+        segments: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Option<[u8; VNET_HDR_LEN]> {
+        let mut out = [0u8; VNET_HDR_LEN];
+        let mut have = 0;
+        for s in segments {
+            let n = s.len().min(VNET_HDR_LEN - have);
+            out[have..have + n].copy_from_slice(&s[..n]);
+            have += n;
+            if have == VNET_HDR_LEN {
+                return Some(out);
+            }
+        }
+        None
+    }
+
     /// The header at the start of `frame`, if it is long enough.
     pub fn read(frame: &[u8]) -> Option<VnetHdr> {
         let h = frame.get(..VNET_HDR_LEN)?;
@@ -88,6 +125,13 @@ pub enum Bad {
     /// A header no kernel would send: unknown flags or type, a checksum
     /// place outside the frame, a segment size of 0.
     Header,
+    /// A super-frame (GSO) without a checksum to complete
+    /// ([`F_NEEDS_CSUM`]): a kernel's super-frames always leave it to the
+    /// device, and the host's kernel warns on the other kind.
+    GsoNoCsum,
+    /// A super-frame that would be cut into more than [`MAX_GSO_SEGS`]
+    /// segments.
+    GsoSegments,
 }
 
 /// Checks a frame from the link of `len` bytes, whose header (with
@@ -121,8 +165,14 @@ pub fn check_from_link(hdr: Option<VnetHdr>, len: usize, max_plain: usize) -> Re
             }
         }
         GSO_TCPV4 | GSO_TCPV6 | GSO_UDP_L4 => {
-            if h.gso_size == 0 || h.flags & F_NEEDS_CSUM == 0 || usize::from(h.hdr_len) > payload {
+            if h.gso_size == 0 || usize::from(h.hdr_len) > payload {
                 return Err(Bad::Header);
+            }
+            if h.flags & F_NEEDS_CSUM == 0 {
+                return Err(Bad::GsoNoCsum);
+            }
+            if payload.div_ceil(usize::from(h.gso_size)) > MAX_GSO_SEGS {
+                return Err(Bad::GsoSegments);
             }
         }
         _ => return Err(Bad::Header),
@@ -176,7 +226,6 @@ mod tests {
             VnetHdr { flags: 4, ..gso },
             VnetHdr { gso_type: 3, ..gso },
             VnetHdr { gso_size: 0, ..gso },
-            VnetHdr { flags: 0, ..gso },
             VnetHdr {
                 csum_start: 8990,
                 ..gso
@@ -192,5 +241,52 @@ mod tests {
                 "{bad:?}"
             );
         }
+        assert_eq!(
+            check_from_link(Some(VnetHdr { flags: 0, ..gso }), 9000, 1524),
+            Err(Bad::GsoNoCsum)
+        );
+        assert_eq!(
+            check_from_link(
+                Some(VnetHdr {
+                    flags: F_DATA_VALID,
+                    ..gso
+                }),
+                9000,
+                1524
+            ),
+            Err(Bad::GsoNoCsum)
+        );
+        // The segment count is the bytes after the header over the
+        // segment size, whatever `hdr_len` claims.
+        for (gso_size, hdr_len, ok) in [
+            (1, 66, false),
+            (1, 8989, false),
+            (140, 66, false),
+            (140, 8989, false),
+            (141, 66, true),
+            (536, 66, true),
+            (1448, 66, true),
+        ] {
+            let h = VnetHdr {
+                gso_size,
+                hdr_len,
+                ..gso
+            };
+            let want = if ok { Ok(()) } else { Err(Bad::GsoSegments) };
+            assert_eq!(check_from_link(Some(h), 9000, 1524), want, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn the_header_is_copied_across_a_wrap() {
+        let bytes: Vec<u8> = (1..=20).collect();
+        let want: [u8; VNET_HDR_LEN] = core::array::from_fn(|i| i as u8 + 1);
+        assert_eq!(VnetHdr::copy_from([&bytes[..]]), Some(want));
+        for cut in 0..=10 {
+            let (a, b) = bytes.split_at(cut);
+            assert_eq!(VnetHdr::copy_from([a, b]), Some(want), "cut at {cut}");
+        }
+        assert_eq!(VnetHdr::copy_from([&bytes[..4], &bytes[4..9]]), None);
+        assert_eq!(VnetHdr::copy_from(std::iter::empty::<&[u8]>()), None);
     }
 }

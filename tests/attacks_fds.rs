@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use vecring_tests::hostile::{
-    as_nobody, attacker, num, scratch, tool, wait_for_path, Proc, NOBODY,
+    as_nobody, as_uid, attacker, num, scratch, tool, wait_for_path, Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -71,23 +71,6 @@ struct Setup {
     root: PathBuf,
     run: PathBuf,
     path: Path,
-}
-
-fn as_uid(cmd: &mut Command, uid: u32) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe functions (setgroups, setgid, setuid).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setgroups(0, core::ptr::null()) != 0
-                || libc::setgid(uid) != 0
-                || libc::setuid(uid) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
 }
 
 impl Setup {

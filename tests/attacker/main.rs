@@ -7,6 +7,7 @@
 //! vecring-attack take-fd       socket=P rounds=N stop-above=K
 //! vecring-attack silent        socket=P count=N
 //! vecring-attack flood         socket=P
+//! vecring-attack crowd         socket=P hold=N
 //! vecring-attack slave         run-dir=R domain=D link=L timeout-ms=T
 //! vecring-attack slave-drop    run-dir=R domain=D link=L up-ms=T
 //! vecring-attack churn         run-dir=R domain=D link=L secs=S
@@ -93,6 +94,7 @@ fn main() -> ExitCode {
         "take-fd" => peer::take_fd(&args),
         "silent" => peer::silent(&args),
         "flood" => peer::flood(&args),
+        "crowd" => peer::crowd(&args),
         "slave" => peer::slave(&args),
         "slave-drop" => peer::slave_drop(&args),
         "churn" => peer::churn(&args),

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 mod accept;
 mod offer;
 mod penalty;
+mod turns;
 
 use penalty::Penalties;
 
@@ -122,6 +123,8 @@ pub(super) struct Master<'a> {
     started: Instant,
     /// Uids refused for a while after passing descriptors.
     penalties: Penalties,
+    /// The uids of the latest offers, for the next one's turn.
+    offered: turns::Offered,
     /// "not reading peers" lines: one per time the closers fill up.
     full_lines: RateLog,
     full_told: bool,
@@ -176,6 +179,7 @@ impl<'a> Master<'a> {
             budget_told: false,
             started: Instant::now(),
             penalties: Penalties::default(),
+            offered: turns::Offered::default(),
             full_lines: RateLog::default(),
             full_told: false,
         }
@@ -263,6 +267,17 @@ impl<'a> Master<'a> {
 
     fn label(&self) -> &str {
         &self.shared.label
+    }
+
+    /// The pending connections as [`turns`] sees them, oldest first.
+    fn waiting(&self) -> Vec<turns::Waiting> {
+        self.pending
+            .iter()
+            .map(|p| turns::Waiting {
+                uid: p.cred.uid,
+                requested: p.requested,
+            })
+            .collect()
     }
 
     /// Logs a line a peer can provoke at will, at most one a second with

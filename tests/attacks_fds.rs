@@ -30,8 +30,9 @@
 //! frames still arrive, and the master exits promptly when told to,
 //! whatever the attacker still holds.
 //!
-//! The close of a `Link` after a plant and the flood are in
-//! `tests/attacks_fds/close.rs` and `flood.rs`.
+//! The close of a `Link` after a plant, the flood, and a peer changing
+//! uid with each offence are in `tests/attacks_fds/close.rs`, `flood.rs`
+//! and `rotate.rs`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -47,6 +48,8 @@ use vecring_tests::Watchdog;
 mod close;
 #[path = "attacks_fds/flood.rs"]
 mod flood;
+#[path = "attacks_fds/rotate.rs"]
+mod rotate;
 
 const LIMIT: Duration = Duration::from_secs(90);
 /// The budget for a legitimate slave's attach under attack.

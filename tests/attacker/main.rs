@@ -19,6 +19,7 @@
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! vecring-attack plant         where=hogs socket=P count=N
 //! vecring-attack plant         where=flood socket=P run-dir=R domain=D link=L
+//! vecring-attack rotate        socket=P first=U count=N again=M
 //! ```
 
 mod close;
@@ -26,6 +27,7 @@ mod fake_master;
 mod peer;
 mod pin;
 mod plant;
+mod rotate;
 mod seal;
 mod sock;
 mod wait;
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
         "wait-attack" => wait::run(&args),
         "plant" => plant::run(&args),
         "pin" => pin::run(&args),
+        "rotate" => rotate::run(&args),
         "master-close" => close::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");

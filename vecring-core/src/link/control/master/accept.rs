@@ -47,11 +47,7 @@ impl Master<'_> {
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }
-            if let Some(left) = self.penalties.refused(cred.uid, Instant::now()) {
-                let reason = format!(
-                    "a process of uid {} passed file descriptors; refused for another {:.0?}",
-                    cred.uid, left
-                );
+            if let Some(reason) = self.penalised(cred.uid) {
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }

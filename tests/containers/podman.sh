@@ -19,6 +19,13 @@
 #                               takes every frame of a hugepage-backed link,
 #                               and its cgroups' memory and hugetlb usage do
 #                               not grow by the region's size
+#             minimal_testpmd   the same with Debian's dpdk-testpmd
+#                               (--no-huge; scripts/image.sh's DPDK image)
+#                               as the slave
+#             minimal_limits    the control: a master inside such a
+#                               container gets no hugepages (hugetlb limit
+#                               0) and is killed making the region on
+#                               ordinary pages (memory limit)
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
@@ -77,6 +84,11 @@ CREATED_GLOBAL=()
 for p in "${PODMAN_GLOBAL[@]}"; do
 	[ -e "$p" ] || CREATED_GLOBAL+=("$p")
 done
+# Podman's default cgroup parent, which no container of this run may use.
+CREATED_CG=()
+for p in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 "/libpod_parent" }' /proc/mounts); do
+	[ -e "$p" ] || CREATED_CG+=("$p")
+done
 
 cleanup() {
 	local p m d
@@ -101,7 +113,7 @@ cleanup() {
 	for p in "${CREATED_GLOBAL[@]}"; do
 		rm -rf "$p"
 	done
-	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar"
+	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar"
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
 		log "logs kept in $WORK"
 	else
@@ -180,6 +192,9 @@ left=$(for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mou
 	fail "hugetlb still on in ${HUGETLB_ENABLED[*]}"
 for p in "${CREATED_GLOBAL[@]}"; do
 	[ -e "$p" ] && fail "$p (made by podman) remains"
+done
+for m in "${CREATED_CG[@]}"; do
+	[ -e "$m" ] && fail "$m (podman's default cgroup parent) appeared: a container ran outside $PODMAN_CG"
 done
 echo "$PASSED passed, $FAILED failed in $SECONDS s"
 [ "$FAILED" -eq 0 ]

@@ -38,10 +38,10 @@ upm() { "${UPM[@]}" "$@"; }
 # hybrid cgroup layout whose v2 hierarchy holds a controller ("cgroups in
 # hybrid mode not supported"; here hugetlb); runc runs them.
 pick_runtime() {
-	local arr=$1[@] rt extra=()
-	[ "$1" = PM ] && extra=(--ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
+	local arr=$1[@] rt opts=(--network none)
+	[ "$1" = PM ] && opts=("${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG")
 	for rt in crun runc; do
-		if timeout 60 "${!arr}" run --rm --runtime "$rt" --network none "${extra[@]}" "$IMAGE" \
+		if timeout 60 "${!arr}" run --rm --runtime "$rt" "${opts[@]}" "$IMAGE" \
 			/bin/vecring --version >"$WORK/probe-$1-$rt.log" 2>&1; then
 			echo "$rt"
 			return 0

@@ -1,10 +1,12 @@
 # shellcheck shell=bash
 # Group "minimal", sourced by tests/containers/podman.sh: a container that
-# needs nothing but the link. Its slave (the vecring tool) runs with
+# needs nothing but the link. Its slave (the vecring tool; Debian's
+# dpdk-testpmd with --no-huge in minimal_testpmd) runs with
 # --cap-drop=ALL, a non-root --user, --security-opt no-new-privileges, the
 # runtime's default seccomp profile (and AppArmor's when the host has it
 # on), no hugetlbfs and no /dev/hugepages, a memory limit (64 MiB) smaller
-# than the link's region (262 MiB of 2 MiB hugepages, --hugepages require
+# than the link's region (testpmd: 192 MiB, EAL's own memory on ordinary
+# pages) (262 MiB of 2 MiB hugepages, --hugepages require
 # on the master) and a hugetlb limit of 0 in its cgroup. It attaches and
 # takes every frame, and neither its memory nor its hugetlb usage grows by
 # the region's size: the master created and first touched the region, so
@@ -27,7 +29,7 @@
 # unavailable"; the cgroup counts the refusal), on ordinary pages the
 # memory limit kills the master (SIGKILL, status 137).
 
-group minimal minimal_tool minimal_limits
+group minimal minimal_tool minimal_testpmd minimal_limits
 
 MIN_UID=4242
 MIN_MEM=$((64 << 20))
@@ -138,7 +140,7 @@ min_process() {
 }
 
 test_minimal_tool() {
-	local RUN=$WORK/run DOM=min free ID PID mdir mem0 mem1 h0 h1 region
+	local RUN=$WORK/run DOM=min free ID PID mdir mem0 mem1 h0 h1
 	free=$(awk '/HugePages_Free/ { print $2 }' /proc/meminfo)
 	[ "${free:-0}" -ge 140 ] || { fail "minimal: $free free 2 MiB hugepages, 140 needed for the 262 MiB region"; return; }
 	"$VECRING" prepare --domain "$DOM" --run-dir "$RUN" --owner "$MIN_UID:$MIN_UID" >/dev/null 2>&1 ||
@@ -160,23 +162,7 @@ test_minimal_tool() {
 		--slots 262144 --slot-size 512
 	AFTER_HOOK=min_after link_traffic "minimal" minimal minimal_m "$MIN_UID" min_process
 	pm rm -f "$ID" >/dev/null 2>&1
-	region=$(sed -n 's/.*slave attached: .*; \([0-9]*\) MiB region, hugepages.*/\1/p' "$WORK/minimal_m.log")
-	[ -n "$region" ] && region=$((region << 20))
-	[ -n "$region" ] && pass "minimal: the master's region is on hugepages ($((region >> 20)) MiB)" ||
-		{ fail "minimal: the master's region is not on hugepages: $(grep -m1 'slave attached' "$WORK/minimal_m.log")"; return; }
-	expect_lt "minimal: the container's memory limit is below the region's size" "$MIN_MEM" "$region"
-	[ "${MIN_MAPPED:-0}" -ge "$region" ] &&
-		pass "minimal: the slave had the whole region mapped ($MIN_MAPPED bytes of hugepages)" ||
-		fail "minimal: the slave mapped ${MIN_MAPPED:-0} bytes of hugepages, the region is $region"
-	local n0 p0 f0 n1 p1 f1
-	read -r n0 p0 f0 <<<"$mem0"
-	read -r n1 p1 f1 <<<"$mem1"
-	log "minimal: the container's memory before $n0, after $n1, peak $p1 bytes; hugetlb before $h0, after $h1"
-	expect_lt "minimal: the container's peak memory usage stays below the region's size" "$p1" "$region"
-	expect_lt "minimal: the container's memory grew by less than the region's size" "$((n1 - n0 < 0 ? 0 : n1 - n0))" "$region"
-	expect_eq "minimal: times the container hit its memory limit" "$f1" 0
-	expect_eq "minimal: the container's hugetlb usage after the traffic (limit 0)" "$h1" 0
-	expect_eq "minimal: times the hugetlb limit refused the container a page" "$HUGE_HITS" 0
+	min_verdict minimal minimal_m
 }
 
 # min_after PID: the cgroups' readings after the traffic, the container
@@ -187,16 +173,16 @@ min_after() {
 	HUGE_HITS=$(hugetlb_hits "$HDIR" "$HSCHEME")
 }
 
-# min_container NAME COMMAND...: a container as minimal_tool's (no
-# capability, uid MIN_UID, no new privileges, MIN_MEM of memory, the
-# domain directory DOM of $RUN bound in) created and initialised, its
+# min_container NAME COMMAND...: a container of IMAGE (CTR_IMAGE) with no
+# capability, uid MIN_UID, no new privileges, MIN_MEM (CTR_MEM) of memory,
+# the domain directory DOM of $RUN bound in, created and initialised, its
 # hugetlb limit 0; ID and PID set.
 min_container() {
 	local log=$WORK/$1-create.log
 	shift
 	ID=$(pm create -i --runtime "$RT" "${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG" \
 		--cap-drop=ALL --user "$MIN_UID:$MIN_UID" --security-opt no-new-privileges \
-		--memory "$MIN_MEM" -v "$RUN/$DOM:$RUN/$DOM" "$IMAGE" "$@" 2>"$log") &&
+		--memory "${CTR_MEM:-$MIN_MEM}" -v "$RUN/$DOM:$RUN/$DOM" "${CTR_IMAGE:-$IMAGE}" "$@" 2>"$log") &&
 		timeout 60 "${PM[@]}" init "$ID" >/dev/null 2>>"$log" || { sed 's/^/    /' "$log"; return 1; }
 	PID=$(pm inspect -f '{{.State.Pid}}' "$ID")
 	hugetlb_zero "$PID"
@@ -237,3 +223,105 @@ test_minimal_limits() {
 		slave_stop "bite_$hp"
 	done
 }
+
+# min_verdict WHAT MASTER: the region (from master MASTER's log) was on
+# hugepages and larger than the container's memory limit, the slave had it
+# mapped, and the container's memory (mem0, mem1) and hugetlb (h1,
+# HUGE_HITS) readings did not grow by it.
+min_verdict() {
+	local region
+	region=$(sed -n 's/.*slave attached: .*; \([0-9]*\) MiB region, hugepages.*/\1/p' "$WORK/$2.log")
+	[ -n "$region" ] && region=$((region << 20))
+	[ -n "$region" ] && pass "$1: the master's region is on hugepages ($((region >> 20)) MiB)" ||
+		{ fail "$1: the master's region is not on hugepages: $(grep -m1 'slave attached' "$WORK/$2.log")"; return; }
+	expect_lt "$1: the container's memory limit is below the region's size" "${CTR_MEM:-$MIN_MEM}" "$region"
+	[ "${MIN_MAPPED:-0}" -ge "$region" ] &&
+		pass "$1: the slave had the whole region mapped ($MIN_MAPPED bytes of hugepages)" ||
+		fail "$1: the slave mapped ${MIN_MAPPED:-0} bytes of hugepages, the region is $region"
+	local n0 p0 f0 n1 p1 f1
+	read -r n0 p0 f0 <<<"$mem0"
+	read -r n1 p1 f1 <<<"$mem1"
+	log "$1: the container's memory before $n0, after $n1, peak $p1 bytes; hugetlb before $h0, after $h1"
+	expect_lt "$1: the container's peak memory usage stays below the region's size" "$p1" "$region"
+	expect_lt "$1: the container's memory grew by less than the region's size" "$((n1 - n0 < 0 ? 0 : n1 - n0))" "$region"
+	expect_eq "$1: times the container hit its memory limit" "$f1" 0
+	expect_eq "$1: the container's hugetlb usage after the traffic (limit 0)" "$h1" 0
+	expect_eq "$1: times the hugetlb limit refused the container a page" "$HUGE_HITS" 0
+}
+
+# testpmd's counters: the RX-packets of its last "stop" (the accumulated
+# forward statistics).
+pmd_rx() {
+	grep -A1 'Accumulated forward statistics' "$WORK/$1.out" | sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' | tail -n1
+}
+
+# wait_out NAME TEXT: until session NAME's output has TEXT (30 s).
+wait_out() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -qF -- "$2" "$WORK/$1.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Debian's dpdk-testpmd (scripts/image.sh's DPDK image) as the slave, its
+# EAL memory on ordinary pages (--no-huge -m 64, --no-shconf: no files;
+# IOVA as virtual addresses, a process without privilege sees no physical
+# ones; --no-mlockall), forwarding rxonly. The host's master sends for
+# 2 s; testpmd's RX-packets is what the master's peer took.
+test_minimal_testpmd() {
+	local RUN=$WORK/run DOM=minpmd CTR_MEM=$((192 << 20)) CTR_IMAGE=$DPDK_IMAGE ID PID mdir mem0 mem1 h0 h1 seen pid uid taken= fdvar
+	dpdk_image || { fail "minimal testpmd: the DPDK image (scripts/image.sh dpdk, podman import)"; sed 's/^/    /' "$WORK/dpdk-image.log"; return; }
+	"$VECRING" prepare --domain "$DOM" --run-dir "$RUN" --owner "$MIN_UID:$MIN_UID" >/dev/null 2>&1 ||
+		{ fail "minimal testpmd: vecring prepare --owner"; return; }
+	if ! min_container minimal_pmd /bin/dpdk-testpmd --no-huge -m 64 --no-shconf --no-pci -l 0-1 \
+		--iova-mode=va "--vdev=eth_vecring0,domain=$DOM,link=l0,run_dir=$RUN" -- \
+		-i --forward-mode=rxonly --no-mlockall --total-num-mbufs=2048; then
+		fail "minimal testpmd: the container could not be made with its limits"
+		[ -z "${ID:-}" ] || pm rm -f "$ID" >/dev/null 2>&1
+		return
+	fi
+	mdir=$(cg_v1 memory "$PID") || mdir=$(cg_v2 "$PID")
+	mem0=$(mem_usage "$mdir")
+	h0=$(hugetlb_usage "$HDIR" "$HSCHEME")
+	slave_start pmd "${PM[@]}" start -a -i "$ID"
+	fdvar=SLAVE_FD_pmd
+	wait_out pmd "testpmd> " || { fail "minimal testpmd: testpmd did not start"; tail -n 5 "$WORK/pmd.out" | sed 's/^/    /'; slave_stop pmd; pm rm -f "$ID" >/dev/null 2>&1; return; }
+	echo start >&"${!fdvar}"
+	master_start pmd_m "" "$RUN" "$DOM" --owner "$MIN_UID:$MIN_UID" --hugepages require \
+		--slots 262144 --slot-size 512
+	if ! seen=$(attached pmd_m); then
+		fail "minimal testpmd: no slave attached"
+		tail -n 3 "$WORK/pmd_m.log" "$WORK/pmd.out" | sed 's/^/    /'
+	else
+		read -r pid uid <<<"$seen"
+		expect_eq "minimal testpmd: the master saw the container's testpmd attach as uid" "$uid" "$MIN_UID"
+		in_container "minimal testpmd" "$pid"
+		min_process "$pid"
+		wait "$MASTER_PID" 2>/dev/null
+		taken=$(master_taken pmd_m)
+		min_after
+		# testpmd's output is a pipe, block-buffered: its statistics show
+		# once it quits.
+		echo stop >&"${!fdvar}"
+	fi
+	echo quit >&"${!fdvar}"
+	slave_stop pmd
+	if [ -n "${taken:-}" ]; then
+		[[ "$taken" -gt 0 ]] 2>/dev/null || fail "minimal testpmd: the master sent nothing"
+		expect_eq "minimal testpmd: testpmd in the container received every frame the host's master sent" "$(pmd_rx pmd)" "$taken"
+	fi
+	pm rm -f "$ID" >/dev/null 2>&1
+	min_verdict "minimal testpmd" pmd_m
+}
+
+# dpdk_image: scripts/image.sh's DPDK image (Debian's testpmd, the mempool
+# driver and eth_vecring), imported once.
+dpdk_image() {
+	[ -z "${DPDK_IMAGE_DONE:-}" ] || return 0
+	bash "$ROOT/scripts/image.sh" dpdk "$WORK/rootfs-dpdk" --tar "$WORK/image-dpdk.tar" >"$WORK/dpdk-image.log" 2>&1 &&
+		timeout 120 "${PM[@]}" import -q "$WORK/image-dpdk.tar" "$DPDK_IMAGE" >>"$WORK/dpdk-image.log" 2>&1 &&
+		DPDK_IMAGE_DONE=1
+}
+DPDK_IMAGE=localhost/vecring-test-dpdk:podman

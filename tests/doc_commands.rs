@@ -111,7 +111,7 @@ const PLANS: &[Plan] = &[
         "1.",
         "$ vecring prepare --domain web --owner 100000:100000",
     ),
-    run_in(LXC, "2.", "cp --parents -L"),
+    run_in(LXC, "2.", "scripts/image.sh vecring"),
     run_in(LXC, "3.", "cat > /var/lib/lxc/web/config"),
     run_in(LXC, "3.", "$ vecring doctor --domain web --lxc web"),
     steps_in(
@@ -177,7 +177,7 @@ const PLANS: &[Plan] = &[
     // system of its own, unprivileged without hugepages, then privileged
     // with them, joined to a testpmd on the host.
     run_in(DPC, "1.", "$ vecring prepare --domain dp --owner 100000:100000"),
-    run_in(DPC, "1.", "cp --parents -L"),
+    run_in(DPC, "1.", "scripts/image.sh dpdk"),
     run_in(DPC, "2.", "cat > /var/lib/lxc/dp/config"),
     run_in(DPC, "2.", "$ vecring doctor --domain dp --lxc dp"),
     steps_in(
@@ -277,6 +277,10 @@ const PLANS: &[Plan] = &[
         "README.md",
         "install -m 0755 target/release/vecring /usr/local/bin/",
     ),
+    // The image builder: an LXC root file system, another line's image as
+    // a tarball, the tool's with a Containerfile (docs/containers.md runs
+    // them in Docker).
+    run("README.md", "scripts/image.sh dpdk /var/lib/lxc/dp/rootfs"),
     // docs/c-api.md
     run(
         "docs/c-api.md",

@@ -9,7 +9,9 @@
 #     system-wide server), and Docker (docker.io) and Podman with what
 #     rootless containers use (uidmap, slirp4netns, fuse-overlayfs, crun,
 #     containernetworking-plugins) for the container tests, which start
-#     their own daemon
+#     their own daemon, and runc (crun refuses containers on a host whose
+#     cgroup v2 hierarchy holds a controller beside v1 ones; the Podman
+#     tests then run runc)
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
 #     taken from Debian's dpdk source package of the installed version
 #   - 2 MiB hugepages and a hugetlbfs mount at /dev/hugepages
@@ -23,7 +25,7 @@ HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 need_pkgs=()
 for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl \
   openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping \
-  docker.io podman uidmap slirp4netns fuse-overlayfs crun containernetworking-plugins; do
+  docker.io podman uidmap slirp4netns fuse-overlayfs crun runc containernetworking-plugins; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

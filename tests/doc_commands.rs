@@ -91,6 +91,8 @@ dockerd --data-root /tmp/docker --bridge=none --iptables=false --ip6tables=false
 for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done
 cat /tmp/dockerd.log; exit 1
 ";
+/// Why docs/containers.md's Podman section is not run here.
+const PODMAN_EXCLUDED: &str = "Podman keeps its storage in /var/lib/containers and a rootless user's in its home, both the host's in the sandbox; tests/containers/podman.sh runs these arrangements and flags (each with traffic and exact counts) with a storage, a user and cgroups of its own, and removes them";
 /// Stops the sandbox's dockerd (which stops its containerd).
 const DOCKERD_STOP: &str = "kill \"$(cat /var/run/docker.pid)\"
 for i in $(seq 200); do [ -e /var/run/docker.pid ] || exit 0; sleep 0.1; done
@@ -271,6 +273,41 @@ const PLANS: &[Plan] = &[
     Plan {
         after: &[Shell(DOCKERD_STOP)],
         ..run(CTR, "docker rmi vecring-testpmd")
+    },
+    // docs/containers.md, "Podman": the same commands and flags run in
+    // tests/containers/podman.sh (scripts/test.sh), with Podman's storage
+    // in that test's own directory.
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "podman import target/images/vecring.tar")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "podman run -i --rm --network none -v /run/vecring/pd")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring txonly --role master --domain pd ")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "su - alice")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "--run-dir $HOME/vecring-run")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring prepare --domain pu")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "--cap-drop=ALL --user 4242:4242")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring txonly --role master --domain pm")
     },
     // README.md
     Plan {

@@ -12,6 +12,8 @@
 #                               directory
 #             rootless_owner    a root master with --owner for that user
 #             rootless_keepid   --userns=keep-id, the user's master
+#             rootless_keepid_owner  --userns=keep-id, a root master with
+#                               --owner
 #   minimal   minimal_tool      a container with no capability, a non-root
 #                               user, no new privileges, the default seccomp
 #                               profile, no hugepages, a hugetlb limit of 0

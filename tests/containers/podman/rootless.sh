@@ -10,11 +10,12 @@
 #                    search
 #   rootless_keepid  --userns=keep-id: the container's process has the
 #                    user's own uid inside too; the user's master
+#   rootless_keepid_owner  the same with a root master and --owner
 # The user, its processes (podman's pause process holding the user
 # namespace, conmon), its home (storage, images, run directories) and its
 # subordinate ranges are gone after the group, also after a failure.
 
-group rootless rootless_user rootless_owner rootless_keepid
+group rootless rootless_user rootless_owner rootless_keepid rootless_keepid_owner
 
 USR=
 USR_HOME=
@@ -124,4 +125,16 @@ test_rootless_keepid() {
 		-v "$run/$dom:$run/$dom" "$IMAGE" $(slave_cmd "$run" "$dom")
 	master_start rl_keep_m "$USR" "$run" "$dom"
 	link_traffic "rootless --userns=keep-id, the user's master" rl_keep rl_keep_m "$USR_UID" map_keep
+}
+
+test_rootless_keepid_owner() {
+	user_setup || { fail "rootless: the test user could not be set up"; return; }
+	local run=$WORK/run dom=u4
+	"$VECRING" prepare --domain "$dom" --run-dir "$run" --owner "$USR_UID:$USR_GID" >/dev/null 2>&1 ||
+		{ fail "rootless keep-id owner: vecring prepare --owner"; return; }
+	# shellcheck disable=SC2046
+	slave_start rl_keep_owner "${UPM[@]}" run --rm -i --runtime "$URT" --network none --userns=keep-id \
+		-v "$run/$dom:$run/$dom" "$IMAGE" $(slave_cmd "$run" "$dom")
+	master_start rl_keep_owner_m "" "$run" "$dom" --owner "$USR_UID:$USR_GID"
+	link_traffic "rootless --userns=keep-id, a root master with --owner $USR_UID:$USR_GID" rl_keep_owner rl_keep_owner_m "$USR_UID" map_keep
 }

@@ -54,6 +54,9 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/vecring-podman.XXXXXX")
 # The test's user must search it (its home and the root master's run
 # directory are inside).
 chmod 0711 "$WORK"
+# conmon writes a file named "oom" into its working directory when the
+# kernel kills a container's process for memory (minimal_limits does).
+cd "$WORK" || exit 1
 IMAGE=localhost/vecring-test:podman
 PODMAN_CG=/vecring-podman-$$
 PASSED=0
@@ -92,10 +95,19 @@ for p in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 "/libpod_parent" }'
 	[ -e "$p" ] || CREATED_CG+=("$p")
 done
 
+# kill_tree PID: SIGKILL PID (a watchdog) and everything it started.
+kill_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		kill_tree "$c"
+	done
+	kill -9 "$1" 2>/dev/null
+}
+
 cleanup() {
 	local p m d
 	for p in "${PIDS[@]}"; do
-		kill -9 "$p" 2>/dev/null
+		kill_tree "$p"
 	done
 	wait 2>/dev/null
 	if [ -d "$WORK/storage" ]; then
@@ -123,6 +135,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'fail "interrupted"; exit 1' INT TERM HUP
 
 is_one_of() {
 	local w=$1 x

@@ -11,10 +11,11 @@
 # container gets limits no higher than this shell's (podman's defaults,
 # nofile 1048576, need CAP_SYS_RESOURCE to raise to, which a root inside
 # a sandbox may lack) and its cgroups under $PODMAN_CG.
-# PM is the same command as an array, for `timeout`.
+# PM is the same command as an array, for `timeout`; pm, upm and as_user
+# give up after 2 minutes.
 PM=(podman --root "$WORK/storage" --runroot "$WORK/runroot" --tmpdir "$WORK/libpod"
 	--cgroup-manager=cgroupfs --events-backend=file)
-pm() { "${PM[@]}" "$@"; }
+pm() { timeout --kill-after=5 120 "${PM[@]}" "$@"; }
 PM_RUN=(--network none --ulimit nofile=4096:4096 --ulimit nproc=4096:4096)
 
 # as_user COMMAND...: COMMAND as the test's user $USR (home $USR_HOME),
@@ -30,8 +31,8 @@ user_env() {
 		XDG_RUNTIME_DIR="$USR_HOME/xdg")
 	UPM=("${AS_USER[@]}" podman --cgroup-manager=cgroupfs --events-backend=file)
 }
-as_user() { "${AS_USER[@]}" "$@"; }
-upm() { "${UPM[@]}" "$@"; }
+as_user() { timeout --kill-after=5 120 "${AS_USER[@]}" "$@"; }
+upm() { timeout --kill-after=5 120 "${UPM[@]}" "$@"; }
 
 # pick_runtime PM|UPM: the first OCI runtime (crun, runc) that starts the
 # image's vecring under that podman command. crun refuses every container on a

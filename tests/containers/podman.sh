@@ -28,6 +28,13 @@
 #                               container gets no hugepages (hugetlb limit
 #                               0) and is killed making the region on
 #                               ordinary pages (memory limit)
+#   mistakes  mistake_owner     a root master's --owner not the rootless
+#                               container's uid: the slave may not open
+#                               the socket (Permission denied), or, with
+#                               the socket open to others, is told which
+#                               uid may attach; the master keeps waiting
+#             mistake_mount     a container without the -v: the slave says
+#                               it found no master at the socket's path
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
@@ -82,6 +89,8 @@ group() {
 . "$HERE/rootless.sh"
 # shellcheck source=podman/minimal.sh
 . "$HERE/minimal.sh"
+# shellcheck source=podman/mistakes.sh
+. "$HERE/mistakes.sh"
 
 # What rootful Podman makes outside its --root, --runroot and --tmpdir.
 PODMAN_GLOBAL=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /etc/cni/net.d/cni.lock)
@@ -124,8 +133,16 @@ cleanup() {
 		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
 	hugetlb_restore
+	# Of what podman made outside, only what this run can have put there:
+	# its blob cache and empty directories (another podman on the host may
+	# be using them by now).
 	for p in "${CREATED_GLOBAL[@]}"; do
-		rm -rf "$p"
+		if [ -d "$p" ]; then
+			rm -f "$p/cache/blob-info-cache-v1.boltdb"
+			find "$p" -depth -type d -empty -delete 2>/dev/null
+		else
+			rm -f "$p"
+		fi
 	done
 	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar"
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then

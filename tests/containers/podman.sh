@@ -6,6 +6,8 @@
 # with traffic (host master txonly -> container slave rxonly) and exact
 # counts (what the master's peer took is what the slave received):
 #   rootful   rootful_traffic   a root master, a rootful container
+#             rootful_build     the same, the image made by `podman build`
+#                               of scripts/image.sh's Containerfile
 #   rootless  rootless_user     an unprivileged user the group creates (with
 #                               subordinate uids and gids) runs rootless
 #                               Podman and the master, in its own run
@@ -144,7 +146,7 @@ cleanup() {
 			rm -f "$p"
 		fi
 	done
-	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar"
+	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar" "$WORK/build"
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
 		log "logs kept in $WORK"
 	else

@@ -88,10 +88,10 @@ docker_stop() {
 	# Mounts left below the data or exec root, deepest first.
 	awk -v dir="$DOCKER_DIR/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
 		while read -r d; do umount -l "$d" 2>/dev/null; done
-	for d in /sys/fs/cgroup/*/"$DOCKER_CGROUP"; do
-		[ -d "$d" ] || continue
-		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-	done
+	# The cgroups, in every hierarchy, below the cgroup this script runs
+	# in (which need not be a hierarchy's root).
+	find /sys/fs/cgroup -maxdepth 8 -type d -name "$DOCKER_CGROUP" 2>/dev/null |
+		while read -r d; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
 	for d in "${DOCKER_RUN_DIRS[@]}"; do
 		rm -rf "$d"
 	done

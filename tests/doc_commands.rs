@@ -718,14 +718,21 @@ impl Drop for DockerCgroups {
             }
             let _ = std::fs::remove_dir(dir);
         }
-        for entry in std::fs::read_dir("/sys/fs/cgroup")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            remove(&entry.path().join(DOCKER_CGROUP));
+        // In every hierarchy, below the cgroup the test runs in (which
+        // need not be a hierarchy's root).
+        fn find(dir: &Path, depth: u32) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if entry.file_name() == DOCKER_CGROUP {
+                    remove(&entry.path());
+                } else if depth > 0 {
+                    find(&entry.path(), depth - 1);
+                }
+            }
         }
-        remove(&Path::new("/sys/fs/cgroup").join(DOCKER_CGROUP));
+        find(Path::new("/sys/fs/cgroup"), 8);
     }
 }
 

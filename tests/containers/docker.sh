@@ -25,6 +25,12 @@
 #   wrong_owner  a container of another uid than the master's owner= (in
 #                its group, so that it reaches the socket): the master
 #                refuses it (rejected_peers), the link stays down
+#   ovs          Docker -> Open vSwitch -> Docker: two such containers on
+#                two eth_vecring ports of a private OVS, frames both ways,
+#                counts exact (docker_ovs.sh)
+#   userns       a dockerd with --userns-remap: the master's owner= for the
+#                container's user as the host numbers it, and what each
+#                side sees of the other (docker_userns.sh)
 #
 # Usage: tests/containers/docker.sh [CASE...]   (as root, after
 #        scripts/test.sh's build: the vecring tool, the driver installed in
@@ -40,6 +46,9 @@ WATCHDOG=90
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vecring-docker.XXXXXX")
 RUN_DIR=$WORK/run             # vecring rendezvous of the host's masters
 DOCKER_DIR=$WORK/docker       # the private dockerd's roots and socket
+OVS=$WORK/ovs                 # the private OVS of the ovs case
+PREFIX=vrdkovs_$$             # its EAL file prefix
+OVS_STARTED=0
 CTR_UID=4242                  # the containers' user (no such user on the host)
 PASSED=0
 FAILED=0
@@ -58,6 +67,12 @@ die() {
 . "$ROOT/tests/dpdk/lib.sh"
 # shellcheck source=tests/containers/dockerd.sh
 . "$ROOT/tests/containers/dockerd.sh"
+# shellcheck source=tests/ovs/lib.sh
+. "$ROOT/tests/ovs/lib.sh"
+# shellcheck source=tests/containers/docker_ovs.sh
+. "$ROOT/tests/containers/docker_ovs.sh"
+# shellcheck source=tests/containers/docker_userns.sh
+. "$ROOT/tests/containers/docker_userns.sh"
 
 cleanup() {
 	local p
@@ -65,7 +80,10 @@ cleanup() {
 		kill9 "$p"
 	done
 	docker_stop
+	[ "$OVS_STARTED" = 0 ] || ovs_stop
 	wait 2>/dev/null
+	# EAL makes its runtime directory even with --in-memory.
+	rm -rf /var/run/dpdk/vrtest_*_"$$"
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
 		log "logs kept in $WORK"
 	else
@@ -74,7 +92,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CASES=(image host_to_ctr ctr_to_host wrong_owner)
+CASES=(image host_to_ctr ctr_to_host wrong_owner ovs userns)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${CASES[@]}")
 for t in "${TESTS[@]}"; do
@@ -127,6 +145,7 @@ confined() {
 # testpmd session (tests/dpdk/lib.sh: cmd, wait_for, xstat, quit_pmd work on
 # it) in a new container of IMAGE run with FLAGS (word-split), without
 # hugepages; a watchdog inside the container and one around the client.
+# PMD_EAL adds EAL options (word-split).
 start_ctr_pmd() {
 	local name=$1 image=$2 cpu=$3 vdev=$4 flags=$5 fd
 	shift 5
@@ -135,7 +154,7 @@ start_ctr_pmd() {
 	# shellcheck disable=SC2086
 	timeout --kill-after=5 "$((WATCHDOG + 15))" "$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" run -i --rm --name "vrtest-$name" $flags "$image" \
 		timeout --kill-after=5 "$WATCHDOG" stdbuf -oL -eL dpdk-testpmd --no-pci \
-		--no-huge -m 256 --no-shconf --lcores="(0,1)@$cpu" \
+		--no-huge -m 256 --no-shconf --lcores="(0,1)@$cpu" ${PMD_EAL:-} \
 		--vdev="eth_vecring0,$vdev" -- -i --total-num-mbufs=8192 --no-mlockall "$@" \
 		<"$WORK/$name.in" >"$WORK/$name.log" 2>&1 &
 	PIDS+=($!)

@@ -23,18 +23,21 @@ DOCKER_RUN_DIRS=()   # /run directories dockerd created, removed at the end
 dk() { "$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" "$@"; }
 
 # docker_start [DOCKERD ARGS...]: start the daemon (overlay2, else vfs) and
-# wait until it answers. Fails with the daemon's last log lines.
+# wait until it answers. Fails with the daemon's last log lines. The
+# daemon runs as the command DOCKERD_WRAP (an array, empty by default)
+# runs it.
+DOCKERD_WRAP=()
 docker_start() {
 	local d i driver
 	mkdir -p "$DOCKER_DIR"
-	for d in /run/docker /run/containerd; do
-		[ -e "$d" ] || DOCKER_RUN_DIRS+=("$d")
-	done
 	# The trust key goes to /etc/docker unless the configuration names a
 	# path (it has no command-line option).
 	printf '{ "deprecated-key-path": "%s" }\n' "$DOCKER_DIR/key.json" >"$DOCKER_DIR/daemon.json"
 	for driver in overlay2 vfs; do
-		"$DOCKERD" --config-file "$DOCKER_DIR/daemon.json" \
+		for d in /run/docker /run/containerd; do
+			[ -e "$d" ] || DOCKER_RUN_DIRS+=("$d")
+		done
+		"${DOCKERD_WRAP[@]}" "$DOCKERD" --config-file "$DOCKER_DIR/daemon.json" \
 			--data-root "$DOCKER_DIR/data" --exec-root "$DOCKER_DIR/exec" \
 			-H "unix://$DOCKER_DIR/docker.sock" --pidfile "$DOCKER_DIR/dockerd.pid" \
 			--bridge=none --iptables=false --ip6tables=false --ip-masq=false \
@@ -85,12 +88,35 @@ docker_stop() {
 	# Mounts left below the data or exec root, deepest first.
 	awk -v dir="$DOCKER_DIR/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
 		while read -r d; do umount -l "$d" 2>/dev/null; done
-	for d in /sys/fs/cgroup/*/"$DOCKER_CGROUP"; do
-		[ -d "$d" ] || continue
-		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-	done
+	# The cgroups, in every hierarchy, below the cgroup this script runs
+	# in (which need not be a hierarchy's root).
+	find /sys/fs/cgroup -maxdepth 8 -type d -name "$DOCKER_CGROUP" 2>/dev/null |
+		while read -r d; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
 	for d in "${DOCKER_RUN_DIRS[@]}"; do
 		rm -rf "$d"
 	done
 	DOCKER_RUN_DIRS=()
+}
+
+# docker_start_userns BASE: docker_start with --userns-remap, the
+# containers' uids and gids 0-65535 mapped to BASE-(BASE+65535) on the
+# host. dockerd takes the range from /etc/subuid and /etc/subgid for a
+# user of the host (nobody here); it runs in a mount namespace of its own
+# where those two files name that range (bind mounts over them), so the
+# host's files stay as they are and no user is added. The directories
+# above the data root become searchable by others (o+x), as the remapped
+# root needs.
+docker_start_userns() {
+	# The remapped root must reach its layers below the data root.
+	mkdir -p "$DOCKER_DIR/data"
+	chmod o+x "$(dirname "$DOCKER_DIR")" "$DOCKER_DIR" "$DOCKER_DIR/data"
+	echo "nobody:$1:65536" >"$DOCKER_DIR/subuid"
+	echo "nobody:$1:65536" >"$DOCKER_DIR/subgid"
+	DOCKERD_WRAP=(unshare --mount --propagation private -- bash -c \
+		'mount --bind "$1" /etc/subuid && mount --bind "$2" /etc/subgid && shift 2 && exec "$@"' \
+		wrap "$DOCKER_DIR/subuid" "$DOCKER_DIR/subgid")
+	docker_start --userns-remap=nobody:nogroup
+	local rc=$?
+	DOCKERD_WRAP=()
+	return "$rc"
 }

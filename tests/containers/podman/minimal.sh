@@ -4,10 +4,10 @@
 # dpdk-testpmd with --no-huge in minimal_testpmd) runs with
 # --cap-drop=ALL, a non-root --user, --security-opt no-new-privileges, the
 # runtime's default seccomp profile (and AppArmor's when the host has it
-# on), no hugetlbfs and no /dev/hugepages, a memory limit (64 MiB) smaller
-# than the link's region (testpmd: 192 MiB, EAL's own memory on ordinary
-# pages) (262 MiB of 2 MiB hugepages, --hugepages require
-# on the master) and a hugetlb limit of 0 in its cgroup. It attaches and
+# on), no hugetlbfs and no /dev/hugepages, a memory limit smaller than the
+# link's region (64 MiB; testpmd 192 MiB, its EAL memory on ordinary
+# pages; the region 262 MiB of 2 MiB hugepages, --hugepages require on
+# the master) and a hugetlb limit of 0 in its cgroup. It attaches and
 # takes every frame, and neither its memory nor its hugetlb usage grows by
 # the region's size: the master created and first touched the region, so
 # the pages are charged to the host side.

@@ -41,6 +41,8 @@
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
 #        VECRING_TEST_KEEP=1  keep the work directory's logs
+#        VECRING_TEST_NO_HUGE=1  the minimal group, about hugepage links,
+#                             says SKIPPED
 # Rootful Podman keeps its storage, run state and events in the work
 # directory and its containers' cgroups under vecring-podman-<pid>; the
 # test's user, its processes and its home go at the end; every process runs

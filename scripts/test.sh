@@ -107,5 +107,9 @@ cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnin
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 bash scripts/pmd-layers.sh
 
+step "crates: what crates.io would get of the library crates (their files and metadata, built from the packages), and the crates users build checked with the minimum Rust version the workspace states"
+cargo package -p vecring-core -p vecring-ffi --allow-dirty
+bash scripts/msrv.sh
+
 echo
 echo "vecring: all tests passed in $SECONDS s"

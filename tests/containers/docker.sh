@@ -25,6 +25,11 @@
 #   wrong_owner  a container of another uid than the master's owner= (in
 #                its group, so that it reaches the socket): the master
 #                refuses it (rejected_peers), the link stays down
+#   memory       the `vecring` tool's image, its slave in a container with a
+#                64 MiB memory limit and a hugetlb limit of 0, on links of
+#                128 MiB and more, in hugepages and in ordinary pages: every
+#                frame arrives, and the container's memory and hugetlb
+#                usage do not grow by the region (docker_memory.sh)
 #   ovs          Docker -> Open vSwitch -> Docker: two such containers on
 #                two eth_vecring ports of a private OVS, frames both ways,
 #                counts exact (docker_ovs.sh)
@@ -73,6 +78,8 @@ die() {
 . "$ROOT/tests/containers/docker_ovs.sh"
 # shellcheck source=tests/containers/docker_userns.sh
 . "$ROOT/tests/containers/docker_userns.sh"
+# shellcheck source=tests/containers/docker_memory.sh
+. "$ROOT/tests/containers/docker_memory.sh"
 
 cleanup() {
 	local p
@@ -81,6 +88,7 @@ cleanup() {
 	done
 	docker_stop
 	[ "$OVS_STARTED" = 0 ] || ovs_stop
+	hugetlb_off
 	wait 2>/dev/null
 	# EAL makes its runtime directory even with --in-memory.
 	rm -rf /var/run/dpdk/vrtest_*_"$$"
@@ -92,7 +100,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CASES=(image host_to_ctr ctr_to_host wrong_owner ovs userns)
+CASES=(image host_to_ctr ctr_to_host wrong_owner memory ovs userns)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${CASES[@]}")
 for t in "${TESTS[@]}"; do

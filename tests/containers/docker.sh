@@ -9,7 +9,7 @@
 # Containerfile, FROM scratch).
 #
 # The container's testpmd reaches the link only through the domain
-# directory bound in with -v, and needs nothing else for it: it runs with
+# directory bound in with -v, read-only, and needs nothing else for it: it runs with
 # --network none, --cap-drop ALL, a non-root --user (the uid the master's
 # owner= names), --security-opt no-new-privileges and Docker's default
 # seccomp profile, without hugepages (--no-huge: no /dev/hugepages and no
@@ -152,7 +152,7 @@ log "dockerd started in $((SECONDS - T0)) s"
 confined() {
 	local dom=$1 user=${2:-$CTR_UID:$CTR_UID}
 	echo --network none --cap-drop ALL --user "$user" --security-opt no-new-privileges \
-		-v "$RUN_DIR/$dom:/run/vecring/$dom"
+		-v "$RUN_DIR/$dom:/run/vecring/$dom:ro"
 }
 
 # start_ctr_pmd NAME IMAGE CPU VDEV_ARGS FLAGS [testpmd app args...]: a

@@ -81,7 +81,7 @@ fi
 step "Open vSwitch with DPDK: two LXC containers on eth_vecring ports of a private OVS (traffic both ways with exact counts, kill -9 of a peer, ovs-vswitchd restart, MTU 9000, two queues, del-port/add-port)"
 bash tests/ovs/run.sh
 
-step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 40 s)"
+step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways and forwarding back to it, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 45 s)"
 bash tests/containers/docker.sh
 
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"

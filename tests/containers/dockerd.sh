@@ -84,7 +84,13 @@ docker_stop() {
 	fi
 	wait "$DOCKERD_PID" 2>/dev/null
 	DOCKERD_PID=
-	# A containerd or shim that outlived its daemon (a daemon killed above).
+	# The containers' shims end after their containers, each removing its
+	# socket in /run/containerd/s; a containerd or shim still there after
+	# 10 s (a daemon killed above) is killed.
+	for ((i = 0; i < 100; i++)); do
+		pgrep -f "$DOCKER_DIR/" >/dev/null 2>&1 || break
+		sleep 0.1
+	done
 	for i in $(pgrep -f "$DOCKER_DIR/" 2>/dev/null); do
 		kill -9 "$i" 2>/dev/null
 	done

@@ -46,7 +46,9 @@
 # `vecring` holds the vecring tool: --tool PATH, or the `vecring` in PATH.
 #
 # The image holds no configuration and no secret: the programs, their
-# libraries and empty directories. Progress goes to stderr; stdout is DIR.
+# libraries and empty directories. A build that fails says why and leaves
+# nothing behind (the directories it made, the tarball, the Containerfile).
+# Progress goes to stderr; stdout is DIR.
 set -euo pipefail
 
 die() { echo "vecring-image: $*" >&2; exit 1; }
@@ -138,8 +140,31 @@ libs() {
 
 [ -z "$tar" ] || tar=$(readlink -m "$tar")
 [ -z "$containerfile" ] || containerfile=$(readlink -m "$containerfile")
+# A build that fails leaves nothing: the tree (or, if DIR was there, its
+# contents), the tarball and the Containerfile go.
+root=$(readlink -m "$root")
+if [ -n "$containerfile" ]; then
+  ctx=$(dirname "$containerfile")
+  case $root in "$ctx"/*) ;; *) die "$root is not below $ctx, the Containerfile's directory (the build context)" ;; esac
+fi
+made=   # the topmost directory this build creates ("" when DIR was there)
+if [ ! -d "$root" ]; then
+  made=$root
+  while [ ! -e "$(dirname "$made")" ]; do made=$(dirname "$made"); done
+fi
 mkdir -p "$root"
-root=$(readlink -f "$root")
+undo() {
+  [ $? -ne 0 ] || return 0
+  cd /
+  if [ -n "$made" ]; then
+    rm -rf "$made"
+  else
+    find "$root" -mindepth 1 -delete 2>/dev/null
+  fi
+  [ ${#written[@]} -eq 0 ] || rm -f "${written[@]}"
+}
+written=()
+trap undo EXIT
 cd "$root"
 mkdir -p bin dev proc sys etc run/vecring var
 install -d -m 1777 tmp
@@ -194,12 +219,12 @@ fi
 log "$root: $(find . -type f | wc -l) files, $(du -sm . | cut -f1) MB"
 
 if [ -n "$tar" ]; then
+  written+=("$tar")
   tar -C "$root" --numeric-owner -cf "$tar" .
   log "tarball $tar (docker import $tar NAME; podman import $tar NAME)"
 fi
 if [ -n "$containerfile" ]; then
-  ctx=$(readlink -f "$(dirname "$containerfile")")
-  case $root in "$ctx"/*) ;; *) die "$root is not below $ctx, the Containerfile's directory (the build context)" ;; esac
+  written+=("$containerfile")
   cat >"$containerfile" <<-EOF
 	# Made by vecring's scripts/image.sh: the $kind image, from the host's files.
 	FROM scratch

@@ -26,7 +26,7 @@ test_userns() {
 		return
 	fi
 	prepare_domain dku
-	PMD_EAL=--log-level=pmd.net.vecring:debug start_ctr_pmd dku_s vecring-testpmd:import 1 "domain=dku,link=l0,master_uid=65534" "$(confined dku)" \
+	start_ctr_pmd dku_s vecring-testpmd:import 1 "domain=dku,link=l0,master_uid=65534" "$(confined dku)" \
 		--forward-mode=rxonly
 	wait_for dku_s "testpmd> " 1 30 || { fail "userns: container testpmd did not start"; sed 's/^/    /' "$WORK/dku_s.log"; return; }
 	cmd dku_s start

@@ -9,7 +9,7 @@
 # what it made outside $DOCKER_DIR: the cgroups, and /run/docker and
 # /run/containerd (plugin and shim socket directories dockerd and
 # containerd place there whatever their roots) when they were not there
-# before it started.
+# before its first start and are empty.
 #
 # The client is Debian's /usr/bin/docker, by path: another `docker` may
 # come first in PATH.
@@ -17,7 +17,7 @@
 DOCKER_CLI=/usr/bin/docker
 DOCKERD=/usr/sbin/dockerd
 DOCKER_CGROUP=vecring-docker-$$
-DOCKER_RUN_DIRS=()   # /run directories dockerd created, removed at the end
+DOCKER_RUN_DIRS=()   # /run directories absent before the first start
 
 # dk ARGS...: the client, talking to the private daemon.
 dk() { "$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" "$@"; }
@@ -33,10 +33,13 @@ docker_start() {
 	# The trust key goes to /etc/docker unless the configuration names a
 	# path (it has no command-line option).
 	printf '{ "deprecated-key-path": "%s" }\n' "$DOCKER_DIR/key.json" >"$DOCKER_DIR/daemon.json"
-	for driver in overlay2 vfs; do
+	if [ -z "${DOCKER_RUN_DIRS_SEEN:-}" ]; then
+		DOCKER_RUN_DIRS_SEEN=1
 		for d in /run/docker /run/containerd; do
 			[ -e "$d" ] || DOCKER_RUN_DIRS+=("$d")
 		done
+	fi
+	for driver in overlay2 vfs; do
 		"${DOCKERD_WRAP[@]}" "$DOCKERD" --config-file "$DOCKER_DIR/daemon.json" \
 			--data-root "$DOCKER_DIR/data" --exec-root "$DOCKER_DIR/exec" \
 			-H "unix://$DOCKER_DIR/docker.sock" --pidfile "$DOCKER_DIR/dockerd.pid" \
@@ -81,7 +84,13 @@ docker_stop() {
 	fi
 	wait "$DOCKERD_PID" 2>/dev/null
 	DOCKERD_PID=
-	# A containerd or shim that outlived its daemon (a daemon killed above).
+	# The containers' shims end after their containers, each removing its
+	# socket in /run/containerd/s; a containerd or shim still there after
+	# 10 s (a daemon killed above) is killed.
+	for ((i = 0; i < 100; i++)); do
+		pgrep -f "$DOCKER_DIR/" >/dev/null 2>&1 || break
+		sleep 0.1
+	done
 	for i in $(pgrep -f "$DOCKER_DIR/" 2>/dev/null); do
 		kill -9 "$i" 2>/dev/null
 	done
@@ -92,10 +101,10 @@ docker_stop() {
 	# in (which need not be a hierarchy's root).
 	find /sys/fs/cgroup -maxdepth 8 -type d -name "$DOCKER_CGROUP" 2>/dev/null |
 		while read -r d; do find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
+	# Empty directories only: another daemon may be using them.
 	for d in "${DOCKER_RUN_DIRS[@]}"; do
-		rm -rf "$d"
+		find "$d" -depth -type d -empty -delete 2>/dev/null
 	done
-	DOCKER_RUN_DIRS=()
 }
 
 # docker_start_userns BASE: docker_start with --userns-remap, the

@@ -139,9 +139,19 @@ pub fn crowd(args: &Args) -> bool {
         std::thread::spawn(move || {
             let mut held = std::collections::VecDeque::new();
             let mut n = 0u64;
+            let mut failed = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                let Ok(c) = sock::connect(&path, Duration::from_millis(200)) else {
-                    continue;
+                let c = match sock::connect(&path, Duration::from_millis(200)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Said once, so that a test waiting for
+                        // `crowding` shows why it never came.
+                        failed += 1;
+                        if n == 0 && failed == 100 {
+                            report(&format!("error connect {}: {e}", path.display()));
+                        }
+                        continue;
+                    }
                 };
                 if sock::send_raw(&c, &sock::request()).is_err() {
                     continue;

@@ -22,6 +22,7 @@ mod bench;
 mod cpus;
 mod doctor;
 mod escape;
+mod manual;
 mod ops;
 mod prepare;
 mod tap;
@@ -72,6 +73,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Send and check self-verifying frames both ways
+    ///
     /// Send and check self-verifying frames both ways (sequence numbers and
     /// checksums): nothing lost, duplicated, reordered or altered.
     Stress {
@@ -82,6 +85,8 @@ enum Command {
         #[arg(long, default_value_t = 1_000_000)]
         frames: u64,
     },
+    /// Send frames of one size as fast as the peer takes them, and report
+    ///
     /// Send Ethernet frames of one size (ethertype 0x88b5, from this end's
     /// MAC to the peer's, as the DPDK driver assigns them; --src-mac and
     /// --dst-mac set them) as fast as the peer takes them, for --seconds
@@ -90,6 +95,8 @@ enum Command {
     /// to read them, and report the frames sent, taken by the peer and
     /// left in the ring (per queue and in total).
     Txonly(traffic::TxonlyArgs),
+    /// Receive and count frames, with rates and a summary
+    ///
     /// Receive and count frames. Prints labelled counts and rates every
     /// --interval seconds and on link up/down (stderr), answers each line
     /// on stdin with `rx <frames> <bytes>` (stdout; with several queues,
@@ -107,19 +114,27 @@ enum Command {
         #[arg(long)]
         interrupt: bool,
     },
+    /// Create a domain directory for a container, and print its configuration
+    ///
     /// Create a domain directory before either side starts (for a
     /// container's bind mount) with the owner and mode the master accepts,
     /// and print the LXC configuration lines for it.
     Prepare(prepare::PrepareArgs),
+    /// Benchmark a host<->container link: pps, Mbit/s, throughput, zero loss
+    ///
     /// Start a slave in its own namespaces (standing in for a container),
     /// send traffic to it, and print pps, Mbit/s and throughput per frame size.
     Bench(bench::BenchArgs),
+    /// The far end of `vecring bench --forward` (driven on stdin)
+    ///
     /// The far end of `vecring bench --forward`: one end of a link,
     /// generating numbered frames (gen), sending every frame back with
     /// its MACs swapped (fwd) or counting (sink), driven by commands on
     /// stdin (one reply line each on stdout; see the crate's
     /// `agent::protocol`).
     Agent(agent::command::AgentArgs),
+    /// Bridge the link to a TAP interface of this network namespace
+    ///
     /// Create a TAP interface in this network namespace and bridge it to
     /// the link until SIGINT or SIGTERM: one interface queue per queue
     /// pair, MTU from the link's largest frame, carrier on while the peer
@@ -131,16 +146,40 @@ enum Command {
     /// peer as long as it runs (--up-timeout and --hold-back are not tap
     /// options) and prints what it moved and dropped when it ends.
     Tap(tap::TapArgs),
+    /// List every link under the run directory, one line each
+    ///
     /// Every link under the run directory, one line each: state, peer,
     /// geometry, memory, uptime (asked of each link's master).
     List(ops::ListArgs),
+    /// Each link's counters per direction, with rates (--watch)
+    ///
     /// Each link's counters per direction, with rates when refreshed
     /// (--watch).
     Stats(ops::StatsArgs),
+    /// Check the host (and a container) for what would stop a link
+    ///
     /// Check the host: hugepages, NUMA, the run directory, stale sockets,
     /// DPDK and the driver, and (with --domain --lxc) a container's
     /// configuration. Exits 1 when something would stop a link.
     Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    ///
+    /// Print the completion script for SHELL on stdout, generated from the
+    /// command definitions: for example `vecring completions bash >
+    /// /usr/share/bash-completion/completions/vecring`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (vecring.1, one per command) into a directory
+    ///
+    /// Write vecring.1 and a page per command (vecring-tap.1, ...),
+    /// generated from the command definitions, into DIR (which must
+    /// exist), and print their paths; `man -l DIR/vecring-tap.1` reads one.
+    Manpages {
+        /// Where to write them.
+        dir: PathBuf,
+    },
 }
 
 /// Options naming and shaping a link.
@@ -384,6 +423,8 @@ fn main() -> ExitCode {
         Command::Tap(args) => tap::run(&args),
         Command::List(args) => ops::list(&args),
         Command::Stats(args) => ops::stats(&args),
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Manpages { dir } => manual::manpages(&dir),
         Command::Doctor(args) => match doctor::doctor(&args) {
             Ok(true) => Ok(()),
             Ok(false) => return ExitCode::FAILURE,

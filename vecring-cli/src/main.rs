@@ -10,7 +10,8 @@
 //! - Operations: `list` and `stats` ask each link's master for its state
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`
-//!   creates a domain directory for a container's bind mount ([`prepare`]).
+//!   creates a domain directory for a container's bind mount and says
+//!   what the runtime needs for it ([`prepare`], ids from [`userns`]).
 //! - Every option is checked against vecring-core's limits before a link
 //!   opens; `--json` gives scripts the same figures.
 //!
@@ -26,6 +27,7 @@ mod ops;
 mod prepare;
 mod tap;
 mod traffic;
+mod userns;
 mod wait;
 
 use clap::{Args, Parser, Subcommand};
@@ -109,7 +111,9 @@ enum Command {
     },
     /// Create a domain directory before either side starts (for a
     /// container's bind mount) with the owner and mode the master accepts,
-    /// and print the LXC configuration lines for it.
+    /// and print what the container needs for it: LXC's configuration
+    /// lines, or (--runtime docker|podman) the run options and the master's
+    /// --owner.
     Prepare(prepare::PrepareArgs),
     /// Start a slave in its own namespaces (standing in for a container),
     /// send traffic to it, and print pps, Mbit/s and throughput per frame size.

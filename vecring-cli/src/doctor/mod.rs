@@ -12,6 +12,7 @@ mod dpdk_lxc;
 mod fix;
 mod idmap;
 mod lxc;
+mod rootfs;
 
 /// Options of `vecring doctor`.
 #[derive(Args)]

@@ -142,8 +142,8 @@ enum Command {
     /// (--watch).
     Stats(ops::StatsArgs),
     /// Check the host: hugepages, NUMA, the run directory, stale sockets,
-    /// DPDK and the driver, and (with --domain --lxc) a container's
-    /// configuration. Exits 1 when something would stop a link.
+    /// DPDK and the driver, and (with --domain and --lxc or --container) a
+    /// container's configuration. Exits 1 when something would stop a link.
     Doctor(doctor::DoctorArgs),
 }
 

@@ -3,6 +3,8 @@
 // Each test file uses what it needs of this module.
 #![allow(dead_code, unused_imports)]
 
+pub mod containers;
+
 use std::path::PathBuf;
 use std::process::Child;
 

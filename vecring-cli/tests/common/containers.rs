@@ -1,0 +1,350 @@
+//! Docker and Podman for the tests, on a scratch directory of their own: a
+//! private `dockerd` (its own data root, exec root, pid file and socket, no
+//! bridge, no iptables) or a Podman store and configuration, an image of
+//! the `vecring` tool's `ldd` closure (plus `sleep` as the container's
+//! first process), and a guard that removes the containers, stops the
+//! daemon and removes everything it made, also when the test fails.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's docker client (`/usr/local/bin/docker` may be another).
+pub const DOCKER: &str = "/usr/bin/docker";
+const DOCKERD: &str = "/usr/sbin/dockerd";
+
+/// Runs `cmd`, killed (and the test failed) after `limit`; its output.
+pub fn bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    // Read as it runs: a full pipe must not stall the command.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|o| Box::new(o) as _));
+    let err = drain(child.stderr.take().map(|o| Box::new(o) as _));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?}: still running after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// `out` shown for an assertion message.
+pub fn show(out: &Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `bash -c script` (bounded), which must succeed; its stdout.
+pub fn sh(script: &str, envs: &[(&str, &str)]) -> String {
+    let out = bounded(
+        Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .envs(envs.iter().copied()),
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{script}: {}", show(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A scratch directory under the temporary directory, mode 0755 (the
+/// container's users reach the run directory in it).
+pub fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vecring-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+/// A root file system at `root` with `tool` and `/bin/sleep` and the
+/// libraries they load (their `ldd` closure and the dynamic loader), and,
+/// with `dpdk`, an (empty) `librte_eal` that makes it a DPDK image to
+/// doctor.
+pub fn rootfs(root: &Path, tool: &str, dpdk: bool) {
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::copy(tool, root.join("bin/vecring")).unwrap();
+    std::fs::copy("/bin/sleep", root.join("bin/sleep")).unwrap();
+    sh(
+        &format!(
+            "cd {} && cp --parents -L $(ldd bin/* | awk '/=> \\// {{ print $3 }} /^\\t\\// {{ print $1 }}' | sort -u) .",
+            root.display()
+        ),
+        &[],
+    );
+    if dpdk {
+        let lib = root.join("usr/lib/x86_64-linux-gnu");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("librte_eal.so.23"), "").unwrap();
+    }
+}
+
+/// Mount points under `dir` (deepest first), from /proc/mounts.
+fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    let mut m: Vec<PathBuf> = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1))
+        .map(|p| PathBuf::from(p.replace("\\040", " ")))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    m.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    m
+}
+
+/// Unmounts what is mounted under `dir` and removes it.
+pub fn remove_tree(dir: &Path) {
+    for m in mounts_under(dir) {
+        let _ = Command::new("umount").arg("-l").arg(&m).status();
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Processes whose command line names `dir` (the daemon's helpers:
+/// containerd, shims): each of them was started for this scratch
+/// directory.
+fn processes_naming(dir: &Path) -> Vec<i32> {
+    let needle = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .collect()
+}
+
+/// Host directories `dockerd` makes outside its own roots, which it
+/// leaves behind: removed after, when this test made them (and they are
+/// empty but for what dockerd put there).
+const DOCKER_LEFTOVERS: &[&str] = &[
+    "/run/containerd/s",
+    "/run/containerd",
+    "/run/docker/plugins",
+    "/run/docker",
+];
+
+/// A private `dockerd` on a scratch directory; stopped and removed, with
+/// its containers, when dropped.
+pub struct Dockerd {
+    pub dir: PathBuf,
+    /// `unix://<dir>/docker.sock`, for DOCKER_HOST.
+    pub host: String,
+    child: Option<Child>,
+    made_key: bool,
+    made: Vec<&'static str>,
+}
+
+impl Dockerd {
+    /// Starts one with `extra` options; the first storage driver that works
+    /// of overlay2 and vfs. None when dockerd is not installed.
+    pub fn start(name: &str, extra: &[&str]) -> Option<Dockerd> {
+        if !Path::new(DOCKERD).exists() || !Path::new(DOCKER).exists() {
+            return None;
+        }
+        let dir = scratch(name);
+        let made: Vec<&'static str> = DOCKER_LEFTOVERS
+            .iter()
+            .copied()
+            .filter(|d| !Path::new(d).exists())
+            .collect();
+        let made_key = !Path::new("/etc/docker/key.json").exists();
+        let mut d = Dockerd {
+            host: format!("unix://{}/docker.sock", dir.display()),
+            dir,
+            child: None,
+            made_key,
+            made,
+        };
+        for driver in ["overlay2", "vfs"] {
+            let log = std::fs::File::create(d.dir.join(format!("dockerd-{driver}.log"))).unwrap();
+            let child = Command::new(DOCKERD)
+                .arg("--data-root")
+                .arg(d.dir.join("data"))
+                .arg("--exec-root")
+                .arg(d.dir.join("exec"))
+                .arg("--pidfile")
+                .arg(d.dir.join("dockerd.pid"))
+                .arg("-H")
+                .arg(&d.host)
+                .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+                .args(["--storage-driver", driver])
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("start dockerd");
+            d.child = Some(child);
+            if d.wait_ready() {
+                return Some(d);
+            }
+            d.stop();
+        }
+        panic!(
+            "dockerd started with neither overlay2 nor vfs: see {}",
+            d.dir.display()
+        );
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
+                return false;
+            }
+            let ok = bounded(
+                Command::new(DOCKER)
+                    .args(["info"])
+                    .env("DOCKER_HOST", &self.host),
+                Duration::from_secs(20),
+            );
+            if ok.status.success() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+
+    /// `docker ARGS` against this daemon (bounded).
+    pub fn docker(&self, args: &[&str]) -> Output {
+        bounded(
+            Command::new(DOCKER)
+                .args(args)
+                .env("DOCKER_HOST", &self.host),
+            Duration::from_secs(120),
+        )
+    }
+
+    /// `bash -c script` with DOCKER_HOST set to this daemon; must succeed.
+    pub fn sh(&self, script: &str) -> String {
+        sh(script, &[("DOCKER_HOST", &self.host)])
+    }
+
+    fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let ids = self.docker(&["ps", "-aq"]);
+        for id in String::from_utf8_lossy(&ids.stdout).split_whitespace() {
+            let _ = self.docker(&["rm", "-f", id]);
+        }
+        // SAFETY: SIGTERM to the daemon this guard started (not reaped).
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        for pid in processes_naming(&self.dir) {
+            // SAFETY: a helper process started for this scratch directory.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Drop for Dockerd {
+    fn drop(&mut self) {
+        self.stop();
+        remove_tree(&self.dir);
+        if self.made_key {
+            let _ = std::fs::remove_file("/etc/docker/key.json");
+            let _ = std::fs::remove_dir("/etc/docker");
+        }
+        for d in &self.made {
+            // Only when empty: another daemon may use it meanwhile.
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// A system user with subordinate ids, made for one test and removed
+/// (with its ranges) when dropped.
+pub struct TempUser {
+    pub name: String,
+    range: String,
+}
+
+impl TempUser {
+    /// `name` with the 65536 subordinate uids and gids from `first`.
+    pub fn new(name: &str, first: u32) -> TempUser {
+        let range = format!("{first}-{}", first + 65535);
+        let _ = bounded(Command::new("userdel").arg(name), Duration::from_secs(20));
+        let out = bounded(
+            Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                ])
+                .arg(name),
+            Duration::from_secs(20),
+        );
+        assert!(out.status.success(), "useradd {name}: {}", show(&out));
+        let user = TempUser {
+            name: name.to_string(),
+            range,
+        };
+        let out = bounded(
+            Command::new("usermod")
+                .args(["--add-subuids", &user.range, "--add-subgids", &user.range])
+                .arg(name),
+            Duration::from_secs(20),
+        );
+        assert!(out.status.success(), "usermod {name}: {}", show(&out));
+        user
+    }
+}
+
+impl Drop for TempUser {
+    fn drop(&mut self) {
+        let _ = bounded(
+            Command::new("usermod")
+                .args(["--del-subuids", &self.range, "--del-subgids", &self.range])
+                .arg(&self.name),
+            Duration::from_secs(20),
+        );
+        let _ = bounded(
+            Command::new("userdel").arg(&self.name),
+            Duration::from_secs(20),
+        );
+    }
+}

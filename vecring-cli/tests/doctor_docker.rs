@@ -17,15 +17,14 @@
 //! the remapped uid, and doctor and a link agree.
 
 use serde_json::Value;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 mod common;
 
-use common::containers::{bounded, rootfs, show, Dockerd, TempUser, DOCKER};
-use common::{host_driver_dir, Proc, Watchdog, TOOL};
+use common::containers::{rootfs, show, Dockerd, TempUser, DOCKER};
+use common::doctoring::{added, doctor, fails, has, master, prepare, received, the_failure};
+use common::{host_driver_dir, Watchdog, TOOL};
 
 const IMAGE: &str = "vecring-doctor:1";
 /// Options of every container: nothing but the link.
@@ -34,97 +33,6 @@ const BASE: &str = "--network none --cap-drop ALL --security-opt no-new-privileg
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// `vecring prepare --runtime docker ARGS`: (the run options, the master's
-/// --owner).
-fn prepare(run: &Path, args: &[&str]) -> (String, String) {
-    let out = bounded(
-        Command::new(TOOL)
-            .args([
-                "prepare",
-                "--domain",
-                "web",
-                "--runtime",
-                "docker",
-                "--run-dir",
-            ])
-            .arg(run)
-            .args(args),
-        Duration::from_secs(20),
-    );
-    assert!(out.status.success(), "{}", show(&out));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let lines: Vec<&str> = text.lines().collect();
-    let owner = lines[2]
-        .split("--owner ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no --owner: {text}"));
-    (lines[1].to_string(), owner.to_string())
-}
-
-/// A master of `web/<link>` waiting for its slave, with `--owner owner`.
-fn master(run: &Path, link: &str, owner: &str) -> Proc {
-    let child = Command::new(TOOL)
-        .args([
-            "rxonly", "--role", "master", "--domain", "web", "--link", link,
-        ])
-        .args([
-            "--owner",
-            owner,
-            "--up-timeout",
-            "600",
-            "--interval",
-            "0",
-            "-q",
-        ])
-        .arg("--run-dir")
-        .arg(run)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sock = run.join("web").join(format!("{link}.sock"));
-    let start = Instant::now();
-    while !sock.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no {}",
-            sock.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Proc(child)
-}
-
-/// The frames the master received (its `rx FRAMES BYTES` answer), then
-/// ends it.
-fn received(mut m: Proc) -> u64 {
-    let mut stdin = m.0.stdin.take().unwrap();
-    stdin.write_all(b"\n").unwrap();
-    drop(stdin);
-    let child: &mut Child = &mut m.0;
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "master still running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut out = String::new();
-    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
-    out.lines()
-        .find_map(|l| {
-            l.strip_prefix("rx ")?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("no rx line: {out}"))
 }
 
 struct Env<'a> {
@@ -144,53 +52,8 @@ impl Env<'_> {
     /// doctor --container NAME --json: its findings for the container (the
     /// `container` and `dpdk-container` checks).
     fn doctor(&self, name: &str) -> Vec<Value> {
-        let out = bounded(
-            Command::new(TOOL)
-                .args(["doctor", "--json", "--domain", "web", "--container", name])
-                .arg("--run-dir")
-                .arg(&self.run)
-                .env("DOCKER_HOST", &self.d.host),
-            Duration::from_secs(60),
-        );
-        let v: Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["check"] == "container" || f["check"] == "dpdk-container")
-            .cloned()
-            .collect()
+        doctor(&self.run, name, &[("DOCKER_HOST", &self.d.host)])
     }
-}
-
-fn fails(f: &[Value]) -> Vec<&Value> {
-    f.iter().filter(|f| f["level"] == "fail").collect()
-}
-
-/// The one failure whose finding contains `what`.
-fn the_failure<'a>(f: &'a [Value], what: &str) -> &'a Value {
-    let bad = fails(f);
-    assert_eq!(bad.len(), 1, "one failure expected ({what}): {f:#?}");
-    assert!(
-        bad[0]["finding"].as_str().unwrap().contains(what),
-        "{what}: {f:#?}"
-    );
-    bad[0]
-}
-
-/// The options a "recreate it ... adding: OPTIONS" fix names.
-fn added(fix: &Value) -> String {
-    let fix = fix["fix"].as_str().unwrap();
-    fix.split_once("adding: ")
-        .unwrap_or_else(|| panic!("not a recreate fix: {fix}"))
-        .1
-        .to_string()
-}
-
-fn has(f: &[Value], level: &str, what: &str) -> bool {
-    f.iter()
-        .any(|x| x["level"] == level && x["finding"].as_str().unwrap().contains(what))
 }
 
 #[test]
@@ -223,7 +86,7 @@ fn doctor_checks_docker_containers_and_each_fix_holds() {
     let run = &e.run;
 
     // prepare's options and owner, for a rootful daemon.
-    let (opts, owner) = prepare(run, &[]);
+    let (opts, owner) = prepare(run, "docker", &[]);
     let dir = run.join("web");
     assert_eq!(
         opts,
@@ -465,7 +328,11 @@ fn remapped() {
         d: &d,
         run: d.dir.join("run"),
     };
-    let (opts, owner) = prepare(&e.run, &[&format!("--userns-remap={}", user.name)]);
+    let (opts, owner) = prepare(
+        &e.run,
+        "docker",
+        &[&format!("--userns-remap={}", user.name)],
+    );
     let first = REMAP_FIRST;
     assert_eq!(owner, format!("{0}:{0}", first + 1000));
     let m = master(&e.run, "l0", &owner);

@@ -348,3 +348,102 @@ impl Drop for TempUser {
         );
     }
 }
+
+/// What rootful Podman writes outside the store its configuration names
+/// (the blob-info cache of `podman import`): removed after when this test
+/// made it, directories only when empty.
+const PODMAN_LEFTOVERS: &[&str] = &[
+    "/var/lib/containers/cache/blob-info-cache-v1.boltdb",
+    "/var/lib/containers/cache",
+    "/var/lib/containers",
+];
+
+/// Podman on a scratch store and configuration of its own
+/// (CONTAINERS_STORAGE_CONF, CONTAINERS_CONF: cgroupfs, file events, runc,
+/// ulimits the test's own); its containers, images and files removed when
+/// dropped.
+pub struct Podman {
+    pub dir: PathBuf,
+    pub envs: Vec<(String, String)>,
+    made: Vec<&'static str>,
+}
+
+impl Podman {
+    /// None when podman is not installed.
+    pub fn new(name: &str) -> Option<Podman> {
+        if !Path::new("/usr/bin/podman").exists() {
+            return None;
+        }
+        let dir = scratch(name);
+        let made = PODMAN_LEFTOVERS
+            .iter()
+            .copied()
+            .filter(|p| !Path::new(p).exists())
+            .collect();
+        let d = dir.display();
+        std::fs::write(
+            dir.join("storage.conf"),
+            format!("[storage]\ndriver = \"overlay\"\ngraphroot = \"{d}/root\"\nrunroot = \"{d}/runroot\"\n"),
+        )
+        .unwrap();
+        // runc: crun refuses this host's hybrid cgroup layout. The
+        // ulimits: rootful Podman's defaults exceed what a process
+        // without CAP_SYS_RESOURCE may set.
+        std::fs::write(
+            dir.join("containers.conf"),
+            format!(
+                "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n\
+                 [engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\n\
+                 events_logfile_path = \"{d}/events.log\"\nruntime = \"runc\"\n\
+                 tmp_dir = \"{d}/tmp\"\nvolume_path = \"{d}/volumes\"\nstatic_dir = \"{d}/libpod\"\n"
+            ),
+        )
+        .unwrap();
+        let envs = vec![
+            (
+                "CONTAINERS_STORAGE_CONF".to_string(),
+                dir.join("storage.conf").display().to_string(),
+            ),
+            (
+                "CONTAINERS_CONF".to_string(),
+                dir.join("containers.conf").display().to_string(),
+            ),
+        ];
+        Some(Podman { dir, envs, made })
+    }
+
+    /// `bash -c script` with this Podman's configuration; must succeed.
+    pub fn sh(&self, script: &str) -> String {
+        let envs: Vec<(&str, &str)> = self
+            .envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        sh(script, &envs)
+    }
+}
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        let envs = self.envs.clone();
+        for args in [&["rm", "-a", "-f", "-t", "0"][..], &["rmi", "-a", "-f"][..]] {
+            let _ = bounded(
+                Command::new("podman").args(args).envs(envs.iter().cloned()),
+                Duration::from_secs(60),
+            );
+        }
+        for pid in processes_naming(&self.dir) {
+            // SAFETY: a helper process (conmon) started for this store.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        remove_tree(&self.dir);
+        for p in &self.made {
+            let p = Path::new(p);
+            let _ = if p.is_dir() {
+                std::fs::remove_dir(p)
+            } else {
+                std::fs::remove_file(p)
+            };
+        }
+    }
+}

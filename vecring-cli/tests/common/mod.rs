@@ -4,6 +4,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod containers;
+pub mod doctoring;
 
 use std::path::PathBuf;
 use std::process::Child;

@@ -444,20 +444,63 @@ fn access(
         );
         return;
     }
-    let mut sockets: Vec<(String, std::fs::Metadata)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let file = e.file_name().to_str()?.to_string();
-            let link = file.strip_suffix(".sock")?.to_string();
-            vecring_core::name::validate("link", &link).ok()?;
-            let md = e.metadata().ok()?;
-            md.file_type().is_socket().then_some((link, md))
+    // The links named (--link), else every socket in the directory;
+    // a directory this user may only search (0711, not its own) cannot be
+    // listed.
+    let named = |link: &String| {
+        vecring_core::name::validate("link", link).ok()?;
+        let md = std::fs::symlink_metadata(dir.join(format!("{link}.sock"))).ok()?;
+        md.file_type().is_socket().then(|| (link.clone(), md))
+    };
+    let listed = if args.link.is_empty() {
+        std::fs::read_dir(dir).map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let link = e.file_name().to_str()?.strip_suffix(".sock")?.to_string();
+                    vecring_core::name::validate("link", &link).ok()?;
+                    named(&link)
+                })
+                .collect::<Vec<_>>()
         })
-        .collect();
+    } else {
+        Ok(args.link.iter().filter_map(named).collect())
+    };
+    let mut sockets = match listed {
+        Ok(s) => s,
+        Err(e) => {
+            r.add(
+                Level::Note,
+                CHECK,
+                format!(
+                    "cannot list {} ({e}): its link sockets are not compared with {name}'s user",
+                    dir.display()
+                ),
+                Some(
+                    "name them: --link NAME (repeatable), or run doctor as the directory's owner"
+                        .into(),
+                ),
+            );
+            return;
+        }
+    };
     sockets.sort_by(|a, b| a.0.cmp(&b.0));
-    if sockets.is_empty() {
+    for link in &args.link {
+        if !sockets.iter().any(|(l, _)| l == link) {
+            r.add(
+                Level::Fail,
+                CHECK,
+                format!(
+                    "no socket {}/{link}.sock: its master is not running",
+                    dir.display()
+                ),
+                Some(format!(
+                    "start the master of {domain}/{} with {owner}",
+                    shell_quote(link)
+                )),
+            );
+        }
+    }
+    if sockets.is_empty() && args.link.is_empty() {
         r.add(
             Level::Note,
             CHECK,

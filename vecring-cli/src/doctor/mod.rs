@@ -36,6 +36,11 @@ pub struct DoctorArgs {
     /// image the runtime directory, drivers and hugepages.
     #[arg(long, requires = "domain", value_name = "NAME")]
     container: Option<String>,
+    /// With --container: the links to compare with its user (repeatable;
+    /// default: every socket in the domain directory, which a user other
+    /// than its owner cannot list).
+    #[arg(long, requires = "container", value_name = "NAME")]
+    link: Vec<String>,
     /// Where LXC keeps its containers (as lxc-* -P).
     #[arg(long, default_value = fix::DEFAULT_LXC_PATH)]
     lxc_path: PathBuf,

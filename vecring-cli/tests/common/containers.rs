@@ -447,3 +447,127 @@ impl Drop for Podman {
         }
     }
 }
+
+impl TempUser {
+    /// Its uid and primary gid.
+    pub fn ids(&self) -> (u32, u32) {
+        let id = |flag: &str| -> u32 {
+            let out = bounded(
+                Command::new("id").args([flag, &self.name]),
+                Duration::from_secs(10),
+            );
+            String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        };
+        (id("-u"), id("-g"))
+    }
+}
+
+/// Rootless Podman as a user the test makes (with subordinate ids), on a
+/// home and runtime directory of its own under a scratch directory; its
+/// containers, processes, files and the user removed when dropped.
+pub struct RootlessPodman {
+    pub dir: PathBuf,
+    envs: Vec<String>,
+    // Dropped last: the user goes once nothing of it runs.
+    pub user: TempUser,
+}
+
+impl RootlessPodman {
+    /// None when podman is not installed.
+    pub fn new(name: &str, user: &str, first: u32) -> Option<RootlessPodman> {
+        if !Path::new("/usr/bin/podman").exists() {
+            return None;
+        }
+        let user = TempUser::new(user, first);
+        let dir = scratch(name);
+        let (home, xdg) = (dir.join("home"), dir.join("xdg"));
+        for d in [&home, &xdg] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        sh(
+            &format!(
+                "chown {0}: {1} {2}",
+                user.name,
+                home.display(),
+                xdg.display()
+            ),
+            &[],
+        );
+        let d = dir.display();
+        std::fs::write(
+            dir.join("storage.conf"),
+            format!("[storage]\ndriver = \"overlay\"\nrunroot = \"{d}/xdg/runroot\"\nrootless_storage_path = \"{d}/home/storage\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("containers.conf"),
+            "[engine]\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nruntime = \"runc\"\n",
+        )
+        .unwrap();
+        let envs = vec![
+            format!("HOME={d}/home"),
+            format!("XDG_RUNTIME_DIR={d}/xdg"),
+            format!("CONTAINERS_CONF={d}/containers.conf"),
+            format!("CONTAINERS_STORAGE_CONF={d}/storage.conf"),
+        ];
+        Some(RootlessPodman { dir, envs, user })
+    }
+
+    /// `bash -c script` as the user, with this Podman's environment.
+    pub fn output(&self, script: &str) -> Output {
+        bounded(
+            Command::new("runuser")
+                .args(["-u", &self.user.name, "--", "env"])
+                .args(&self.envs)
+                .args(["bash", "-c", script])
+                .current_dir(&self.dir),
+            Duration::from_secs(120),
+        )
+    }
+
+    /// [`RootlessPodman::output`], which must succeed; its stdout.
+    pub fn sh(&self, script: &str) -> String {
+        let out = self.output(script);
+        assert!(out.status.success(), "{script}: {}", show(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RootlessPodman {
+    fn drop(&mut self) {
+        let _ = bounded(
+            Command::new("runuser")
+                .args(["-u", &self.user.name, "--", "env"])
+                .args(&self.envs)
+                .args(["podman", "rm", "-a", "-f", "-t", "0"])
+                .current_dir(&self.dir),
+            Duration::from_secs(60),
+        );
+        // Its pause process and conmons: every process of the user, which
+        // exists for this test only.
+        let (uid, _) = self.user.ids();
+        let mine = |pid: &i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Uid:"))
+                    .and_then(|v| v.split_whitespace().next())
+                    .map(str::to_string)
+                    == Some(uid.to_string())
+            })
+        };
+        let pids: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .filter(mine)
+            .collect();
+        for pid in pids {
+            // SAFETY: a process of the user this test made.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        remove_tree(&self.dir);
+    }
+}

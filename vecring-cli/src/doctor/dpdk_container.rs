@@ -109,9 +109,7 @@ fn runtime_dir(r: &mut Report, c: &Inspected, id: &Identity, root: &Path, mounts
         (_, None) => ("/tmp", "1777"),
     };
     let writable = |inside: &Path| {
-        let Some(p) = resolve(root, inside) else {
-            return None;
-        };
+        let p = resolve(root, inside)?;
         let md = std::fs::symlink_metadata(&p).ok()?;
         let seen = Path::new("/").join(p.strip_prefix(root).unwrap_or(&p));
         Some(md.is_dir() && allows(&md, id.host, 3) && !mounts.read_only(&seen))

@@ -300,6 +300,31 @@ fn doctor_checks_docker_containers_and_each_fix_holds() {
         bad["finding"].as_str().unwrap().contains("docker: "),
         "{bad}"
     );
+
+    // An image whose library directory is a link to an absolute path:
+    // followed from the host through /proc/<pid>/root it would reach the
+    // host's libraries (with DPDK's); doctor follows it as the container
+    // does, to the image's own, which have none.
+    let linked = d.dir.join("linked");
+    rootfs(&linked, TOOL, false);
+    std::fs::create_dir_all(linked.join("usr/lib")).unwrap();
+    std::os::unix::fs::symlink(
+        "/lib/x86_64-linux-gnu",
+        linked.join("usr/lib/x86_64-linux-gnu"),
+    )
+    .unwrap();
+    d.sh(&format!(
+        "tar -C {} -c . | {DOCKER} import - vecring-linked:1 >/dev/null",
+        linked.display()
+    ));
+    d.sh(&format!(
+        "{DOCKER} run -d --name linked {BASE} {opts} vecring-linked:1 /bin/sleep 600 >/dev/null"
+    ));
+    let f = e.doctor("linked");
+    assert!(
+        has(&f, "note", "no DPDK (librte_eal) in its image"),
+        "{f:#?}"
+    );
     drop(e);
     drop(d);
 

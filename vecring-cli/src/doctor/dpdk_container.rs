@@ -11,7 +11,8 @@
 //! options to recreate the container with: a tmpfs for the runtime
 //! directory, the host's driver files bound in read-only.
 
-use super::container::{allows, Identity, Inspected};
+use super::container::{allows, Identity};
+use super::inspect::Inspected;
 use super::rootfs::{abi, driver_dir, has_eal, resolve, NO_HUGE};
 use super::{Level, Report};
 use crate::escape::shell_quote;

@@ -13,6 +13,7 @@ mod dpdk_container;
 mod dpdk_lxc;
 mod fix;
 mod idmap;
+mod inspect;
 mod lxc;
 mod rootfs;
 

@@ -288,9 +288,16 @@ impl Drop for Dockerd {
             let _ = std::fs::remove_file("/etc/docker/key.json");
             let _ = std::fs::remove_dir("/etc/docker");
         }
-        for d in &self.made {
-            // Only when empty: another daemon may use it meanwhile.
-            let _ = std::fs::remove_dir(d);
+        // Only when empty: another daemon may use them meanwhile. A shim
+        // removes its socket in /run/containerd/s just after it ends: a
+        // few tries.
+        for _ in 0..30 {
+            self.made
+                .retain(|d| std::fs::remove_dir(d).is_err() && Path::new(d).exists());
+            if self.made.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 }

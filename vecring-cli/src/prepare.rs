@@ -197,10 +197,13 @@ impl ContainerPlan {
             } else {
                 ""
             },
-            // An enforcing SELinux labels the directory for the container
-            // (shared: the master on the host and other containers of the
-            // domain reach it too); elsewhere the files stay as they are.
-            volume_opts: if selinux_enforcing() { "rw,z" } else { "rw" },
+            // Read-only: the slave connects to the socket through it all
+            // the same, and even a container's root with every capability
+            // cannot change the directory. An enforcing SELinux labels it
+            // for the container (shared: the master on the host and other
+            // containers of the domain reach it too); elsewhere the files
+            // stay as they are.
+            volume_opts: if selinux_enforcing() { "ro,z" } else { "ro" },
         })
     }
 

@@ -90,7 +90,7 @@ fn doctor_checks_docker_containers_and_each_fix_holds() {
     let dir = run.join("web");
     assert_eq!(
         opts,
-        format!("--volume {0}:{0}:rw --user 1000:1000", dir.display())
+        format!("--volume {0}:{0}:ro --user 1000:1000", dir.display())
     );
     assert_eq!(owner, "1000:1000");
     let mut m = master(run, "l0", &owner);

@@ -67,7 +67,7 @@ fn doctor_checks_rootful_podman_containers_and_their_fixes_hold() {
     let dir = run.join("web");
     assert_eq!(
         opts,
-        format!("--volume {0}:{0}:rw --user 1000:1000", dir.display())
+        format!("--volume {0}:{0}:ro --user 1000:1000", dir.display())
     );
     assert_eq!(owner, "1000:1000");
     let m = master(&run, "l0", &owner);
@@ -100,7 +100,7 @@ fn doctor_checks_rootful_podman_containers_and_their_fixes_hold() {
     let m = master(&run, "l0", &owner);
 
     // Without the mount: the fix's options make it.
-    let broken = opts.replace(&format!("--volume {0}:{0}:rw ", dir.display()), "");
+    let broken = opts.replace(&format!("--volume {0}:{0}:ro ", dir.display()), "");
     start("nomount", &broken);
     let f = doctor(&run, "nomount", &envs);
     let fix = added(the_failure(&f, "does not mount"));

@@ -83,7 +83,7 @@ pub(super) fn container(r: &mut Report, args: &DoctorArgs, domain: &str, name: &
 /// and where.
 fn mount(r: &mut Report, c: &Inspected, dir: &Path) {
     let name = &c.name;
-    let volume = shell_quote(&format!("{0}:{0}:rw", dir.display()));
+    let volume = shell_quote(&format!("{0}:{0}:ro", dir.display()));
     let found = c
         .mounts
         .iter()
@@ -430,7 +430,7 @@ fn lsm(r: &mut Report, c: &Inspected, dir: &Path) {
                 Level::Fail,
                 CHECK,
                 format!("{name} ({}) mounts {} without relabelling it (z): SELinux denies its slave the socket", c.selinux_label, dir.display()),
-                Some(c.recreate(&format!("--volume {}", shell_quote(&format!("{0}:{0}:rw,z", dir.display()))))),
+                Some(c.recreate(&format!("--volume {}", shell_quote(&format!("{0}:{0}:ro,z", dir.display()))))),
             );
         } else {
             r.add(

@@ -81,6 +81,12 @@ fi
 step "Open vSwitch with DPDK: two LXC containers on eth_vecring ports of a private OVS (traffic both ways with exact counts, kill -9 of a peer, ovs-vswitchd restart, MTU 9000, two queues, del-port/add-port)"
 bash tests/ovs/run.sh
 
+step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways and forwarding back to it, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 45 s)"
+bash tests/containers/docker.sh
+
+step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts"
+bash tests/containers/podman.sh
+
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom --test loom_wake --no-run
@@ -100,6 +106,10 @@ cargo +nightly fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 bash scripts/pmd-layers.sh
+
+step "crates: what crates.io would get of the library crates (their files and metadata, built from the packages), and the crates users build checked with the minimum Rust version the workspace states"
+cargo package -p vecring-core -p vecring-ffi --allow-dirty
+bash scripts/msrv.sh
 
 echo
 echo "vecring: all tests passed in $SECONDS s"

@@ -30,14 +30,15 @@
 //! frames still arrive, and the master exits promptly when told to,
 //! whatever the attacker still holds.
 //!
-//! The close of a `Link` after a plant and the flood are in
-//! `tests/attacks_fds/close.rs` and `flood.rs`.
+//! The close of a `Link` after a plant, the flood, and a peer changing
+//! uid with each offence are in `tests/attacks_fds/close.rs`, `flood.rs`
+//! and `rotate.rs`.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use vecring_tests::hostile::{
-    as_nobody, attacker, num, scratch, tool, wait_for_path, Proc, NOBODY,
+    as_nobody, as_uid, attacker, num, scratch, tool, wait_for_path, Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
 
@@ -47,6 +48,8 @@ use vecring_tests::Watchdog;
 mod close;
 #[path = "attacks_fds/flood.rs"]
 mod flood;
+#[path = "attacks_fds/rotate.rs"]
+mod rotate;
 
 const LIMIT: Duration = Duration::from_secs(90);
 /// The budget for a legitimate slave's attach under attack.
@@ -71,23 +74,6 @@ struct Setup {
     root: PathBuf,
     run: PathBuf,
     path: Path,
-}
-
-fn as_uid(cmd: &mut Command, uid: u32) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure runs in the forked child before exec and calls
-    // only async-signal-safe functions (setgroups, setgid, setuid).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setgroups(0, core::ptr::null()) != 0
-                || libc::setgid(uid) != 0
-                || libc::setuid(uid) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
 }
 
 impl Setup {

@@ -1,9 +1,10 @@
 //! Attacks by a local, unprivileged process (standing in for a container
 //! that owns its side of the link) on a root master, the `vecring` tool:
 //! taking regions and leaving, silent clients and a connect flood, and a
-//! real slave that tries to take the region's pages away. Each asserts the
-//! outcome: memory pinned within the bound, a legitimate slave attaching
-//! within one second, no SIGBUS on the master's side.
+//! real slave that tries to take the region's pages away; and one admitted
+//! uid crowding out another's requests (`attacks_peer/crowd.rs`). Each
+//! asserts the outcome: memory pinned within the bound, a legitimate slave
+//! attaching within one second, no SIGBUS on the master's side.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +15,11 @@ use vecring_tests::hostile::{
     scratch, tool, wait_for_path, Proc, NOBODY,
 };
 use vecring_tests::Watchdog;
+
+// An attack in a file of its own (a test target's root resolves `mod`
+// beside itself, so it is named by path).
+#[path = "attacks_peer/crowd.rs"]
+mod crowd;
 
 const LIMIT: Duration = Duration::from_secs(120);
 /// Most regions of one link that may exist at once: the one attached or

@@ -7,6 +7,7 @@
 //! vecring-attack take-fd       socket=P rounds=N stop-above=K
 //! vecring-attack silent        socket=P count=N
 //! vecring-attack flood         socket=P
+//! vecring-attack crowd         socket=P hold=N
 //! vecring-attack slave         run-dir=R domain=D link=L timeout-ms=T
 //! vecring-attack slave-drop    run-dir=R domain=D link=L up-ms=T
 //! vecring-attack churn         run-dir=R domain=D link=L secs=S
@@ -18,6 +19,7 @@
 //! vecring-attack plant         where=doorbell run-dir=R domain=D link=L
 //! vecring-attack plant         where=hogs socket=P count=N
 //! vecring-attack plant         where=flood socket=P run-dir=R domain=D link=L
+//! vecring-attack rotate        socket=P first=U count=N again=M
 //! vecring-attack forge-lost    run-dir=R domain=D link=L
 //! ```
 
@@ -27,6 +29,7 @@ mod forge;
 mod peer;
 mod pin;
 mod plant;
+mod rotate;
 mod seal;
 mod sock;
 mod wait;
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         "take-fd" => peer::take_fd(&args),
         "silent" => peer::silent(&args),
         "flood" => peer::flood(&args),
+        "crowd" => peer::crowd(&args),
         "slave" => peer::slave(&args),
         "slave-drop" => peer::slave_drop(&args),
         "churn" => peer::churn(&args),
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
         "wait-attack" => wait::run(&args),
         "plant" => plant::run(&args),
         "pin" => pin::run(&args),
+        "rotate" => rotate::run(&args),
         "master-close" => close::run(&args),
         "forge-lost" => forge::run(&args),
         _ => {

@@ -1,5 +1,6 @@
 //! Attacks on a real master: clients that take regions and leave, sit
-//! silent, or flood; and a legitimate slave that reports how long it took.
+//! silent, flood, or crowd the waiting requests; and a legitimate slave
+//! that reports how long it took.
 
 use crate::sock;
 use crate::{report, until_stdin_closes, Args};
@@ -119,6 +120,59 @@ pub fn flood(args: &Args) -> bool {
     let _ = worker.join();
     report(&format!(
         "flooded connects={}",
+        count.load(Ordering::Relaxed)
+    ));
+    true
+}
+
+/// Connects and asks as fast as it can, keeping the newest `hold`
+/// connections open and never reading them (a region offered to one is
+/// never answered), until stdin closes: an admitted uid crowding out the
+/// master's waiting requests.
+pub fn crowd(args: &Args) -> bool {
+    let path = Path::new(args.get("socket")).to_path_buf();
+    let hold = args.num("hold") as usize;
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let worker = {
+        let (stop, count) = (Arc::clone(&stop), Arc::clone(&count));
+        std::thread::spawn(move || {
+            let mut held = std::collections::VecDeque::new();
+            let mut n = 0u64;
+            let mut failed = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                let c = match sock::connect(&path, Duration::from_millis(200)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Said once, so that a test waiting for
+                        // `crowding` shows why it never came.
+                        failed += 1;
+                        if n == 0 && failed == 100 {
+                            report(&format!("error connect {}: {e}", path.display()));
+                        }
+                        continue;
+                    }
+                };
+                if sock::send_raw(&c, &sock::request()).is_err() {
+                    continue;
+                }
+                held.push_back(c);
+                if held.len() > hold {
+                    held.pop_front();
+                }
+                n += 1;
+                if n == 1 {
+                    report("crowding");
+                }
+                count.store(n, Ordering::Relaxed);
+            }
+        })
+    };
+    until_stdin_closes();
+    stop.store(true, Ordering::Relaxed);
+    let _ = worker.join();
+    report(&format!(
+        "crowded requests={}",
         count.load(Ordering::Relaxed)
     ));
     true

@@ -4,10 +4,10 @@
 //! keeps counting frames (the fallback path of kernels without
 //! `SO_PASSRIGHTS`).
 
-use super::{as_uid, attach_within_budget, Path, Setup, FRAMES_BOUND, LIMIT, STRANGER};
+use super::{attach_within_budget, Path, Setup, FRAMES_BOUND, LIMIT, STRANGER};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use vecring_tests::hostile::{as_nobody, attacker, num, Proc};
+use vecring_tests::hostile::{as_nobody, as_uid, attacker, num, Proc};
 use vecring_tests::Watchdog;
 
 /// The master's soft `RLIMIT_NOFILE` in the flood test: small, so that

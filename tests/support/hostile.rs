@@ -30,13 +30,18 @@ pub fn attacker(role: &str) -> Command {
 
 /// Makes `cmd` run as uid and gid [`NOBODY`] with no supplementary groups.
 pub fn as_nobody(cmd: &mut Command) -> &mut Command {
+    as_uid(cmd, NOBODY)
+}
+
+/// Makes `cmd` run as uid and gid `uid` with no supplementary groups.
+pub fn as_uid(cmd: &mut Command, uid: u32) -> &mut Command {
     // SAFETY: the closure runs in the forked child before exec and calls
     // only async-signal-safe functions (setgroups, setgid, setuid).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::setgroups(0, core::ptr::null()) != 0
-                || libc::setgid(NOBODY) != 0
-                || libc::setuid(NOBODY) != 0
+                || libc::setgid(uid) != 0
+                || libc::setuid(uid) != 0
             {
                 return Err(std::io::Error::last_os_error());
             }

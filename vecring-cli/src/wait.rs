@@ -96,6 +96,11 @@ impl LinkArgs {
                             "no {peer} on {path} was admitted in {:.0} s (--up-timeout): this side refused {refused} since it started (the warnings above say why: its uid, its queue count, ...)",
                             self.up_timeout
                         )
+                    } else if let Some(why) = self.socket_closed_to_us(&path) {
+                        format!(
+                            "the {peer} on {path} is not reachable after {:.0} s (--up-timeout): {why}",
+                            self.up_timeout
+                        )
                     } else {
                         format!(
                             "no {peer} on {path} after {:.0} s (--up-timeout): is it running, with the same --domain, --link and --run-dir?",
@@ -116,6 +121,33 @@ impl LinkArgs {
         let link = self.open()?;
         self.wait_for_peer(&link, &|| None)?;
         Ok(link)
+    }
+
+    /// For a slave: why the master's socket at `path`, which exists, is
+    /// closed to this process (its uid and gid may not write it), in the
+    /// terms of the master's options; `None` when it is open or absent.
+    fn socket_closed_to_us(&self, path: &str) -> Option<String> {
+        if self.role != Role::Slave || path.is_empty() {
+            return None;
+        }
+        let c = std::ffi::CString::new(path).ok()?;
+        // SAFETY: access() reads a NUL-terminated path we own.
+        let what = if unsafe { libc::access(c.as_ptr(), libc::F_OK) } != 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EACCES) {
+                return None;
+            }
+            "its domain directory is closed to this process"
+        // SAFETY: as above.
+        } else if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+            "its socket is not open to this process"
+        } else {
+            return None;
+        };
+        // SAFETY: getuid and getgid have no preconditions.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Some(format!(
+            "{what} (uid {uid}, gid {gid} here; in a user namespace the host numbers them otherwise): start the master with --owner (devarg owner=) naming this process's uid:gid as the host sees them, or run this side as the uid the master was given (`vecring prepare` prints both for each container runtime)"
+        ))
     }
 
     /// Why the link did not come up, in the tool's terms: a slave whose

@@ -177,6 +177,75 @@ fn waiting_side_names_its_socket_path() {
     assert!(err.contains("no master on"), "{err}");
 }
 
+/// A slave whose uid the master's socket is not open to (a container
+/// user the master's `--owner` does not name) is told so, and what to
+/// give the master, instead of "is it running".
+#[test]
+fn a_slave_the_socket_is_closed_to_is_told_why() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: a_slave_the_socket_is_closed_to_is_told_why needs root");
+        return;
+    }
+    let run_dir = scratch("closed");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let rd = run_dir.to_str().unwrap();
+    for (domain, owner, why) in [
+        (
+            "d1",
+            Some("4343:4343"),
+            "its socket is not open to this process",
+        ),
+        ("d2", None, "its domain directory is closed to this process"),
+    ] {
+        let common = ["--domain", domain, "--link", "l0", "--run-dir", rd];
+        let mut master = Command::new(env!("CARGO_BIN_EXE_vecring"));
+        master
+            .args(["rxonly", "--role", "master", "--hugepages", "never"])
+            .args(common)
+            .args(owner.map_or(vec![], |o| vec!["--owner", o]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut master = master.spawn().unwrap();
+        let sock = run_dir.join(domain).join("l0.sock");
+        let start = Instant::now();
+        while !sock.exists() && start.elapsed() < QUICK {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut slave = Command::new(env!("CARGO_BIN_EXE_vecring"));
+        slave
+            .args(["txonly", "--up-timeout", "1"])
+            .args(common)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: the closure runs in the child before exec and calls only
+        // async-signal-safe functions.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut slave, || {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(65534) != 0
+                    || libc::setuid(65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = slave.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        drop(master.stdin.take());
+        let _ = master.kill();
+        let _ = master.wait();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(why), "{why}: {err}");
+        assert!(err.contains("--owner"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
+
 #[test]
 fn prepare_makes_a_directory_the_master_accepts() {
     let run_dir = scratch("prep");

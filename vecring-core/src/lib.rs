@@ -136,3 +136,8 @@ pub use ring::{
     HoldBack, Producer, PushError, ReadChunk, ReadyWord, RecvError, RingStorage, SendError,
     WaitDecision, WriteChunk,
 };
+
+/// The crate's README, whose example `cargo test --doc` compiles.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;

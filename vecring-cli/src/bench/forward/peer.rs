@@ -3,16 +3,44 @@
 //! read has a deadline (a peer that hangs is an error, not a hung
 //! benchmark), stdout lines come through a reader thread, and the last
 //! lines of stderr are kept for the error message when a peer fails.
+//!
+//! A peer runs in the container, so what it writes is bounded here: a
+//! line is kept to [`LINE_MAX`] bytes (the rest of a longer one is read
+//! and dropped), at most [`QUEUED`] lines wait for the benchmark (more are
+//! dropped until it reads, kept only among the last lines for errors),
+//! and past [`TOTAL_MAX`] bytes a stream is no longer read, which the
+//! benchmark sees as the peer having closed its output, with a line saying
+//! why.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Lines of a peer's output kept for error messages.
 const KEPT: usize = 30;
+/// Bytes of one line kept at most.
+const LINE_MAX: usize = 4096;
+/// Bytes read from one stream of a peer at most: far more than an agent
+/// or testpmd writes in a benchmark.
+const TOTAL_MAX: u64 = 64 << 20;
+/// Stdout lines waiting for the benchmark at most: an agent answers
+/// each command with a line or two, testpmd with a screen.
+const QUEUED: usize = 1024;
+
+/// The bounds on what is read from one stream.
+#[derive(Clone, Copy)]
+struct Limits {
+    line: usize,
+    total: u64,
+}
+
+const LIMITS: Limits = Limits {
+    line: LINE_MAX,
+    total: TOTAL_MAX,
+};
 
 /// A running peer.
 pub struct Peer {
@@ -33,32 +61,101 @@ fn keep(tail: &Mutex<VecDeque<String>>, line: &str) {
     t.push_back(line.to_string());
 }
 
-/// Reads `from` line by line (lossy UTF-8), keeping each in `tail` and
-/// passing it to `send` (until its receiver is gone).
+/// One line read by [`next_line`].
+struct Line {
+    /// Bytes taken from the stream, the newline and what was dropped
+    /// included; 0 at its end.
+    read: u64,
+    /// Longer than the bound (or cut by the budget): the rest was dropped.
+    cut: bool,
+}
+
+/// Reads up to and including the next newline of `r`, at most `budget`
+/// bytes, keeping the first `max` in `line` (without the newline).
+fn next_line(
+    r: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+    budget: u64,
+) -> io::Result<Line> {
+    let mut got = Line {
+        read: 0,
+        cut: false,
+    };
+    while got.read < budget {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(got);
+        }
+        let room = usize::try_from(budget - got.read).unwrap_or(usize::MAX);
+        let buf = &buf[..buf.len().min(room)];
+        let (part, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1),
+            None => (buf, buf.len()),
+        };
+        let keep = part.len().min(max - line.len().min(max));
+        line.extend_from_slice(&part[..keep]);
+        got.cut |= keep < part.len();
+        let newline = done > part.len();
+        r.consume(done);
+        got.read += done as u64;
+        if newline {
+            return Ok(got);
+        }
+    }
+    got.cut = true;
+    Ok(got)
+}
+
+/// Reads `from` line by line (lossy UTF-8) within `limits`, keeping each
+/// line in `tail` and passing it to `send` (until its receiver is gone).
+fn read_lines(
+    from: impl Read,
+    tail: &Mutex<VecDeque<String>>,
+    send: Option<&SyncSender<String>>,
+    limits: Limits,
+) {
+    let mut r = BufReader::new(from);
+    let mut buf = Vec::new();
+    let mut read = 0u64;
+    loop {
+        buf.clear();
+        let line = match next_line(&mut r, &mut buf, limits.line, limits.total - read) {
+            Ok(l) if l.read > 0 => l,
+            _ => return,
+        };
+        read += line.read;
+        let mut text = String::from_utf8_lossy(&buf).trim_end().to_string();
+        if line.cut {
+            text.push_str(" [cut]");
+        }
+        keep(tail, &text);
+        // A full queue drops the line (the tail keeps it): the peer never
+        // waits on us, so it can always be told to quit.
+        if let Some(Err(TrySendError::Disconnected(_))) = send.map(|s| s.try_send(text)) {
+            return;
+        }
+        if read >= limits.total {
+            keep(
+                tail,
+                &format!("[no more of this output read: past {} bytes]", limits.total),
+            );
+            return;
+        }
+    }
+}
+
+/// [`read_lines`] with the bounds of a peer, on a thread of its own.
 fn reader(
     from: impl Read + Send + 'static,
     tail: Arc<Mutex<VecDeque<String>>>,
-    send: Option<mpsc::Sender<String>>,
+    send: Option<SyncSender<String>>,
 ) {
-    std::thread::spawn(move || {
-        let mut r = BufReader::new(from);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match r.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                    keep(&tail, &line);
-                    if let Some(s) = &send {
-                        if s.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    });
+    std::thread::spawn(move || read_lines(from, &tail, send.as_ref(), LIMITS));
 }
 
 impl Peer {
@@ -74,7 +171,7 @@ impl Peer {
             .spawn()
             .map_err(|e| format!("cannot start the {name} ({:?}): {e}", cmd.get_program()))?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let (send, lines) = mpsc::channel();
+        let (send, lines) = mpsc::sync_channel(QUEUED);
         if let Some(out) = child.stdout.take() {
             reader(out, Arc::clone(&tail), Some(send));
         }
@@ -208,4 +305,102 @@ fn tree(pid: i32) -> Vec<i32> {
     }
     out.push(pid);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Endless output: `pattern` over and over.
+    struct Endless(&'static [u8], usize);
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            for b in buf.iter_mut() {
+                *b = self.0[self.1 % self.0.len()];
+                self.1 += 1;
+            }
+            Ok(buf.len())
+        }
+    }
+
+    #[test]
+    fn a_long_line_is_cut_and_the_rest_of_it_dropped() {
+        let mut r = io::Cursor::new(b"short\n0123456789abcdef\nend".to_vec());
+        let mut line = Vec::new();
+        let l = next_line(&mut r, &mut line, 8, 1000).unwrap();
+        assert_eq!((line.as_slice(), l.read, l.cut), (&b"short"[..], 6, false));
+        line.clear();
+        let l = next_line(&mut r, &mut line, 8, 1000).unwrap();
+        assert_eq!(
+            (line.as_slice(), l.read, l.cut),
+            (&b"01234567"[..], 17, true)
+        );
+        line.clear();
+        let l = next_line(&mut r, &mut line, 8, 1000).unwrap();
+        assert_eq!((line.as_slice(), l.read, l.cut), (&b"end"[..], 3, false));
+        line.clear();
+        assert_eq!(next_line(&mut r, &mut line, 8, 1000).unwrap().read, 0);
+    }
+
+    #[test]
+    fn a_line_without_end_is_read_only_within_the_budget() {
+        let mut line = Vec::new();
+        let l = next_line(&mut BufReader::new(Endless(b"x", 0)), &mut line, 8, 100_000).unwrap();
+        assert_eq!((line.len(), l.read, l.cut), (8, 100_000, true));
+    }
+
+    /// A peer writing without end: the lines passed on are bounded, and
+    /// the stream is left once the total is read, with a line saying so.
+    fn endless(pattern: &'static [u8]) -> (Vec<String>, VecDeque<String>) {
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let (send, lines) = mpsc::sync_channel(QUEUED);
+        let limits = Limits {
+            line: 16,
+            total: 10_000,
+        };
+        let t = Arc::clone(&tail);
+        let th =
+            std::thread::spawn(move || read_lines(Endless(pattern, 0), &t, Some(&send), limits));
+        // The sender is gone once the reader stopped.
+        let got: Vec<String> = lines.iter().collect();
+        th.join().unwrap();
+        let tail = tail.lock().unwrap().clone();
+        (got, tail)
+    }
+
+    #[test]
+    fn endless_output_without_newlines_is_read_up_to_the_total() {
+        let (got, tail) = endless(b"y");
+        assert_eq!(got, vec![format!("{} [cut]", "y".repeat(16))]);
+        assert_eq!(
+            tail.back().map(String::as_str),
+            Some("[no more of this output read: past 10000 bytes]")
+        );
+    }
+
+    #[test]
+    fn lines_past_the_queue_are_dropped_not_waited_for() {
+        let tail = Mutex::new(VecDeque::new());
+        let (send, lines) = mpsc::sync_channel(2);
+        let limits = Limits {
+            line: 16,
+            total: 1000,
+        };
+        read_lines(&b"a\nb\nc\nd\n"[..], &tail, Some(&send), limits);
+        drop(send);
+        assert_eq!(lines.iter().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(tail.lock().unwrap().back().map(String::as_str), Some("d"));
+    }
+
+    #[test]
+    fn endless_lines_are_read_up_to_the_total() {
+        let (got, tail) = endless(b"0123456789abcdefghij\n");
+        // 21 bytes a line: 476 whole lines in 10,000 bytes, and a part.
+        assert_eq!(got.len(), 477);
+        assert!(got.iter().all(|l| l.len() <= 16 + " [cut]".len()));
+        assert_eq!(got[0], "0123456789abcdef [cut]");
+        assert!(tail.len() <= KEPT);
+        assert!(tail.back().unwrap().starts_with("[no more"));
+    }
 }

@@ -25,7 +25,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Connections the master keeps waiting for their request or their turn;
-/// past this the oldest silent one is closed.
+/// past this one of the uid that holds the most is closed, its oldest
+/// silent one or else its oldest (`master::turns`).
 pub const MAX_PENDING: usize = 16;
 /// Regions of one link that may exist at once: the one offered or attached,
 /// and those still held by peers that left. Past this, requests wait, then

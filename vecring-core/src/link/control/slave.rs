@@ -186,6 +186,11 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
                     "the master's backlog at {} is full",
                     socket.display()
                 )),
+                Some(libc::EACCES) | Some(libc::EPERM) => Attempt::Complain(format!(
+                    "cannot connect to {}: {e}: the master's socket is not open to this process's uid and gid \
+                     (the master's owner= names the uid:gid it opens it to, as the host sees them)",
+                    socket.display()
+                )),
                 _ => Attempt::Complain(format!("cannot connect to {}: {e}", socket.display())),
             })
         }

@@ -2,7 +2,7 @@
 //! credentials checked (and its uid's penalty, and the room for what it
 //! may pass), kept until its request comes, and its request read.
 
-use super::{describe, planted, Master, Pending};
+use super::{describe, planted, turns, Master, Pending};
 use crate::abi;
 use crate::closer::{self, PeerSocket};
 use crate::handshake::{self, Kind};
@@ -47,11 +47,7 @@ impl Master<'_> {
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }
-            if let Some(left) = self.penalties.refused(cred.uid, Instant::now()) {
-                let reason = format!(
-                    "a process of uid {} passed file descriptors; refused for another {:.0?}",
-                    cred.uid, left
-                );
+            if let Some(reason) = self.penalised(cred.uid) {
                 self.refuse(&conn, Some(&cred), Kind::Reject, &reason);
                 continue;
             }
@@ -70,11 +66,11 @@ impl Master<'_> {
     }
 
     /// Keeps a connection that passed the credential check until its
-    /// request comes (closing the oldest idle one past [`MAX_PENDING`]).
+    /// request comes; past [`MAX_PENDING`] one of the uid that holds the
+    /// most is closed ([`turns::make_room`]).
     fn park(&mut self, conn: PeerSocket, cred: libc::ucred) {
         if self.pending.len() >= MAX_PENDING {
-            // Close the oldest that has not asked yet (or the oldest).
-            let victim = self.pending.iter().position(|p| !p.requested).unwrap_or(0);
+            let victim = turns::make_room(&self.waiting(), cred.uid).unwrap_or(0);
             let old = self.pending.remove(victim);
             log::debug!(
                 "vecring: {}: closing idle connection ({}) to make room",

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant};
 mod accept;
 mod offer;
 mod penalty;
+mod turns;
 
-use penalty::Penalties;
+use penalty::{Penalties, Whom};
 
 /// Refusal lines, rate-limited ([`RateLog`]).
 #[derive(Default)]
@@ -38,6 +39,13 @@ impl Refusals {
                 format!("vecring: {label}: {}", msg())
             });
     }
+}
+
+/// Root, or the master's own uid: never penalised, since they can stop
+/// or replace the master anyway.
+fn privileged(uid: u32) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    uid == 0 || uid == unsafe { libc::geteuid() }
 }
 
 fn describe(cred: &libc::ucred) -> String {
@@ -122,6 +130,8 @@ pub(super) struct Master<'a> {
     started: Instant,
     /// Uids refused for a while after passing descriptors.
     penalties: Penalties,
+    /// The uids of the latest offers, for the next one's turn.
+    offered: turns::Offered,
     /// "not reading peers" lines: one per time the closers fill up.
     full_lines: RateLog,
     full_told: bool,
@@ -176,23 +186,47 @@ impl<'a> Master<'a> {
             budget_told: false,
             started: Instant::now(),
             penalties: Penalties::default(),
+            offered: turns::Offered::default(),
             full_lines: RateLog::default(),
             full_told: false,
         }
     }
 
     /// A process of `uid` passed descriptors: its uid is refused for a
-    /// while (see [`penalty`]), unless it is root or the master's own uid,
-    /// which can stop or replace the master anyway (refusing them would
-    /// protect nothing and lock out the host's own tools). Returns the
-    /// reason's tail.
+    /// while (see [`penalty`]; every uid, when too many offended), unless
+    /// it is root or the master's own uid, which can stop or replace the
+    /// master anyway (refusing them would protect nothing and lock out the
+    /// host's own tools). Returns the reason's tail.
     fn punish(&mut self, uid: u32) -> String {
-        // SAFETY: geteuid has no preconditions.
-        if uid == 0 || uid == unsafe { libc::geteuid() } {
+        if privileged(uid) {
             return format!("uid {uid} is not refused later (root, or the master's own)");
         }
-        let length = self.penalties.punish(uid, Instant::now());
-        format!("uid {uid} refused for {length:?}")
+        match self.penalties.punish(uid, Instant::now()) {
+            (length, Whom::Uid) => format!("uid {uid} refused for {length:?}"),
+            (length, Whom::Everyone) => format!(
+                "more than {} uids passed file descriptors: every uid but root and the master's refused for {length:?}",
+                penalty::REMEMBERED
+            ),
+        }
+    }
+
+    /// Why a connection of `uid` is refused before anything it sends is
+    /// read, if it is ([`penalty`]).
+    fn penalised(&self, uid: u32) -> Option<String> {
+        if privileged(uid) {
+            return None;
+        }
+        let (left, whom) = self.penalties.refused(uid, Instant::now())?;
+        Some(match whom {
+            Whom::Uid => format!(
+                "a process of uid {uid} passed file descriptors; refused for another {left:.0?}"
+            ),
+            Whom::Everyone => format!(
+                "processes of more than {} uids passed file descriptors; every uid but root and the master's \
+                 refused for another {left:.0?}",
+                penalty::REMEMBERED
+            ),
+        })
     }
 
     /// Whether peers may be read now ([`closer::has_room`]); says so once
@@ -227,8 +261,7 @@ impl<'a> Master<'a> {
     /// Whether it may at least ask for the link's status: also root and
     /// the master's own uid.
     fn may_ask(&self, uid: u32) -> bool {
-        // SAFETY: geteuid has no preconditions.
-        uid == 0 || uid == unsafe { libc::geteuid() } || self.may_attach(uid)
+        privileged(uid) || self.may_attach(uid)
     }
 
     fn not_allowed(&self, uid: u32) -> String {
@@ -243,8 +276,7 @@ impl<'a> Master<'a> {
     /// uid: a container has no use for them, and they tell it what runs
     /// on the host (0 stands for "not told").
     fn status(&self, asker: u32) -> LinkStatus {
-        // SAFETY: geteuid has no preconditions.
-        let told = asker == 0 || asker == unsafe { libc::geteuid() };
+        let told = privileged(asker);
         LinkStatus {
             master_pid: if told { std::process::id() as i32 } else { 0 },
             // SAFETY: geteuid has no preconditions.
@@ -263,6 +295,17 @@ impl<'a> Master<'a> {
 
     fn label(&self) -> &str {
         &self.shared.label
+    }
+
+    /// The pending connections as [`turns`] sees them, oldest first.
+    fn waiting(&self) -> Vec<turns::Waiting> {
+        self.pending
+            .iter()
+            .map(|p| turns::Waiting {
+                uid: p.cred.uid,
+                requested: p.requested,
+            })
+            .collect()
     }
 
     /// Logs a line a peer can provoke at will, at most one a second with

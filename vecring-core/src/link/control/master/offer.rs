@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 impl Master<'_> {
-    /// Makes an offer to the oldest request if the link has room for one;
-    /// refuses requests while a slave is attached.
+    /// Makes an offer to the next request ([`turns`](super::turns): of
+    /// the uid offered one least recently, its oldest) if the link has room
+    /// for one; refuses requests while a slave is attached.
     pub(super) fn serve(&mut self) {
         if self.attached.is_some() {
             while let Some(i) = self.pending.iter().position(|p| p.requested) {
@@ -38,7 +39,7 @@ impl Master<'_> {
         {
             return;
         }
-        let Some(i) = self.pending.iter().position(|p| p.requested) else {
+        let Some(i) = self.offered.next(&self.waiting()) else {
             return;
         };
         let now = Instant::now();
@@ -47,6 +48,7 @@ impl Master<'_> {
             return;
         }
         let p = self.pending.remove(i);
+        self.offered.record(p.cred.uid);
         self.generation += 1;
         let opts = RegionOptions {
             hugepages: self.config.hugepages,

@@ -407,6 +407,7 @@ const PLANS: &[Plan] = &[
         &[Term("stats", None)],
         &[WaitFor("stats", "web/eth0: up", 3), Interrupt("stats")],
     ),
+    run("docs/operations.md", "$ vecring prepare --domain app --runtime docker"),
     Plan {
         after: &[
             Interrupt("web master"),

@@ -10,7 +10,8 @@
 //! - Operations: `list` and `stats` ask each link's master for its state
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`
-//!   creates a domain directory for a container's bind mount ([`prepare`]).
+//!   creates a domain directory for a container's bind mount and says
+//!   what the runtime needs for it ([`prepare`], ids from [`userns`]).
 //! - Every option is checked against vecring-core's limits before a link
 //!   opens; `--json` gives scripts the same figures.
 //!
@@ -27,6 +28,7 @@ mod ops;
 mod prepare;
 mod tap;
 mod traffic;
+mod userns;
 mod wait;
 
 use clap::{Args, Parser, Subcommand};
@@ -118,7 +120,9 @@ enum Command {
     ///
     /// Create a domain directory before either side starts (for a
     /// container's bind mount) with the owner and mode the master accepts,
-    /// and print the LXC configuration lines for it.
+    /// and print what the container needs for it: LXC's configuration
+    /// lines, or (--runtime docker|podman) the run options and the master's
+    /// --owner.
     Prepare(prepare::PrepareArgs),
     /// Benchmark a host<->container link: pps, Mbit/s, throughput, zero loss
     ///
@@ -159,8 +163,8 @@ enum Command {
     /// Check the host (and a container) for what would stop a link
     ///
     /// Check the host: hugepages, NUMA, the run directory, stale sockets,
-    /// DPDK and the driver, and (with --domain --lxc) a container's
-    /// configuration. Exits 1 when something would stop a link.
+    /// DPDK and the driver, and (with --domain and --lxc or --container) a
+    /// container's configuration. Exits 1 when something would stop a link.
     Doctor(doctor::DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     ///

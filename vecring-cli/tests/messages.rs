@@ -299,6 +299,76 @@ fn prepare_makes_a_directory_the_master_accepts() {
 }
 
 #[test]
+fn prepare_for_a_container_runtime_refuses_what_it_cannot_map() {
+    let run_dir = scratch("prep-rt");
+    let rd = run_dir.to_str().unwrap();
+    let base = ["prepare", "--domain", "web", "--run-dir", rd];
+    let nobody_has_subids = std::fs::read_to_string("/etc/subuid")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("nobody:") || l.starts_with("65534:"));
+    let mut cases = vec![
+        (
+            vec!["--runtime", "lxd"],
+            2,
+            "invalid value 'lxd' for '--runtime",
+        ),
+        (
+            vec!["--runtime", "docker", "--owner", "1:1"],
+            1,
+            "--owner is what prepare works out for --runtime docker",
+        ),
+        (
+            vec!["--user", "1:1"],
+            1,
+            "--user is for --runtime docker or podman",
+        ),
+        (
+            vec!["--runtime", "docker", "--rootless=nobody", "--keep-id"],
+            1,
+            "--keep-id is podman's --userns=keep-id",
+        ),
+        (
+            vec!["--runtime", "podman", "--userns-remap"],
+            1,
+            "--userns-remap is a dockerd setting",
+        ),
+        (
+            vec!["--runtime", "docker", "--userns-remap=no-such-user-here"],
+            1,
+            "no user 'no-such-user-here' on this host",
+        ),
+    ];
+    if !nobody_has_subids {
+        // A rootless user without subordinate ids has only its root mapped.
+        cases.push((
+            vec!["--runtime", "podman", "--rootless=nobody"],
+            1,
+            "id 1000 in the container is not mapped: nobody has no subordinate ids in /etc/subuid",
+        ));
+    }
+    for (args, want_code, want) in cases {
+        let all: Vec<&str> = base.iter().copied().chain(args.iter().copied()).collect();
+        let (code, _, err) = run(&all, QUICK);
+        assert_eq!(code, want_code, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!run_dir.exists(), "{args:?} made {}", run_dir.display());
+    }
+    // Its root is the user: mapped without subordinate ids.
+    let (code, out, err) = run(
+        &[
+            &base[..],
+            &["--runtime", "podman", "--rootless=nobody", "--user", "0:0"],
+        ]
+        .concat(),
+        QUICK,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("the master: --owner 65534:"), "{out}");
+    std::fs::remove_dir_all(&run_dir).unwrap();
+}
+
+#[test]
 fn txonly_reports_what_the_peer_took() {
     let run_dir = scratch("pair");
     let rd = run_dir.to_str().unwrap();

@@ -1,5 +1,6 @@
 //! Who a container is on the host: the host uids and gids its
-//! `lxc.idmap` lines give it.
+//! `lxc.idmap` lines give it, or (Docker, Podman) its init process's
+//! `/proc/<pid>/uid_map` and `gid_map`.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -55,6 +56,67 @@ impl IdMap {
         map
     }
 
+    /// The maps of a process's user namespace (`/proc/<pid>/uid_map` and
+    /// `gid_map`: inside id, host id, count per line).
+    pub(super) fn from_proc(uid_map: &str, gid_map: &str) -> IdMap {
+        let ranges = |text: &str| {
+            text.lines()
+                .filter_map(|l| {
+                    let f: Vec<u32> = l
+                        .split_whitespace()
+                        .filter_map(|n| n.parse().ok())
+                        .collect();
+                    let [inside, host, count] = f[..] else {
+                        return None;
+                    };
+                    Some(Range {
+                        inside,
+                        host,
+                        count,
+                    })
+                })
+                .collect()
+        };
+        IdMap {
+            uids: ranges(uid_map),
+            gids: ranges(gid_map),
+        }
+    }
+
+    fn to_host(ranges: &[Range], inside: u32) -> Option<u32> {
+        ranges.iter().find_map(|r| {
+            let off = inside.checked_sub(r.inside)?;
+            (off < r.count).then(|| r.host.checked_add(off)).flatten()
+        })
+    }
+
+    fn to_inside(ranges: &[Range], host: u32) -> Option<u32> {
+        ranges.iter().find_map(|r| {
+            let off = host.checked_sub(r.host)?;
+            (off < r.count).then(|| r.inside.checked_add(off)).flatten()
+        })
+    }
+
+    /// The host uid of the container's uid `inside`, when it is mapped.
+    pub(super) fn host_uid(&self, inside: u32) -> Option<u32> {
+        Self::to_host(&self.uids, inside)
+    }
+
+    /// The host gid of the container's gid `inside`, when it is mapped.
+    pub(super) fn host_gid(&self, inside: u32) -> Option<u32> {
+        Self::to_host(&self.gids, inside)
+    }
+
+    /// The container's uid that is the host's `host`, when it has one.
+    pub(super) fn inside_uid(&self, host: u32) -> Option<u32> {
+        Self::to_inside(&self.uids, host)
+    }
+
+    /// The container's gid that is the host's `host`, when it has one.
+    pub(super) fn inside_gid(&self, host: u32) -> Option<u32> {
+        Self::to_inside(&self.gids, host)
+    }
+
     /// The host uid the container's root is, when it is mapped.
     pub(super) fn root(&self) -> Option<u32> {
         self.uids.iter().find(|r| r.inside == 0).map(|r| r.host)
@@ -94,5 +156,24 @@ mod tests {
         assert!(!m.privileged());
         assert_eq!(m.root(), Some(100000));
         assert!(IdMap::parse("lxc.uts.name = x\n").privileged());
+    }
+
+    #[test]
+    fn proc_maps_translate_both_ways() {
+        // Rootless podman: its root is 1000, 1.. are 100000 on.
+        let m = IdMap::from_proc(
+            "         0       1000          1\n         1     100000      65536\n",
+            "0 1000 1\n1 100000 65536\n",
+        );
+        assert_eq!(m.host_uid(0), Some(1000));
+        assert_eq!(m.host_uid(1000), Some(100_999));
+        assert_eq!(m.host_uid(65537), None);
+        assert_eq!(m.inside_uid(100_999), Some(1000));
+        assert_eq!(m.inside_gid(1000), Some(0));
+        assert_eq!(m.inside_uid(5), None);
+        // No user namespace: the whole range, each id itself.
+        let all = IdMap::from_proc("0 0 4294967295\n", "0 0 4294967295\n");
+        assert_eq!(all.host_uid(4_294_967_294), Some(4_294_967_294));
+        assert_eq!(all.host_gid(7), Some(7));
     }
 }

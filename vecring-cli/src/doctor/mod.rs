@@ -3,29 +3,45 @@
 //! something would stop a link from working.
 
 use crate::escape::{printable, shell_quote};
-use clap::Args;
+use clap::{ArgGroup, Args};
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+mod container;
+mod dpdk_container;
 mod dpdk_lxc;
 mod fix;
 mod idmap;
+mod inspect;
 mod lxc;
+mod rootfs;
 
 /// Options of `vecring doctor`.
 #[derive(Args)]
+#[command(group(ArgGroup::new("target").args(["lxc", "container"])))]
 pub struct DoctorArgs {
     /// Parent of the domain directories.
     #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
     run_dir: PathBuf,
-    /// With --lxc: the domain the container's links live in.
-    #[arg(long, requires = "lxc")]
+    /// With --lxc or --container: the domain the container's links live in.
+    #[arg(long, requires = "target")]
     domain: Option<String>,
     /// Check the LXC container NAME's configuration for what the domain
     /// needs (mount entry, id map) and print the lines it lacks.
     #[arg(long, requires = "domain", value_name = "NAME")]
     lxc: Option<String>,
+    /// Check the running Docker or Podman container NAME (found by asking
+    /// docker, then podman) for what the domain needs: the mount, its
+    /// user against the link sockets, its LSM profile, and for a DPDK
+    /// image the runtime directory, drivers and hugepages.
+    #[arg(long, requires = "domain", value_name = "NAME")]
+    container: Option<String>,
+    /// With --container: the links to compare with its user (repeatable;
+    /// default: every socket in the domain directory, which a user other
+    /// than its owner cannot list).
+    #[arg(long, requires = "container", value_name = "NAME")]
+    link: Vec<String>,
     /// Where LXC keeps its containers (as lxc-* -P).
     #[arg(long, default_value = fix::DEFAULT_LXC_PATH)]
     lxc_path: PathBuf,
@@ -419,6 +435,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<bool, String> {
     dpdk(&mut r);
     if let (Some(domain), Some(name)) = (&args.domain, &args.lxc) {
         lxc::lxc(&mut r, args, domain, name);
+    }
+    if let (Some(domain), Some(name)) = (&args.domain, &args.container) {
+        container::container(&mut r, args, domain, name);
     }
     let healthy = r.0.iter().all(|f| f.level != Level::Fail);
     if args.json {

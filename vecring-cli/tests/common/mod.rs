@@ -3,6 +3,9 @@
 // Each test file uses what it needs of this module.
 #![allow(dead_code, unused_imports)]
 
+pub mod containers;
+pub mod doctoring;
+
 use std::path::PathBuf;
 use std::process::Child;
 

@@ -416,6 +416,10 @@ const PLANS: &[Plan] = &[
         ],
         ..run("docs/operations.md", "$ vecring doctor")
     },
+    run(
+        "docs/operations.md",
+        "mkdir -p /etc/bash_completion.d && vecring completions bash",
+    ),
     // docs/operations.md, `vecring tap`: the host and a namespace c1.
     run("docs/operations.md", "ip netns add c1"),
     steps(

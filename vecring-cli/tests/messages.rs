@@ -246,6 +246,51 @@ fn a_slave_the_socket_is_closed_to_is_told_why() {
     let _ = std::fs::remove_dir_all(&run_dir);
 }
 
+/// `--help` lists each command in one line; the completion scripts and
+/// man pages come from the same definitions and name every command.
+#[test]
+fn help_completions_and_man_pages_name_every_command() {
+    let commands = [
+        "stress", "txonly", "rxonly", "prepare", "bench", "agent", "tap", "list", "stats", "doctor",
+    ];
+    let (code, out, _) = run(&["--help"], QUICK);
+    assert_eq!(code, 0);
+    for c in commands {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{c} ")))
+            .unwrap_or_else(|| panic!("{c} not in --help:\n{out}"));
+        assert!(line.len() <= 100, "a long line for {c}: {line}");
+    }
+    for (shell, marker) in [
+        ("bash", "complete -F _vecring"),
+        ("zsh", "#compdef vecring"),
+        ("fish", "complete -c vecring"),
+    ] {
+        let (code, out, err) = run(&["completions", shell], QUICK);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(marker), "{shell}: {out}");
+        for c in commands {
+            assert!(out.contains(c), "{shell} completion lacks {c}");
+        }
+    }
+    let dir = scratch("man");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (code, out, err) = run(&["manpages", dir.to_str().unwrap()], QUICK);
+    assert_eq!(code, 0, "{err}");
+    let page = std::fs::read_to_string(dir.join("vecring.1")).unwrap();
+    assert!(page.contains(".TH vecring"), "{page}");
+    for c in commands {
+        let name = format!("vecring-{c}.1");
+        assert!(out.contains(&name), "{out}");
+        assert!(dir.join(&name).is_file(), "{name}");
+    }
+    let (code, _, err) = run(&["manpages", "/nonexistent/dir"], QUICK);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a directory"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn prepare_makes_a_directory_the_master_accepts() {
     let run_dir = scratch("prep");

@@ -16,6 +16,7 @@
 //! the ratios ([`rig`], [`table`]).
 
 mod container;
+mod image;
 mod peer;
 mod placement;
 mod rig;
@@ -67,11 +68,16 @@ pub struct ForwardArgs {
     /// (--forward).
     #[arg(long, default_value_t = 5.0)]
     verify_seconds: f64,
-    /// Container: auto, unprivileged, privileged or namespaces (--forward;
-    /// DPDK far sides need hugepages, so auto gives them a privileged
-    /// container).
+    /// Container: auto, unprivileged, privileged, namespaces or docker
+    /// (--forward; DPDK far sides need hugepages in LXC, so auto gives
+    /// them a privileged container; in Docker they run without).
     #[arg(long, default_value = "auto")]
     container: Isolation,
+    /// The Docker far side's image, as scripts/image.sh makes it (default:
+    /// one made for the run and removed after it) (--forward, --container
+    /// docker).
+    #[arg(long)]
+    docker_image: Option<String>,
     /// The DPDK agent (default: vecring-dpdk-agent beside this program;
     /// `benches/dpdk-agent/build.sh` builds it) (--forward).
     #[arg(long)]
@@ -196,6 +202,15 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
             fwd.pmd.display()
         ));
     }
+    let link_isolation = container::resolve(fwd.container, false)?;
+    let dpdk_isolation = container::resolve(fwd.container, true)?;
+    let docker = fwd.container == Isolation::Docker;
+    if docker && fwd.ports.contains(&Port::Memif) {
+        return Err("--ports memif with --container docker: the far side's image holds eth_vecring only, and memif's client needs hugepages in its container; measure memif with --container privileged".into());
+    }
+    if !docker && fwd.docker_image.is_some() {
+        return Err("--docker-image is for --container docker".into());
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err("vecring bench --forward starts containers: run it as root".into());
@@ -219,6 +234,19 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         cleanup();
         format!("{}: {e}", run_dir.display())
     })?;
+    let image = if docker {
+        let programs = image::Programs {
+            dpdk,
+            testpmd: &fwd.testpmd,
+            dpdk_agent: &dpdk_agent,
+            tool: &tool,
+        };
+        let i = image::Image::prepare(fwd.docker_image.as_deref(), &scratch, &programs)
+            .inspect_err(|_| cleanup())?;
+        Some(i)
+    } else {
+        None
+    };
     let mut cx = Context {
         run_dir: run_dir.clone(),
         scratch: scratch.clone(),
@@ -226,8 +254,9 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         dpdk_agent,
         pmd: fwd.pmd.clone(),
         testpmd: fwd.testpmd.clone(),
-        link_isolation: container::resolve(fwd.container, false)?,
-        dpdk_isolation: container::resolve(fwd.container, true)?,
+        link_isolation,
+        dpdk_isolation,
+        image: image.as_ref().map_or(String::new(), |i| i.tag.clone()),
         host_cpu,
         far_cpu,
         gen: fwd.gen.clone(),
@@ -248,6 +277,9 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     };
     table::heading(args, fwd, &cx, &plan);
     let result = measure_all(args, fwd, &mut cx, &plan, sizes);
+    if let Some(i) = &image {
+        i.remove();
+    }
     cleanup();
     let rows = result?;
     table::finish(args, fwd, &cx, &plan, &rows);

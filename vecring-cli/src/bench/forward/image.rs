@@ -115,7 +115,11 @@ impl Image {
                 .arg(programs.tool)
                 .args(["--add", "stdbuf"]);
         } else {
-            build.arg("vecring").arg(&rootfs).arg("--tool").arg(programs.tool);
+            build
+                .arg("vecring")
+                .arg(&rootfs)
+                .arg("--tool")
+                .arg(programs.tool);
         }
         let out = build
             .stdin(Stdio::null())
@@ -131,7 +135,8 @@ impl Image {
             // stdbuf preloads this library by its path.
             let to = rootfs.join(LIBSTDBUF.trim_start_matches('/'));
             if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
             }
             std::fs::copy(LIBSTDBUF, &to)
                 .map_err(|e| format!("{LIBSTDBUF} (stdbuf's library, for the image): {e}"))?;

@@ -1,6 +1,7 @@
 //! `vecring bench --forward`: the forwarding benchmark. The host side
 //! generates numbered, time-stamped UDP frames on a port; the far side, in
-//! a real container ([`container`]), swaps MACs and sends each frame back
+//! a real container ([`container`]: LXC, or Docker with an image made for
+//! the run, [`image`]), swaps MACs and sends each frame back
 //! (or, one way, only counts, or generates itself); the host side counts
 //! what returns. Per frame size: the generator's and the container's
 //! rates, throughput, loss, reordering and duplicates; the zero-loss and

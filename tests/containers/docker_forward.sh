@@ -8,11 +8,12 @@
 # back (macswap), for 1 s unthrottled, at 64 and 1514 bytes.
 #
 # Run twice: with the image the tool makes for the run (scripts/image.sh)
-# and its table, which must have the guide's columns (generator TX and RX
+# and its table (testpmd in macswap mode), which must have the guide's columns (generator TX and RX
 # in pps and Mbit/s, container RX and TX in pps, throughput %) filled with
 # numbers, the container's RX rate the generator's TX rate and the
 # generator's RX rate the container's TX rate; then with the image
-# docs/containers.md makes (--docker-image), as JSON: every count exact
+# docs/containers.md makes (--docker-image), testpmd in io mode (each
+# frame back as received), as JSON: every count exact
 # (the container received every frame the generator sent, the generator
 # every frame the container sent back; what the generator lost is what
 # the container's testpmd did not send back, nothing else), and nothing
@@ -78,11 +79,11 @@ test_forward_table() {
 			"$(table_cell "$r" 7)" "$(table_cell "$r" 10)"
 	done
 
-	# The counts, exact, with the image of docs/containers.md.
+	# The counts, exact, with the image of docs/containers.md, in io mode.
 	json=$WORK/forward-table.json
 	DOCKER_HOST=unix://$DOCKER_DIR/docker.sock timeout --kill-after=5 120 \
 		"$vecring" bench --forward --container docker --docker-image vecring-testpmd:import \
-		--ports vecring --sizes 64 --seconds 1 --trial-seconds 0 --json >"$json" 2>"$WORK/forward-table.err"
+		--forward-mode io --ports vecring --sizes 64 --seconds 1 --trial-seconds 0 --json >"$json" 2>"$WORK/forward-table.err"
 	if [ $? -ne 0 ]; then
 		fail "forward_table: vecring bench --forward --docker-image vecring-testpmd:import failed"
 		sed 's/^/    /' "$WORK/forward-table.err"
@@ -93,12 +94,13 @@ test_forward_table() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = d["rows"][0]
-print(d["container_image"], r["error"], r["offered"], r["gen_tx"], r["container_rx"], r["container_tx"], r["gen_rx"], r["lost"], r["duplicated"], r["bad"])
+print(d["container_image"], d["forward_mode"], r["error"], r["offered"], r["gen_tx"], r["container_rx"], r["container_tx"], r["gen_rx"], r["lost"], r["duplicated"], r["bad"])
 ' "$json") || { fail "forward_table: unreadable JSON"; sed 's/^/    /' "$json"; return; }
-	local image err offered gen_tx ctr_rx ctr_tx gen_rx lost dup badf
-	read -r image err offered gen_tx ctr_rx ctr_tx gen_rx lost dup badf <<<"$counts"
+	local image mode err offered gen_tx ctr_rx ctr_tx gen_rx lost dup badf
+	read -r image mode err offered gen_tx ctr_rx ctr_tx gen_rx lost dup badf <<<"$counts"
 	log "forward_table: offered $offered, generator TX $gen_tx RX $gen_rx, container RX $ctr_rx TX $ctr_tx, lost $lost"
 	expect_eq "forward_table: --docker-image runs the image given" "$image" vecring-testpmd:import
+	expect_eq "forward_table: --forward-mode io" "$mode" io
 	expect_eq "forward_table: the row has figures" "$err" None
 	expect_gt "forward_table: the generator sent" "$gen_tx" 0
 	expect_eq "forward_table: the generator sent every frame it offered" "$gen_tx" "$offered"

@@ -466,6 +466,10 @@ fn forward_bench_refuses_short_trials_and_bad_sizes() {
             "--ports memif with --container docker: the far side's image holds eth_vecring only",
         ),
         (
+            &["--forward-mode=io"][..],
+            "--forward-mode io: on link ports the container's side is the vecring agent",
+        ),
+        (
             &["--docker-image=vecring-testpmd"][..],
             "--docker-image is for --container docker",
         ),

@@ -11,7 +11,7 @@
 //!
 //! The same harness drives a Rust link (`vecring agent` at both ends) and
 //! DPDK ports (`benches/dpdk-agent` on the host, `dpdk-testpmd
-//! --forward-mode=macswap` in the container) of either kind, eth_vecring
+//! --forward-mode=macswap` or `io` in the container) of either kind, eth_vecring
 //! or net_memif; with several ports, each size is measured on each in
 //! turn, the order alternating from round to round, and the report gives
 //! the ratios ([`rig`], [`table`]).
@@ -30,7 +30,7 @@ use crate::agent::frame::MIN_SIZE;
 use crate::agent::histogram::Histogram;
 use clap::Args;
 use container::Isolation;
-use rig::{Context, Direction, Port, Rig, Trial};
+use rig::{Context, Direction, FwdMode, Port, Rig, Trial};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use vecring_core::HugepagePolicy;
@@ -89,6 +89,12 @@ pub struct ForwardArgs {
     /// testpmd (--forward).
     #[arg(long, default_value = "dpdk-testpmd")]
     testpmd: String,
+    /// How the container's testpmd sends each frame back (DPDK ports,
+    /// direction both): macswap, or io (as received; the generator then
+    /// addresses its frames to its own MAC, which it checks on return)
+    /// (--forward).
+    #[arg(long, default_value = "macswap")]
+    forward_mode: FwdMode,
     #[command(flatten)]
     gen: GenArgs,
 }
@@ -209,6 +215,9 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     if docker && fwd.ports.contains(&Port::Memif) {
         return Err("--ports memif with --container docker: the far side's image holds eth_vecring only, and memif's client needs hugepages in its container; measure memif with --container privileged".into());
     }
+    if fwd.forward_mode == FwdMode::Io && fwd.ports.contains(&Port::Link) {
+        return Err("--forward-mode io: on link ports the container's side is the vecring agent, which swaps MACs; give DPDK ports (--ports vecring,memif)".into());
+    }
     if !docker && fwd.docker_image.is_some() {
         return Err("--docker-image is for --container docker".into());
     }
@@ -255,12 +264,20 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         dpdk_agent,
         pmd: fwd.pmd.clone(),
         testpmd: fwd.testpmd.clone(),
+        fwd_mode: fwd.forward_mode,
         link_isolation,
         dpdk_isolation,
         image: image.as_ref().map_or(String::new(), |i| i.tag.clone()),
         host_cpu,
         far_cpu,
-        gen: fwd.gen.clone(),
+        gen: {
+            let mut g = fwd.gen.clone();
+            if fwd.forward_mode == FwdMode::Io {
+                // testpmd's io mode sends each frame back unchanged.
+                g.dst_mac = g.src_mac;
+            }
+            g
+        },
         slots: fwd.slots,
         memif_rsize: fwd.memif_rsize,
         hugepages: match args.hugepages {

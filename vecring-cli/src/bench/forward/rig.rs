@@ -5,7 +5,7 @@
 //! | port | host side | container side |
 //! |---|---|---|
 //! | `link` | `vecring agent` (master) | `vecring agent` (slave) |
-//! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap`, or `vecring-dpdk-agent` for one-way runs |
+//! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap` (or `io`), or `vecring-dpdk-agent` for one-way runs |
 //!
 //! Direction `both`: the host generates, the container swaps MACs and
 //! sends every frame back, the host counts what returns (round-trip
@@ -50,6 +50,25 @@ impl Port {
     }
 }
 
+/// How the container's testpmd sends each frame back.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
+pub enum FwdMode {
+    /// Source and destination MACs swapped.
+    Macswap,
+    /// As received (the generator addresses its frames to itself).
+    Io,
+}
+
+impl FwdMode {
+    /// testpmd's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FwdMode::Macswap => "macswap",
+            FwdMode::Io => "io",
+        }
+    }
+}
+
 /// Which way the frames go.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
 pub enum Direction {
@@ -83,6 +102,8 @@ pub struct Context {
     pub dpdk_agent: PathBuf,
     pub pmd: PathBuf,
     pub testpmd: String,
+    /// testpmd's forwarding mode.
+    pub fwd_mode: FwdMode,
     /// The containers for Rust and for DPDK far sides.
     pub link_isolation: Isolation,
     pub dpdk_isolation: Isolation,
@@ -261,7 +282,7 @@ impl Rig {
             if testpmd {
                 far.args([
                     "-i",
-                    "--forward-mode=macswap",
+                    &format!("--forward-mode={}", cx.fwd_mode.name()),
                     "--auto-start",
                     "--txd=1024",
                     "--rxd=1024",

@@ -61,12 +61,12 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
             ),
             Port::Vecring => (
                 "vecring-dpdk-agent on eth_vecring",
-                "dpdk-testpmd macswap on eth_vecring",
+                &*format!("dpdk-testpmd {} on eth_vecring", cx.fwd_mode.name()),
                 cx.dpdk_isolation,
             ),
             Port::Memif => (
                 "vecring-dpdk-agent on net_memif",
-                "dpdk-testpmd macswap on net_memif",
+                &*format!("dpdk-testpmd {} on net_memif", cx.fwd_mode.name()),
                 cx.dpdk_isolation,
             ),
         };
@@ -424,6 +424,7 @@ fn json(
     });
     // The far side's Docker image, when it ran in one.
     doc["container_image"] = (!cx.image.is_empty()).then_some(cx.image.as_str()).into();
+    doc["forward_mode"] = cx.fwd_mode.name().into();
     doc
 }
 

@@ -3,7 +3,11 @@
 //! reaches the link only through its bind-mounted directory, as
 //! `docs/lxc.md` describes; unprivileged (its root is uid 100000 on the
 //! host) when the host maps that range, else privileged; and, only when
-//! LXC is missing, new namespaces made with `unshare`.
+//! LXC is missing, new namespaces made with `unshare`. Or, asked for
+//! (`--container docker`), a Docker container of an image holding the far
+//! side's programs ([`super::image`]), run as `docs/containers.md` runs
+//! one: no network, no capability, no new privileges, the link's
+//! directory bound in.
 
 use super::image::{docker, DOCKER};
 use clap::ValueEnum;

@@ -274,6 +274,12 @@ const PLANS: &[Plan] = &[
         after: &[Shell(DOCKERD_STOP)],
         ..run(CTR, "docker rmi vecring-testpmd")
     },
+    Plan {
+        how: How::Excluded(
+            "a benchmark: it busy-polls both CPUs, and the container's image is made from the build tree; tests/containers/docker.sh (case forward_table) runs this command with a private dockerd and checks the table and every count",
+        ),
+        ..run(CTR, "bash benches/dpdk-agent/build.sh\ntarget/release/vecring bench --forward --container docker")
+    },
     // docs/containers.md, "Podman": the same commands and flags run in
     // tests/containers/podman.sh (scripts/test.sh), with Podman's storage
     // in that test's own directory.

@@ -37,9 +37,15 @@
 #   ovs          Docker -> Open vSwitch -> Docker: two such containers on
 #                two eth_vecring ports of a private OVS, frames both ways,
 #                counts exact (docker_ovs.sh)
+#   forward_table  "forward traffic in Docker": `vecring bench --forward
+#                --container docker`, a generator on the host, testpmd
+#                forwarding in a container; its table has the guide's
+#                columns with numbers, and every count adds up
+#                (docker_forward.sh)
 #   userns       a dockerd with --userns-remap: the master's owner= for the
 #                container's user as the host numbers it, and what each
-#                side sees of the other (docker_userns.sh)
+#                side sees of the other (docker_userns.sh; last: it
+#                replaces the daemon of the other cases)
 #
 # Usage: tests/containers/docker.sh [CASE...]   (as root, after
 #        scripts/test.sh's build: the vecring tool, the driver installed in
@@ -92,6 +98,8 @@ die() {
 . "$ROOT/tests/containers/docker_userns.sh"
 # shellcheck source=tests/containers/docker_memory.sh
 . "$ROOT/tests/containers/docker_memory.sh"
+# shellcheck source=tests/containers/docker_forward.sh
+. "$ROOT/tests/containers/docker_forward.sh"
 
 cleanup() {
 	local p
@@ -112,7 +120,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CASES=(image host_to_ctr ctr_to_host forward wrong_owner memory ovs userns)
+CASES=(image host_to_ctr ctr_to_host forward wrong_owner memory ovs forward_table userns)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${CASES[@]}")
 for t in "${TESTS[@]}"; do

@@ -457,6 +457,22 @@ fn forward_bench_refuses_short_trials_and_bad_sizes() {
             &["--master-cpu=1", "--slave-cpu=1"][..],
             "CPU 1 for both sides",
         ),
+        (
+            &[
+                "--container=docker",
+                "--ports=memif",
+                "--dpdk-agent=/bin/true",
+            ][..],
+            "--ports memif with --container docker: the far side's image holds eth_vecring only",
+        ),
+        (
+            &["--forward-mode=io"][..],
+            "--forward-mode io: on link ports the container's side is the vecring agent",
+        ),
+        (
+            &["--docker-image=vecring-testpmd"][..],
+            "--docker-image is for --container docker",
+        ),
     ] {
         let out = Command::new(TOOL)
             .args(["bench", "--forward"])

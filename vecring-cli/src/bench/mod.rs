@@ -82,11 +82,11 @@ pub struct BenchArgs {
     /// the table.
     #[arg(long)]
     csv: bool,
-    /// The forwarding benchmark: the far side, in a real LXC container,
-    /// sends every frame back (or, with --directions, one way), with
-    /// RFC 2544 searches, latency histograms and, with --ports, DPDK's
-    /// eth_vecring and net_memif in the same harness. The options marked
-    /// (--forward) shape it.
+    /// The forwarding benchmark: the far side, in a real LXC container (or
+    /// a Docker one: --container docker), sends every frame back (or, with
+    /// --directions, one way), with RFC 2544 searches, latency histograms
+    /// and, with --ports, DPDK's eth_vecring and net_memif in the same
+    /// harness. The options marked (--forward) shape it.
     #[arg(long)]
     forward: bool,
     #[command(flatten)]

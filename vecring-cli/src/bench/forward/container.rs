@@ -3,8 +3,13 @@
 //! reaches the link only through its bind-mounted directory, as
 //! `docs/lxc.md` describes; unprivileged (its root is uid 100000 on the
 //! host) when the host maps that range, else privileged; and, only when
-//! LXC is missing, new namespaces made with `unshare`.
+//! LXC is missing, new namespaces made with `unshare`. Or, asked for
+//! (`--container docker`), a Docker container of an image holding the far
+//! side's programs ([`super::image`]), run as `docs/containers.md` runs
+//! one: no network, no capability, no new privileges, the link's
+//! directory bound in.
 
+use super::image::{docker, DOCKER};
 use clap::ValueEnum;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +30,10 @@ pub enum Isolation {
     Privileged,
     /// New mount, UTS, IPC, network and PID namespaces (no LXC).
     Namespaces,
+    /// A Docker container (/usr/bin/docker, the daemon DOCKER_HOST names):
+    /// --network none, --cap-drop ALL, no-new-privileges; DPDK far sides
+    /// without hugepages (--no-huge).
+    Docker,
 }
 
 /// A container set-up: its configuration file and what it is.
@@ -32,6 +41,10 @@ pub struct Container {
     pub kind: Isolation,
     conf: PathBuf,
     name: String,
+    /// The bind-mounted directory (Docker's -v).
+    shared: PathBuf,
+    /// Docker's image.
+    image: String,
 }
 
 /// Whether `file` (/etc/subuid or /etc/subgid) gives root the range an
@@ -67,6 +80,9 @@ pub fn resolve(asked: Isolation, dpdk: bool) -> Result<Isolation, String> {
         Isolation::Unprivileged | Isolation::Privileged if !lxc_present() => {
             Err("lxc-execute not found: install Debian's lxc (scripts/setup.sh does)".into())
         }
+        Isolation::Docker if !Path::new(DOCKER).exists() => Err(format!(
+            "{DOCKER} not found: install Debian's docker.io (scripts/setup.sh does)"
+        )),
         Isolation::Unprivileged if !mapped => Err(format!(
             "an unprivileged container needs root:{MAPPED_ROOT}:65536 in /etc/subuid and /etc/subgid"
         )),
@@ -82,6 +98,9 @@ impl Isolation {
             Isolation::Unprivileged => "an unprivileged LXC container (root = uid 100000)",
             Isolation::Privileged => "a privileged LXC container",
             Isolation::Namespaces => "new namespaces (LXC not installed)",
+            Isolation::Docker => {
+                "a Docker container (--network none, --cap-drop ALL, no-new-privileges)"
+            }
         }
     }
 }
@@ -89,11 +108,18 @@ impl Isolation {
 impl Container {
     /// Writes the configuration of a container of `kind` named `name`
     /// into `scratch`, bind-mounting `shared` (a directory holding the
-    /// link's socket) at the same path inside.
+    /// link's socket) at the same path inside; a Docker container's is
+    /// `image`.
     ///
     /// # Errors
     /// The file could not be written.
-    pub fn new(kind: Isolation, name: &str, scratch: &Path, shared: &Path) -> Result<Self, String> {
+    pub fn new(
+        kind: Isolation,
+        name: &str,
+        scratch: &Path,
+        shared: &Path,
+        image: &str,
+    ) -> Result<Self, String> {
         let conf = scratch.join(format!("{name}.conf"));
         let inside = shared.strip_prefix("/").unwrap_or(shared).display();
         // The host's root file system (lxc.rootfs.path empty), no network
@@ -114,19 +140,51 @@ impl Container {
                 "lxc.idmap = u 0 {MAPPED_ROOT} 65536\nlxc.idmap = g 0 {MAPPED_ROOT} 65536\n"
             );
         }
-        if kind != Isolation::Namespaces {
+        if !matches!(kind, Isolation::Namespaces | Isolation::Docker) {
             std::fs::write(&conf, c).map_err(|e| format!("{}: {e}", conf.display()))?;
         }
         Ok(Self {
             kind,
             conf,
             name: name.to_string(),
+            shared: shared.to_path_buf(),
+            image: image.to_string(),
         })
+    }
+
+    /// The path the container runs `program` (a path or a name in PATH)
+    /// by: the host's, but for Docker, whose image has each program in
+    /// /bin.
+    pub fn inside(&self, program: &str) -> String {
+        match self.kind {
+            Isolation::Docker => {
+                let name = Path::new(program)
+                    .file_name()
+                    .map_or(program.into(), |n| n.to_string_lossy());
+                format!("/bin/{name}")
+            }
+            _ => program.to_string(),
+        }
     }
 
     /// A command running `program args` inside the container.
     pub fn command(&self, program: &Path) -> Command {
         match self.kind {
+            Isolation::Docker => {
+                let shared = self.shared.display();
+                let mut c = Command::new(DOCKER);
+                c.args(["run", "--rm", "-i", "--name", &self.name])
+                    .args(["--network", "none", "--cap-drop", "ALL"])
+                    .args(["--security-opt", "no-new-privileges"])
+                    // The client passes the output on; the daemon keeps
+                    // no log of it.
+                    .args(["--log-driver", "none"])
+                    .arg("-v")
+                    .arg(format!("{shared}:{shared}"))
+                    .arg(&self.image)
+                    .arg(self.inside(&program.to_string_lossy()));
+                c
+            }
             Isolation::Namespaces => {
                 let mut c = Command::new("unshare");
                 c.args([
@@ -143,6 +201,16 @@ impl Container {
                     .arg(program);
                 c
             }
+        }
+    }
+}
+
+impl Drop for Container {
+    /// A Docker far side whose client was killed leaves its container
+    /// running: it goes with the set-up.
+    fn drop(&mut self) {
+        if self.kind == Isolation::Docker {
+            let _ = docker(&["rm", "-f", &self.name]);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `vecring bench --forward`: the forwarding benchmark. The host side
 //! generates numbered, time-stamped UDP frames on a port; the far side, in
-//! a real container ([`container`]), swaps MACs and sends each frame back
+//! a real container ([`container`]: LXC, or Docker with an image made for
+//! the run, [`image`]), swaps MACs and sends each frame back
 //! (or, one way, only counts, or generates itself); the host side counts
 //! what returns. Per frame size: the generator's and the container's
 //! rates, throughput, loss, reordering and duplicates; the zero-loss and
@@ -10,12 +11,13 @@
 //!
 //! The same harness drives a Rust link (`vecring agent` at both ends) and
 //! DPDK ports (`benches/dpdk-agent` on the host, `dpdk-testpmd
-//! --forward-mode=macswap` in the container) of either kind, eth_vecring
+//! --forward-mode=macswap` or `io` in the container) of either kind, eth_vecring
 //! or net_memif; with several ports, each size is measured on each in
 //! turn, the order alternating from round to round, and the report gives
 //! the ratios ([`rig`], [`table`]).
 
 mod container;
+mod image;
 mod peer;
 mod placement;
 mod rig;
@@ -28,7 +30,7 @@ use crate::agent::frame::MIN_SIZE;
 use crate::agent::histogram::Histogram;
 use clap::Args;
 use container::Isolation;
-use rig::{Context, Direction, Port, Rig, Trial};
+use rig::{Context, Direction, FwdMode, Port, Rig, Trial};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use vecring_core::HugepagePolicy;
@@ -67,11 +69,16 @@ pub struct ForwardArgs {
     /// (--forward).
     #[arg(long, default_value_t = 5.0)]
     verify_seconds: f64,
-    /// Container: auto, unprivileged, privileged or namespaces (--forward;
-    /// DPDK far sides need hugepages, so auto gives them a privileged
-    /// container).
+    /// Container: auto, unprivileged, privileged, namespaces or docker
+    /// (--forward; DPDK far sides need hugepages in LXC, so auto gives
+    /// them a privileged container; in Docker they run without).
     #[arg(long, default_value = "auto")]
     container: Isolation,
+    /// The Docker far side's image, as scripts/image.sh makes it (default:
+    /// one made for the run and removed after it) (--forward, --container
+    /// docker).
+    #[arg(long)]
+    docker_image: Option<String>,
     /// The DPDK agent (default: vecring-dpdk-agent beside this program;
     /// `benches/dpdk-agent/build.sh` builds it) (--forward).
     #[arg(long)]
@@ -82,6 +89,12 @@ pub struct ForwardArgs {
     /// testpmd (--forward).
     #[arg(long, default_value = "dpdk-testpmd")]
     testpmd: String,
+    /// How the container's testpmd sends each frame back (DPDK ports,
+    /// direction both): macswap, or io (as received; the generator then
+    /// addresses its frames to its own MAC, which it checks on return)
+    /// (--forward).
+    #[arg(long, default_value = "macswap")]
+    forward_mode: FwdMode,
     #[command(flatten)]
     gen: GenArgs,
 }
@@ -196,6 +209,18 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
             fwd.pmd.display()
         ));
     }
+    let link_isolation = container::resolve(fwd.container, false)?;
+    let dpdk_isolation = container::resolve(fwd.container, true)?;
+    let docker = fwd.container == Isolation::Docker;
+    if docker && fwd.ports.contains(&Port::Memif) {
+        return Err("--ports memif with --container docker: the far side's image holds eth_vecring only, and memif's client needs hugepages in its container; measure memif with --container privileged".into());
+    }
+    if fwd.forward_mode == FwdMode::Io && fwd.ports.contains(&Port::Link) {
+        return Err("--forward-mode io: on link ports the container's side is the vecring agent, which swaps MACs; give DPDK ports (--ports vecring,memif)".into());
+    }
+    if !docker && fwd.docker_image.is_some() {
+        return Err("--docker-image is for --container docker".into());
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err("vecring bench --forward starts containers: run it as root".into());
@@ -219,6 +244,19 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         cleanup();
         format!("{}: {e}", run_dir.display())
     })?;
+    let image = if docker {
+        let programs = image::Programs {
+            dpdk,
+            testpmd: &fwd.testpmd,
+            dpdk_agent: &dpdk_agent,
+            tool: &tool,
+        };
+        let i = image::Image::prepare(fwd.docker_image.as_deref(), &scratch, &programs)
+            .inspect_err(|_| cleanup())?;
+        Some(i)
+    } else {
+        None
+    };
     let mut cx = Context {
         run_dir: run_dir.clone(),
         scratch: scratch.clone(),
@@ -226,11 +264,20 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         dpdk_agent,
         pmd: fwd.pmd.clone(),
         testpmd: fwd.testpmd.clone(),
-        link_isolation: container::resolve(fwd.container, false)?,
-        dpdk_isolation: container::resolve(fwd.container, true)?,
+        fwd_mode: fwd.forward_mode,
+        link_isolation,
+        dpdk_isolation,
+        image: image.as_ref().map_or(String::new(), |i| i.tag.clone()),
         host_cpu,
         far_cpu,
-        gen: fwd.gen.clone(),
+        gen: {
+            let mut g = fwd.gen.clone();
+            if fwd.forward_mode == FwdMode::Io {
+                // testpmd's io mode sends each frame back unchanged.
+                g.dst_mac = g.src_mac;
+            }
+            g
+        },
         slots: fwd.slots,
         memif_rsize: fwd.memif_rsize,
         hugepages: match args.hugepages {
@@ -248,6 +295,9 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
     };
     table::heading(args, fwd, &cx, &plan);
     let result = measure_all(args, fwd, &mut cx, &plan, sizes);
+    if let Some(i) = &image {
+        i.remove();
+    }
     cleanup();
     let rows = result?;
     table::finish(args, fwd, &cx, &plan, &rows);

@@ -5,7 +5,7 @@
 //! | port | host side | container side |
 //! |---|---|---|
 //! | `link` | `vecring agent` (master) | `vecring agent` (slave) |
-//! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap`, or `vecring-dpdk-agent` for one-way runs |
+//! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap` (or `io`), or `vecring-dpdk-agent` for one-way runs |
 //!
 //! Direction `both`: the host generates, the container swaps MACs and
 //! sends every frame back, the host counts what returns (round-trip
@@ -50,6 +50,25 @@ impl Port {
     }
 }
 
+/// How the container's testpmd sends each frame back.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
+pub enum FwdMode {
+    /// Source and destination MACs swapped.
+    Macswap,
+    /// As received (the generator addresses its frames to itself).
+    Io,
+}
+
+impl FwdMode {
+    /// testpmd's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FwdMode::Macswap => "macswap",
+            FwdMode::Io => "io",
+        }
+    }
+}
+
 /// Which way the frames go.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
 pub enum Direction {
@@ -83,9 +102,13 @@ pub struct Context {
     pub dpdk_agent: PathBuf,
     pub pmd: PathBuf,
     pub testpmd: String,
+    /// testpmd's forwarding mode.
+    pub fwd_mode: FwdMode,
     /// The containers for Rust and for DPDK far sides.
     pub link_isolation: Isolation,
     pub dpdk_isolation: Isolation,
+    /// The far side's Docker image (Isolation::Docker).
+    pub image: String,
     pub host_cpu: usize,
     pub far_cpu: usize,
     pub gen: GenArgs,
@@ -142,6 +165,8 @@ pub struct Rig {
     /// The id the generator gives its next trial (known after its first):
     /// a sink told it ignores late frames of the trial before.
     next_trial: Option<u16>,
+    /// The far side's container, removed (Docker) once the peers ended.
+    _container: Container,
 }
 
 /// How long a peer has to come up (EAL, hugepages, the container).
@@ -178,7 +203,9 @@ impl Rig {
             &format!("vecring-fwd-{id}"),
             &cx.scratch,
             &domain,
+            &cx.image,
         )?;
+        let docker = isolation == Isolation::Docker;
         let testpmd = port.dpdk() && far_mode == "fwd";
         let (host_cmd, far_cmd) = if port.dpdk() {
             let (host_vdev, far_vdev) = match port {
@@ -212,17 +239,25 @@ impl Rig {
                     )
                 }
             };
-            let eal = |cpu: usize, side: &str, vdev: &str| -> Vec<String> {
+            let eal = |cpu: usize, side: &str, vdev: &str, docker: bool| -> Vec<String> {
                 let mut a = vec![
                     format!("--lcores=(0,1)@{cpu}"),
-                    format!("--file-prefix=vrfwd{id}{side}"),
                     "--no-pci".into(),
                     "--log-level=lib.eal:warning".into(),
+                ];
+                if docker {
+                    // No hugepages in the container: EAL's memory from
+                    // ordinary pages (the link's is the host master's),
+                    // no files of EAL's; the image's driver directory
+                    // holds eth_vecring, which EAL loads without -d.
+                    a.extend(["--no-huge", "-m", "1024", "--no-shconf"].map(String::from));
+                } else {
+                    a.push(format!("--file-prefix=vrfwd{id}{side}"));
                     // The hugepage files go as soon as they are mapped:
                     // nothing is left behind by a peer that is killed.
-                    "--huge-unlink".into(),
-                ];
-                if port == Port::Vecring {
+                    a.push("--huge-unlink".into());
+                }
+                if port == Port::Vecring && !docker {
                     a.push("-d".into());
                     a.push(cx.pmd.display().to_string());
                 }
@@ -231,23 +266,23 @@ impl Rig {
                 a
             };
             let mut host = Command::new(&cx.dpdk_agent);
-            host.args(eal(cx.host_cpu, "h", &host_vdev))
+            host.args(eal(cx.host_cpu, "h", &host_vdev, false))
                 .args(["--mode", host_mode])
                 .args(cx.gen.to_args());
             let mut far = if testpmd {
                 // testpmd's stdout is a pipe here: line-buffered, so that
                 // its replies come when it prints them.
                 let mut c = container.command(Path::new("stdbuf"));
-                c.args(["-oL", "-eL", &cx.testpmd]);
+                c.args(["-oL", "-eL", &container.inside(&cx.testpmd)]);
                 c
             } else {
                 container.command(&cx.dpdk_agent)
             };
-            far.args(eal(cx.far_cpu, "c", &far_vdev));
+            far.args(eal(cx.far_cpu, "c", &far_vdev, docker));
             if testpmd {
                 far.args([
                     "-i",
-                    "--forward-mode=macswap",
+                    &format!("--forward-mode={}", cx.fwd_mode.name()),
                     "--auto-start",
                     "--txd=1024",
                     "--rxd=1024",
@@ -257,6 +292,15 @@ impl Rig {
                 }
                 if size > 2048 {
                     far.args(["--mbuf-size=10240", "--total-num-mbufs=32768"]);
+                } else if docker {
+                    // Within --no-huge's -m (testpmd's default pool is
+                    // sized for 32 ports).
+                    far.arg("--total-num-mbufs=16384");
+                }
+                if docker {
+                    // Without IPC_LOCK, locking fails (testpmd says so and
+                    // goes on).
+                    far.arg("--no-mlockall");
                 }
             } else {
                 far.args(["--mode", far_mode]).args(cx.gen.to_args());
@@ -345,6 +389,7 @@ impl Rig {
             direction,
             testpmd,
             next_trial: None,
+            _container: container,
         })
     }
 

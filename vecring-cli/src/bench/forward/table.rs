@@ -61,12 +61,12 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
             ),
             Port::Vecring => (
                 "vecring-dpdk-agent on eth_vecring",
-                "dpdk-testpmd macswap on eth_vecring",
+                &*format!("dpdk-testpmd {} on eth_vecring", cx.fwd_mode.name()),
                 cx.dpdk_isolation,
             ),
             Port::Memif => (
                 "vecring-dpdk-agent on net_memif",
-                "dpdk-testpmd macswap on net_memif",
+                &*format!("dpdk-testpmd {} on net_memif", cx.fwd_mode.name()),
                 cx.dpdk_isolation,
             ),
         };
@@ -75,6 +75,9 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
             port.name(),
             iso.describe()
         );
+    }
+    if !cx.image.is_empty() {
+        println!("  the container's image: {}", cx.image);
     }
     println!(
         "  rings: vecring {} slots per direction, memif {} buffers",
@@ -110,10 +113,10 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
     );
     println!();
     println!(
-        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
-        "port", "dir", "frame", "c2c", "gen TX pps", "gen RX pps", "RX Mbit/s", "ctr RX pps", "ctr TX pps", "thr %", "lost", "reord", "dup", "0-loss pps", "0.002% pps"
+        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>9} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
+        "port", "dir", "frame", "c2c", "gen TX pps", "TX Mbit/s", "gen RX pps", "RX Mbit/s", "ctr RX pps", "ctr TX pps", "thr %", "lost", "reord", "dup", "0-loss pps", "0.002% pps"
     );
-    println!("{}", "-".repeat(174));
+    println!("{}", "-".repeat(186));
 }
 
 fn cell(v: Option<f64>) -> String {
@@ -145,12 +148,13 @@ pub fn row(args: &BenchArgs, r: &Row) {
         Direction::FromContainer => (Some(pps(delivered(r), t)), None, Some(pps(t.tx, t))),
     };
     println!(
-        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8.3} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
+        "{:<11} | {:>8} | {:>5} | {:>4} | {:>12} | {:>9.0} | {:>12} | {:>9} | {:>12} | {:>12} | {:>8.3} | {:>9} | {:>5} | {:>5} | {:>12} | {:>12}",
         r.port.name(),
         r.direction.name(),
         r.size,
         r.c2c_ns,
         group(pps(t.tx, t)),
+        mbits(pps(t.tx, t), r.size),
         cell(gen_rx),
         gen_rx.map_or("-".to_string(), |v| format!("{:.0}", mbits(v, r.size))),
         cell(ctr_rx),
@@ -306,7 +310,7 @@ pub fn finish(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan, ro
     }
     println!();
     println!("gen TX: frames the generator's port took; gen RX: frames back at the generator (from-ctr: at the host);");
-    println!("Mbit/s: the frames' bytes (no preamble or gap), of gen RX.");
+    println!("TX/RX Mbit/s: the frames' bytes (no preamble or gap), of gen TX and gen RX.");
     println!("ctr RX/TX: the container side's port counters; thr % = ctr RX / gen TX (from-ctr: host RX / ctr TX).");
     println!("lost: offered frames that never arrived (first trial); reord, dup: over every trial of the row.");
     println!("c2c: one-way core-to-core latency between the two CPUs around the row, in ns (the vCPU placement:");
@@ -356,7 +360,7 @@ fn json(
     rows: &[Row],
     ratios: &[Ratio],
 ) -> serde_json::Value {
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "schema": "vecring-bench-forward",
         "version": 1,
         "host_cpu": cx.host_cpu,
@@ -417,7 +421,11 @@ fn json(
             "rounds": r.spread.n,
             "mixed_placement_rounds": r.mixed,
         })).collect::<Vec<_>>(),
-    })
+    });
+    // The far side's Docker image, when it ran in one.
+    doc["container_image"] = (!cx.image.is_empty()).then_some(cx.image.as_str()).into();
+    doc["forward_mode"] = cx.fwd_mode.name().into();
+    doc
 }
 
 fn csv(rows: &[Row]) {

@@ -6,7 +6,10 @@
 #     configured or started here), what building another DPDK line from
 #     its release source needs (scripts/dpdk.sh), ethtool, and iperf3 and ping for
 #     `vecring tap`'s tests and benches/tap-compare.sh (iperf3 without its
-#     system-wide server)
+#     system-wide server), and Docker (docker.io) and Podman with what
+#     rootless containers use (uidmap, slirp4netns, fuse-overlayfs, crun,
+#     containernetworking-plugins) for the container tests, which start
+#     their own daemon
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
 #     taken from Debian's dpdk source package of the installed version
 #   - 2 MiB hugepages and a hugetlbfs mount at /dev/hugepages
@@ -19,7 +22,8 @@ HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 
 need_pkgs=()
 for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl ethtool \
-  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping; do
+  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping \
+  docker.io podman uidmap slirp4netns fuse-overlayfs crun containernetworking-plugins; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
@@ -27,8 +31,22 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   # iperf3's package asks whether to start a system-wide server: no.
   echo "iperf3 iperf3/start_daemon boolean false" | debconf-set-selections
+  # No service is started by the install (docker.io's would start a
+  # system dockerd with its bridge and iptables rules): the tests start
+  # their own daemons. policy-rc.d answers "not allowed" while it runs.
+  rc_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    rc_policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$rc_policy"
+    chmod 0755 "$rc_policy"
+    trap 'rm -f "$rc_policy"' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+  if [ -n "$rc_policy" ]; then
+    rm -f "$rc_policy"
+    trap - EXIT
+  fi
 fi
 
 # Driver-SDK headers: DPDK installs them under /usr/include/dpdk only on some

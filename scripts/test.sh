@@ -81,6 +81,9 @@ fi
 step "Open vSwitch with DPDK: two LXC containers on eth_vecring ports of a private OVS (traffic both ways with exact counts, kill -9 of a peer, ovs-vswitchd restart, MTU 9000, two queues, del-port/add-port)"
 bash tests/ovs/run.sh
 
+step "Docker: testpmd in a container of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host, both ways with exact counts (a private dockerd)"
+bash tests/containers/docker.sh
+
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom --test loom_wake --no-run

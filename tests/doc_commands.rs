@@ -79,6 +79,23 @@ test -e /usr/local/lib/vecring/librte_net_vecring.so
 const LXC: &str = "docs/lxc.md";
 const OVS: &str = "docs/ovs.md";
 const DPC: &str = "docs/dpdk-container.md";
+const CTR: &str = "docs/containers.md";
+
+/// The cgroup under which the sandbox's dockerd puts its containers'
+/// cgroups (cgroups are the host's: removed after the run).
+const DOCKER_CGROUP: &str = "vecring-doc-docker";
+/// Starts the sandbox's dockerd: Debian's, with its data in the sandbox's
+/// /tmp, no bridge and no iptables rules, and waits until it answers.
+const DOCKERD_START: &str = "rm -f /usr/local/bin/docker
+dockerd --data-root /tmp/docker --bridge=none --iptables=false --ip6tables=false --cgroup-parent=vecring-doc-docker >/tmp/dockerd.log 2>&1 &
+for i in $(seq 300); do docker version >/dev/null 2>&1 && exit 0; sleep 0.1; done
+cat /tmp/dockerd.log; exit 1
+";
+/// Stops the sandbox's dockerd (which stops its containerd).
+const DOCKERD_STOP: &str = "kill \"$(cat /var/run/docker.pid)\"
+for i in $(seq 200); do [ -e /var/run/docker.pid ] || exit 0; sleep 0.1; done
+exit 1
+";
 
 /// What the reader of `docs/dpdk-container.md` types once both testpmds
 /// are up and the link is: `start` in both, `stop` in the sender, then
@@ -111,7 +128,7 @@ const PLANS: &[Plan] = &[
         "1.",
         "$ vecring prepare --domain web --owner 100000:100000",
     ),
-    run_in(LXC, "2.", "cp --parents -L"),
+    run_in(LXC, "2.", "scripts/image.sh vecring"),
     run_in(LXC, "3.", "cat > /var/lib/lxc/web/config"),
     run_in(LXC, "3.", "$ vecring doctor --domain web --lxc web"),
     steps_in(
@@ -177,7 +194,7 @@ const PLANS: &[Plan] = &[
     // system of its own, unprivileged without hugepages, then privileged
     // with them, joined to a testpmd on the host.
     run_in(DPC, "1.", "$ vecring prepare --domain dp --owner 100000:100000"),
-    run_in(DPC, "1.", "cp --parents -L"),
+    run_in(DPC, "1.", "scripts/image.sh dpdk"),
     run_in(DPC, "2.", "cat > /var/lib/lxc/dp/config"),
     run_in(DPC, "2.", "$ vecring doctor --domain dp --lxc dp"),
     steps_in(
@@ -225,6 +242,36 @@ const PLANS: &[Plan] = &[
         &CONTAINER_SENDS,
     ),
     run_in(DPC, "5.", "lxc-destroy -n dp"),
+    // docs/containers.md: testpmd in a Docker container of the image
+    // scripts/image.sh makes, joined to a testpmd on the host. The daemon
+    // is the reader's (`service docker start`); here one of the sandbox's
+    // own, its data in the sandbox's /tmp and its containers' cgroups
+    // under DOCKER_CGROUP, and Debian's client (the sandbox's /usr/local
+    // may hold another `docker`).
+    Plan {
+        before: &[Shell(DOCKERD_START)],
+        ..run(CTR, "scripts/image.sh dpdk target/images/testpmd --tar")
+    },
+    run(CTR, "docker build -q"),
+    run(CTR, "vecring prepare --domain dk"),
+    steps_in(
+        CTR,
+        "3.",
+        "$ dpdk-testpmd",
+        &[Term("host", Some("testpmd> "))],
+        &[],
+    ),
+    steps_in(
+        CTR,
+        "3.",
+        "$ docker run -i",
+        &[Term("container", Some("testpmd> "))],
+        &HOST_SENDS,
+    ),
+    Plan {
+        after: &[Shell(DOCKERD_STOP)],
+        ..run(CTR, "docker rmi vecring-testpmd")
+    },
     // README.md
     Plan {
         how: How::Excluded(
@@ -277,6 +324,10 @@ const PLANS: &[Plan] = &[
         "README.md",
         "install -m 0755 target/release/vecring /usr/local/bin/",
     ),
+    // The image builder: an LXC root file system, another line's image as
+    // a tarball, the tool's with a Containerfile (docs/containers.md runs
+    // them in Docker).
+    run("README.md", "scripts/image.sh dpdk /var/lib/lxc/dp/rootfs"),
     // docs/c-api.md
     run(
         "docs/c-api.md",
@@ -577,6 +628,85 @@ fn dpdk_container_check(r: &Record) -> Result<(), String> {
 fn dpdk_container_guide() {
     require_lxc();
     POLICY.run_doc(DPC, Duration::from_secs(300), dpdk_container_check);
+}
+
+/// testpmd's txonly on the host sent frames, and the container's testpmd
+/// received every one, and the host's testpmd saw the container's as uid
+/// 4242, the user `docker run --user` gave it.
+fn containers_check(r: &Record) -> Result<(), String> {
+    let totals = |out: &str, label: &str| {
+        out.find("Accumulated forward statistics")
+            .and_then(|at| number_after(&out[at..], label))
+    };
+    let (senders, receivers) = (
+        r.ran("--forward-mode=txonly"),
+        r.ran("--forward-mode=rxonly"),
+    );
+    let ([(_, tx)], [(_, rx)]) = (senders.as_slice(), receivers.as_slice()) else {
+        return Err(format!(
+            "{} senders and {} receivers, not 1 each",
+            senders.len(),
+            receivers.len()
+        ));
+    };
+    let (sent, got) = (totals(tx, "TX-packets: "), totals(rx, "RX-packets: "));
+    if !(sent > Some(0) && got == sent) {
+        return Err(format!(
+            "the host's testpmd sent {sent:?} frames, the container's received {got:?}:\n{tx}\n{rx}"
+        ));
+    }
+    let seen = tx
+        .find("slave attached: ")
+        .map(|at| &tx[at..])
+        .map(|a| (number_after(a, " uid "), number_after(a, " gid ")));
+    if seen != Some((Some(4242), Some(4242))) {
+        return Err(format!(
+            "the host's testpmd saw the container's as uid/gid {seen:?}, not 4242:\n{tx}"
+        ));
+    }
+    Ok(())
+}
+
+/// Removes the cgroups the sandbox's dockerd made (empty once its
+/// containers are gone), however the run ended.
+struct DockerCgroups;
+
+impl Drop for DockerCgroups {
+    fn drop(&mut self) {
+        fn remove(dir: &Path) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    remove(&entry.path());
+                }
+            }
+            let _ = std::fs::remove_dir(dir);
+        }
+        // In every hierarchy, below the cgroup the test runs in (which
+        // need not be a hierarchy's root).
+        fn find(dir: &Path, depth: u32) {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if entry.file_name() == DOCKER_CGROUP {
+                    remove(&entry.path());
+                } else if depth > 0 {
+                    find(&entry.path(), depth - 1);
+                }
+            }
+        }
+        find(Path::new("/sys/fs/cgroup"), 8);
+    }
+}
+
+#[test]
+fn containers_guide() {
+    assert!(
+        Path::new("/usr/sbin/dockerd").exists() && Path::new("/usr/bin/docker").exists(),
+        "Debian's docker.io missing: run scripts/setup.sh"
+    );
+    let _cgroups = DockerCgroups;
+    POLICY.run_doc(CTR, Duration::from_secs(180), containers_check);
 }
 
 #[test]

@@ -4,7 +4,8 @@
 # their database, sockets, logs and pid files in $OVS (set by the caller,
 # with $PREFIX, the EAL file prefix), EAL's main thread on CPU 0 and one
 # PMD thread on CPU 1, hugepages only while it runs (OVS passes
-# --in-memory), stopped by ovs_stop without a trace.
+# --in-memory), stopped by ovs_stop without a trace; and its ports'
+# counters (port_stat). Also sourced by tests/containers/docker.sh.
 
 VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 export OVS_RUNDIR=$OVS OVS_DBDIR=$OVS OVS_LOGDIR=$OVS OVS_SYSCONFDIR=$OVS
@@ -12,6 +13,18 @@ vsctl() { ovs-vsctl --timeout=30 "$@"; }
 appctl() { ovs-appctl --timeout=30 -t "$OVS/ovs-vswitchd.ctl" "$@"; }
 
 # --- OVS ---------------------------------------------------------------------
+
+# port_stat PORT KEY: a counter of OVS's port as the datapath has it now
+# (`dpctl/show -s` asks the driver; the database is written only every
+# 5 s). KEY: rx_packets, tx_packets or tx_dropped.
+port_stat() {
+	appctl dpctl/show -s | awk -v port="$1" -v key="$2" '
+		$1 == "port" { here = ($3 == port) ; next }
+		here && toupper(substr(key, 1, 2)) == $1 {
+			want = (substr(key, 4) == "packets") ? "packets" : "dropped"
+			for (i = 2; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == want) { print kv[2]; exit } }
+		}'
+}
 
 # ovs_start: ovsdb-server (creating the database the first time) and
 # ovs-vswitchd with DPDK: EAL on CPU 0, one PMD thread on CPU 1.

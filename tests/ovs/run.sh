@@ -80,18 +80,6 @@ add_port() {
 		"ofport_request=$((idx + 1))" "$@"
 }
 
-# port_stat PORT KEY: a counter of OVS's port as the datapath has it now
-# (`dpctl/show -s` asks the driver; the database is written only every
-# 5 s). KEY: rx_packets, tx_packets or tx_dropped.
-port_stat() {
-	appctl dpctl/show -s | awk -v port="$1" -v key="$2" '
-		$1 == "port" { here = ($3 == port) ; next }
-		here && toupper(substr(key, 1, 2)) == $1 {
-			want = (substr(key, 4) == "packets") ? "packets" : "dropped"
-			for (i = 2; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == want) { print kv[2]; exit } }
-		}'
-}
-
 # db_stat PORT KEY: a counter of OVS's port as its database has it (where
 # OVS puts the driver's extended statistics, such as rx_q0_packets).
 db_stat() {

@@ -40,6 +40,11 @@ export VECRING_PMD_SO
 VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 # The DPDK agent of the forwarding benchmark (beside the vecring tool).
 bash benches/dpdk-agent/build.sh
+# pktgen-dpdk for DPDK 22.11, built once from its release source
+# (VECRING_PKTGEN_SOURCES: a directory of pktgen-<tag>.tar.xz) into
+# /opt/vecring/pktgen-22.11, for the DPDK group pktgen.
+export PKTGEN
+PKTGEN=$(bash scripts/pktgen.sh /usr)
 
 # The other DPDK lines the driver supports, built once from their release
 # sources into /opt/vecring/dpdk-<line> (VECRING_DPDK_SOURCES: a directory of
@@ -68,7 +73,7 @@ MIRIFLAGS="-Zmiri-disable-isolation" CARGO_TARGET_DIR=target/miri \
 step "the tokio example: a Receiver registered with AsyncFd sleeps in the reactor and wakes for each frame, through a link down and up"
 timeout --kill-after=10s 60s cargo run --release -p vecring-core --example tokio_recv
 
-step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
+step "DPDK: librte_net_vecring.so inside dpdk-testpmd, and pktgen on the host and in an LXC container"
 bash tests/dpdk/run.sh
 
 if [ -n "$LINES" ]; then

@@ -4,7 +4,7 @@
 # container whose root file system is scripts/image.sh's image holding only
 # pktgen, its libraries and DPDK's driver directory (eth_vecring found there,
 # no -d). Both pktgens run a Lua script (tests/dpdk/pktgen/driver.lua, -f)
-# and no person: frames of 64 and 1514 bytes host -> container, then
+# and no person: frames of 64, 1514 and 9000 bytes host -> container, then
 # container -> host, pktgen's own counts (pktgen.portStats) checked against
 # eth_vecring's xstats on both ends, read through each pktgen's DPDK
 # telemetry socket: what the sending pktgen counts sent is what its driver
@@ -48,7 +48,7 @@ start_pktgen() {
 	} >"$ctl/driver.lua"
 	local pg=(timeout --kill-after=5 "$WATCHDOG" "$PG_EXE" --no-pci
 		--file-prefix="vrtest_${name}_$$" --lcores="(0,1)@$cpu" "${PG_MEM[@]}"
-		--vdev="eth_vecring0,$vdev" -- -m 1.0 -f "$in_ctl/driver.lua")
+		--vdev="eth_vecring0,$vdev" -- -j -m 1.0 -f "$in_ctl/driver.lua")
 	if [ -n "$conf" ]; then
 		pg[3]=/bin/pktgen
 		timeout --kill-after=5 "$((WATCHDOG + 15))" \
@@ -222,8 +222,10 @@ test_pktgen_lxc() {
 		fail "pktgen lxc: the slave pktgen is not in the container (pid ${p:-none})"
 	fi
 	# Round 1: both idle, the counts before any traffic (pktgen's report
-	# and the drivers' xstats). Rounds 2, 3 host -> container; 4, 5
-	# container -> host. The far end reports after the sender did.
+	# and the drivers' xstats). Rounds 2-4 host -> container, 5-7
+	# container -> host, at 64, 1514 and 9000 bytes (pktgen's jumbo mode,
+	# -j, on both: it asks the port for an MTU of 9216 and takes the
+	# driver's largest, 9198). The far end reports after the sender did.
 	pg_go pgh 1 idle
 	pg_go pgc 1 idle
 	if ! pg_done pgh 1 || ! pg_done pgc 1 || ! pg_read pgh || ! pg_read pgc; then
@@ -233,7 +235,7 @@ test_pktgen_lxc() {
 	fi
 	local n=1 dir size tx rx mac
 	for dir in h2c c2h; do
-		for size in 64 1514; do
+		for size in 64 1514 9000; do
 			n=$((n + 1))
 			if [ "$dir" = h2c ]; then tx=pgh rx=pgc mac=$PG_CTR_MAC; else tx=pgc rx=pgh mac=$PG_HOST_MAC; fi
 			pg_go "$tx" "$n" "send 0 $size 2000 $mac"

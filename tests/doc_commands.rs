@@ -341,6 +341,9 @@ const PLANS: &[Plan] = &[
         "README.md",
         "install -m 0755 target/release/vecring /usr/local/bin/",
     ),
+    // pktgen: the build scripts/test.sh made (the sandbox's /opt shows
+    // the host's; no tarball in the reader's ~/pktgen here).
+    run("README.md", "export VECRING_PKTGEN_SOURCES=~/pktgen"),
     // The image builder: an LXC root file system, another line's image as
     // a tarball, the tool's with a Containerfile (docs/containers.md runs
     // them in Docker).

@@ -42,9 +42,9 @@ VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 bash benches/dpdk-agent/build.sh
 # pktgen-dpdk for DPDK 22.11, built once from its release source
 # (VECRING_PKTGEN_SOURCES: a directory of pktgen-<tag>.tar.xz) into
-# /opt/vecring/pktgen-22.11, for the DPDK group pktgen.
-export PKTGEN
-PKTGEN=$(bash scripts/pktgen.sh /usr)
+# /opt/vecring/pktgen-22.11, for the DPDK group pktgen (which asks
+# scripts/pktgen.sh for it again, and gets this build).
+bash scripts/pktgen.sh /usr >/dev/null
 
 # The other DPDK lines the driver supports, built once from their release
 # sources into /opt/vecring/dpdk-<line> (VECRING_DPDK_SOURCES: a directory of
@@ -53,10 +53,11 @@ PKTGEN=$(bash scripts/pktgen.sh /usr)
 # VECRING_TEST_LINES="23.11 24.11 25.11" adds 23.11, "" leaves them out,
 # loudly.
 LINES=${VECRING_TEST_LINES-24.11 25.11}
-step "DPDK lines ${LINES:-(none: VECRING_TEST_LINES is empty)}: DPDK built once per line, the driver for each"
+step "DPDK lines ${LINES:-(none: VECRING_TEST_LINES is empty)}: DPDK built once per line, the driver and pktgen for each"
 for line in $LINES; do
   prefix=$(bash scripts/dpdk.sh "$line")
   bash scripts/build-pmd.sh "$prefix"
+  bash scripts/pktgen.sh "$prefix" >/dev/null
 done
 
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"

@@ -52,8 +52,20 @@ local function wait_file(path)
     end
 end
 
+-- Every port's counters, indexed by port, with n the number of ports.
+-- pktgen up to 24.10 takes the kind of counters ("port"); 26.02 takes the
+-- port list only and keeps each port's counters under "curr".
 local function counts()
-    return pktgen.portStats("all", "port")
+    local ok, c = pcall(pktgen.portStats, "all", "port")
+    if ok then
+        return c
+    end
+    local t = pktgen.portStats("all")
+    local r = { n = t.n }
+    for p = 0, t.n - 1 do
+        r[p] = t[p].curr
+    end
+    return r
 end
 
 local KEYS = { "opackets", "obytes", "ipackets", "ibytes", "ierrors", "oerrors", "imissed" }

@@ -80,7 +80,8 @@ check_eal() {
 dir=${VECRING_PKTGEN_SOURCES:-}
 source=
 if [ -n "$dir" ]; then
-  source=$(find "$dir" -maxdepth 1 -name "pktgen-$release.*.tar.xz" -printf '%f\n' 2>/dev/null | sort -V | tail -n1)
+  # (A directory that is not there holds none: find's failure is no error.)
+  source=$(find "$dir" -maxdepth 1 -name "pktgen-$release.*.tar.xz" -printf '%f\n' 2>/dev/null | sort -V | tail -n1) || true
   [ -n "$source" ] && source="$dir/$source"
 fi
 if [ -z "$source" ]; then

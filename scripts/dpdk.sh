@@ -61,7 +61,8 @@ source=$(readlink -f "$source")
 
 # Only what eth_vecring and its tests use: the vdev bus, the ring mempool,
 # the peers (net_null, net_memif, net_ring, virtio-user, vhost), testpmd,
-# proc-info and dumpcap. Shared libraries, so that testpmd loads drivers with
+# proc-info and dumpcap, and lpm, which pktgen includes (scripts/pktgen.sh;
+# its other libraries are among DPDK's always-enabled ones). Shared libraries, so that testpmd loads drivers with
 # -d; an rpath, so that the prefix's programs find their own libraries.
 options=(
   --prefix="$prefix" --libdir=lib --buildtype=release
@@ -70,7 +71,7 @@ options=(
   -Dtests=false -Denable_docs=false -Dexamples=
   -Denable_apps=test-pmd,proc-info,dumpcap
   -Denable_drivers=bus/pci,bus/vdev,mempool/ring,net/null,net/memif,net/ring,net/virtio,net/vhost
-  -Denable_libs=vhost,cryptodev,dmadev,pdump,pcapng,bpf,gro,gso,metrics,bitratestats,latencystats,security,eventdev,timer,pci
+  -Denable_libs=vhost,cryptodev,dmadev,pdump,pcapng,bpf,gro,gso,metrics,bitratestats,latencystats,security,eventdev,timer,pci,lpm
   -Dc_link_args="-Wl,-rpath,$prefix/lib"
 )
 

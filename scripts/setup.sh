@@ -4,8 +4,9 @@
 #   - build tools, DPDK 22.11 (runtime, testpmd, dev headers), LXC, Open
 #     vSwitch with DPDK (its ovs-vswitchd-dpdk; no system instance is
 #     configured or started here), what building another DPDK line from
-#     its release source needs (scripts/dpdk.sh), and ethtool, iperf3 and
-#     ping for `vecring tap`'s tests and benches/tap-compare.sh (iperf3 without its
+#     its release source needs (scripts/dpdk.sh) and pktgen-dpdk with Lua
+#     (scripts/pktgen.sh), ethtool, and iperf3 and ping for
+#     `vecring tap`'s tests and benches/tap-compare.sh (iperf3 without its
 #     system-wide server), and Docker (docker.io) and Podman with what
 #     rootless containers use (uidmap, slirp4netns, fuse-overlayfs, crun,
 #     containernetworking-plugins) for the container tests, which start
@@ -24,7 +25,7 @@ HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 
 need_pkgs=()
 for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl ethtool \
-  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev iperf3 iputils-ping \
+  openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev liblua5.3-dev iperf3 iputils-ping \
   docker.io podman uidmap slirp4netns fuse-overlayfs crun runc containernetworking-plugins; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done

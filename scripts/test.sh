@@ -40,6 +40,11 @@ export VECRING_PMD_SO
 VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 # The DPDK agent of the forwarding benchmark (beside the vecring tool).
 bash benches/dpdk-agent/build.sh
+# pktgen-dpdk for DPDK 22.11, built once from its release source
+# (VECRING_PKTGEN_SOURCES: a directory of pktgen-<tag>.tar.xz) into
+# /opt/vecring/pktgen-22.11, for the DPDK group pktgen (which asks
+# scripts/pktgen.sh for it again, and gets this build).
+bash scripts/pktgen.sh /usr >/dev/null
 
 # The other DPDK lines the driver supports, built once from their release
 # sources into /opt/vecring/dpdk-<line> (VECRING_DPDK_SOURCES: a directory of
@@ -48,10 +53,11 @@ bash benches/dpdk-agent/build.sh
 # VECRING_TEST_LINES="23.11 24.11 25.11" adds 23.11, "" leaves them out,
 # loudly.
 LINES=${VECRING_TEST_LINES-24.11 25.11}
-step "DPDK lines ${LINES:-(none: VECRING_TEST_LINES is empty)}: DPDK built once per line, the driver for each"
+step "DPDK lines ${LINES:-(none: VECRING_TEST_LINES is empty)}: DPDK built once per line, the driver and pktgen for each"
 for line in $LINES; do
   prefix=$(bash scripts/dpdk.sh "$line")
   bash scripts/build-pmd.sh "$prefix"
+  bash scripts/pktgen.sh "$prefix" >/dev/null
 done
 
 step "unit, integration and doc tests, and every command the documents show (release: the stress tests move 10M frames)"
@@ -68,7 +74,7 @@ MIRIFLAGS="-Zmiri-disable-isolation" CARGO_TARGET_DIR=target/miri \
 step "the tokio example: a Receiver registered with AsyncFd sleeps in the reactor and wakes for each frame, through a link down and up"
 timeout --kill-after=10s 60s cargo run --release -p vecring-core --example tokio_recv
 
-step "DPDK: librte_net_vecring.so inside dpdk-testpmd"
+step "DPDK: librte_net_vecring.so inside dpdk-testpmd, and pktgen on the host and in an LXC container"
 bash tests/dpdk/run.sh
 
 if [ -n "$LINES" ]; then

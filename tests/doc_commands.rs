@@ -243,7 +243,24 @@ const PLANS: &[Plan] = &[
         &[Term("host", Some("testpmd> "))],
         &CONTAINER_SENDS,
     ),
-    run_in(DPC, "5.", "lxc-destroy -n dp"),
+    // Section 6: pktgen on both ends, each driven by a Lua script that
+    // ends it; the container's waits for the frames.
+    run_in(DPC, "6.", "pktgen=$(scripts/pktgen.sh /usr)"),
+    steps_in(
+        DPC,
+        "6.",
+        "$ lxc-attach -n dp -- pktgen",
+        &[Term("container", Some("waiting for peer"))],
+        &[],
+    ),
+    steps_in(
+        DPC,
+        "6.",
+        "$ /opt/vecring/pktgen-22.11/bin/pktgen",
+        &[Fg],
+        &[Exit("container")],
+    ),
+    run_in(DPC, "6.", "lxc-destroy -n dp"),
     // docs/containers.md: testpmd in a Docker container of the image
     // scripts/image.sh makes, joined to a testpmd on the host. The daemon
     // is the reader's (`service docker start`); here one of the sandbox's
@@ -367,6 +384,9 @@ const PLANS: &[Plan] = &[
         "README.md",
         "install -m 0755 target/release/vecring /usr/local/bin/",
     ),
+    // pktgen: the build scripts/test.sh made (the sandbox's /opt shows
+    // the host's; no tarball in the reader's ~/pktgen here).
+    run("README.md", "export VECRING_PKTGEN_SOURCES=~/pktgen"),
     // The image builder: an LXC root file system, another line's image as
     // a tarball, the tool's with a Containerfile (docs/containers.md runs
     // them in Docker).
@@ -652,6 +672,23 @@ fn dpdk_container_check(r: &Record) -> Result<(), String> {
                 cmd.line
             ));
         }
+    }
+    // pktgen (section 6): what the host's pktgen counted sent, the
+    // container's counted received.
+    let sent = r.ran("-f /tmp/tx.lua");
+    let got = r.ran("-f /rx.lua");
+    match (sent.first(), got.first()) {
+        (Some((cmd, tx)), Some((_, rx))) => {
+            let sent = number_after(tx, "pktgen: port 0 sent ");
+            let got = number_after(rx, "pktgen: port 0 received ");
+            if !(sent > Some(0) && got == sent) {
+                return Err(format!(
+                    "line {}: pktgen sent {sent:?} frames, the container's pktgen received {got:?}",
+                    cmd.line
+                ));
+            }
+        }
+        _ => return Err("the two pktgens did not run".to_string()),
     }
     for (cmd, out) in r.ran("--log-level=pmd.net.vecring:info") {
         let uid = if cmd.text.contains("owner=100000:100000") {

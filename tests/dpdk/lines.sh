@@ -11,7 +11,9 @@
 # probe and bad devargs, traffic both ways with counts checked, jumbo
 # chains, kill -9 and reconnect, 4 queues, link down/up, stats and
 # per-queue xstats through testpmd and dpdk-proc-info, telemetry, Rx
-# interrupts, every byte through the Rust API. The C API (libvecring)
+# interrupts, every byte through the Rust API, and the pktgen release made
+# for the line (scripts/pktgen.sh) on the host and in an LXC container, its
+# counts checked against both drivers' xstats. The C API (libvecring)
 # exchanges frames with the line's testpmd (tests/ffi.rs).
 #
 # Then links between lines (tests/dpdk_lines.rs: every frame intact across
@@ -28,8 +30,9 @@ LINES=("$@")
 [ ${#LINES[@]} -gt 0 ] || LINES=(24.11 25.11)
 # The groups and cases of run.sh each line runs (the LXC group needs the
 # line's libraries inside a container and the hostile-peer group tests
-# line-independent Rust: both run on the distribution's line only).
-CORE=(devargs traffic link_state queues rust_interop rust_port rust_tools rust_intr rust_monitor rust_rx tap)
+# line-independent Rust: both run on the distribution's line only; the
+# pktgen group's container holds the line's own, from scripts/image.sh).
+CORE=(devargs traffic link_state queues rust_interop rust_port rust_tools rust_intr rust_monitor rust_rx tap pktgen)
 PASSED=0
 FAILED=0
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }

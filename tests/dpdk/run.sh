@@ -36,6 +36,7 @@
 #   lxc         cases/lxc.sh         the slave testpmd in an LXC container
 #   rust        cases/rust.sh        the Rust tests tests/dpdk_*.rs
 #   tap         cases/tap.sh         `vecring tap` in two namespaces through testpmd
+#   pktgen      cases/pktgen.sh      pktgen on the host and in an LXC container, both ways
 #
 # Usage: tests/dpdk/run.sh [GROUP|CASE...]     (run as root; needs hugepages
 #        or VECRING_TEST_NO_HUGE=1)
@@ -49,6 +50,8 @@
 #        VECRING_PMD_SO   use this .so instead of building one (the Rust
 #                         interop test is built with cargo either way)
 #        TESTPMD          testpmd binary (default dpdk-testpmd)
+#        PKTGEN           pktgen binary of that DPDK (default: what
+#                         scripts/pktgen.sh builds or built for it)
 #        VECRING_TEST_NO_HUGE=1   run testpmd with --no-huge -m 512 --no-shconf
 #        VECRING_TEST_KEEP=1      keep the work directory (logs)
 #
@@ -96,6 +99,9 @@ cleanup() {
 		kill9 "$p"
 	done
 	wait 2>/dev/null
+	# EAL's runtime directories of this run's DPDK processes (their
+	# telemetry sockets; pktgen's hold its files).
+	rm -rf /var/run/dpdk/vrtest_*_$$
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
 		log "logs kept in $WORK"
 	else
@@ -130,6 +136,8 @@ group() {
 . "$HERE/cases/rust.sh"
 # shellcheck source=cases/tap.sh
 . "$HERE/cases/tap.sh"
+# shellcheck source=cases/pktgen.sh
+. "$HERE/cases/pktgen.sh"
 
 # is_one_of WORD LIST...: WORD is one of LIST.
 is_one_of() {

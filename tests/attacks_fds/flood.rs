@@ -64,7 +64,7 @@ fn flooded(name: &str) {
         ]),
     );
     let placed = hogs
-        .line("hogs", Duration::from_secs(35))
+        .line("hogs", Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{e}\n{}", master.output()));
     assert_eq!(
         num(&placed, "placed"),

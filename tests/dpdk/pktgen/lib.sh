@@ -206,8 +206,8 @@ pg_image() {
 	# there is no /bin/sh to run it (without lspci the list of PCI
 	# ports is empty, as --no-pci wants); `timeout` is the watchdog
 	# inside the container.
-	bash "$ROOT/scripts/image.sh" dpdk "$img" --program "$PG_EXE" --add /bin/sh --add /usr/bin/timeout >/dev/null 2>"$WORK/image.log" || {
-		cat "$WORK/image.log" >&2
+	bash "$ROOT/scripts/image.sh" dpdk "$img" --program "$PG_EXE" --add /bin/sh --add /usr/bin/timeout >/dev/null 2>"$WORK/pktgen-image.log" || {
+		cat "$WORK/pktgen-image.log" >&2
 		return 1
 	}
 	ln -s "$(basename "$(readlink -f /bin/sh)")" "$img/bin/sh"

@@ -42,8 +42,8 @@ VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
 bash benches/dpdk-agent/build.sh
 # pktgen-dpdk for DPDK 22.11, built once from its release source
 # (VECRING_PKTGEN_SOURCES: a directory of pktgen-<tag>.tar.xz) into
-# /opt/vecring/pktgen-22.11, for the DPDK group pktgen (which asks
-# scripts/pktgen.sh for it again, and gets this build).
+# /opt/vecring/pktgen-22.11, for the DPDK group pktgen and the Docker case
+# pktgen (which ask scripts/pktgen.sh for it again, and get this build).
 bash scripts/pktgen.sh /usr >/dev/null
 
 # The other DPDK lines the driver supports, built once from their release
@@ -87,7 +87,7 @@ fi
 step "Open vSwitch with DPDK: two LXC containers on eth_vecring ports of a private OVS (traffic both ways with exact counts, kill -9 of a peer, ovs-vswitchd restart, MTU 9000, two queues, del-port/add-port)"
 bash tests/ovs/run.sh
 
-step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways and forwarding back to it, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 45 s)"
+step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways and forwarding back to it, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 45 s); pktgen on the host and in a container both ways (about 40 s)"
 bash tests/containers/docker.sh
 
 step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts"

@@ -42,6 +42,10 @@
 #                forwarding in a container; its table has the guide's
 #                columns with numbers, and every count adds up
 #                (docker_forward.sh)
+#   pktgen       pktgen-dpdk on both ends: the host's pktgen the master, a
+#                pktgen in a confined container of scripts/image.sh's image
+#                of pktgen; 64 and 1514 bytes each way, pktgen's counts
+#                against both drivers' xstats (docker_pktgen.sh)
 #   userns       a dockerd with --userns-remap: the master's owner= for the
 #                container's user as the host numbers it, and what each
 #                side sees of the other (docker_userns.sh; last: it
@@ -100,6 +104,8 @@ die() {
 . "$ROOT/tests/containers/docker_memory.sh"
 # shellcheck source=tests/containers/docker_forward.sh
 . "$ROOT/tests/containers/docker_forward.sh"
+# shellcheck source=tests/containers/docker_pktgen.sh
+. "$ROOT/tests/containers/docker_pktgen.sh"
 
 cleanup() {
 	local p
@@ -120,7 +126,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-CASES=(image host_to_ctr ctr_to_host forward wrong_owner memory ovs forward_table userns)
+CASES=(image host_to_ctr ctr_to_host forward wrong_owner memory ovs forward_table pktgen userns)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${CASES[@]}")
 for t in "${TESTS[@]}"; do

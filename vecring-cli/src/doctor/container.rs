@@ -15,7 +15,7 @@
 //! quoted for the shell, and no name read from inside the container is in
 //! them.
 
-use super::idmap::IdMap;
+use super::idmap::{allows, IdMap, Identity};
 use super::inspect::{find, Inspected};
 use super::{dpdk_container, DoctorArgs, Level, Report};
 use crate::escape::shell_quote;
@@ -23,12 +23,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 const CHECK: &str = "container";
-
-/// The container's user: its ids inside and on the host.
-pub(super) struct Identity {
-    pub inside: (u32, u32),
-    pub host: (u32, u32),
-}
 
 pub(super) fn container(r: &mut Report, args: &DoctorArgs, domain: &str, name: &str) {
     if let Err(e) = vecring_core::name::validate("domain", domain) {
@@ -228,19 +222,6 @@ fn identity(r: &mut Report, c: &Inspected) -> Option<Identity> {
         None,
     );
     Some(Identity { inside, host })
-}
-
-/// Whether `uid`/`gid` get `want` (r 4, w 2, x 1) on a file with `md`.
-pub(super) fn allows(md: &std::fs::Metadata, (uid, gid): (u32, u32), want: u32) -> bool {
-    let mode = md.mode();
-    let bits = if md.uid() == uid {
-        mode >> 6
-    } else if md.gid() == gid {
-        mode >> 3
-    } else {
-        mode
-    };
-    bits & want == want
 }
 
 /// The domain directory and the link sockets in it against the

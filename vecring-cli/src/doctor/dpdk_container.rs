@@ -11,9 +11,9 @@
 //! options to recreate the container with: a tmpfs for the runtime
 //! directory, the host's driver files bound in read-only.
 
-use super::container::{allows, Identity};
+use super::idmap::{allows, Identity};
 use super::inspect::Inspected;
-use super::rootfs::{abi, driver_dir, has_eal, resolve, NO_HUGE};
+use super::rootfs::{abi, driver_dir, has_eal, resolve, DRIVERS, NO_HUGE};
 use super::{Level, Report};
 use crate::escape::shell_quote;
 use std::path::{Path, PathBuf};
@@ -161,18 +161,7 @@ fn drivers(r: &mut Report, c: &Inspected, root: &Path) {
         return;
     };
     let abi = abi(&dir).unwrap_or_default();
-    for (what, lib, effect) in [
-        (
-            "the mempool driver",
-            "librte_mempool_ring",
-            "mbuf pools fail (\"Creation of mbuf pool for socket 0 failed\")",
-        ),
-        (
-            "the vecring driver",
-            "librte_net_vecring",
-            "--vdev=eth_vecring0,... finds no driver",
-        ),
-    ] {
+    for &(what, lib, effect) in DRIVERS {
         let scanned = [format!("{lib}.so"), format!("{lib}.so.{abi}")];
         if let Some(n) = scanned
             .iter()

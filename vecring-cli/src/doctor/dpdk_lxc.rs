@@ -11,7 +11,7 @@
 
 use super::fix::{relative, Container};
 use super::idmap::IdMap;
-use super::rootfs::{abi, driver_dir, has_eal, resolve, LIB_DIRS, NO_HUGE};
+use super::rootfs::{abi, driver_dir, has_eal, resolve, DRIVERS, LIB_DIRS, NO_HUGE};
 use super::{DoctorArgs, Level, Report};
 use crate::escape::shell_quote;
 use std::os::unix::fs::MetadataExt;
@@ -155,18 +155,7 @@ fn drivers(r: &mut Report, c: &Container) {
     // its links as it would follow them, never out of its root.
     let dir_rel = dir.strip_prefix("/").unwrap_or(&dir).to_path_buf();
     let inside = resolve(root, &dir);
-    for (what, lib, effect) in [
-        (
-            "the mempool driver",
-            "librte_mempool_ring",
-            "mbuf pools fail (\"Creation of mbuf pool for socket 0 failed: Invalid argument\")",
-        ),
-        (
-            "the vecring driver",
-            "librte_net_vecring",
-            "--vdev=eth_vecring0,... finds no driver",
-        ),
-    ] {
+    for &(what, lib, effect) in DRIVERS {
         let scanned = [format!("{lib}.so"), format!("{lib}.so.{abi}")];
         if let Some(n) = scanned
             .iter()

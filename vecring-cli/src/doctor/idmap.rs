@@ -143,6 +143,25 @@ impl IdMap {
     }
 }
 
+/// The container's user: its ids inside and on the host.
+pub(super) struct Identity {
+    pub inside: (u32, u32),
+    pub host: (u32, u32),
+}
+
+/// Whether `uid`/`gid` get `want` (r 4, w 2, x 1) on a file with `md`.
+pub(super) fn allows(md: &std::fs::Metadata, (uid, gid): (u32, u32), want: u32) -> bool {
+    let mode = md.mode();
+    let bits = if md.uid() == uid {
+        mode >> 6
+    } else if md.gid() == gid {
+        mode >> 3
+    } else {
+        mode
+    };
+    bits & want == want
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,21 @@ pub(super) fn has_eal(root: &Path) -> bool {
     })
 }
 
+/// The plugins a DPDK application on a vecring link needs in EAL's driver
+/// directory: (what it is, its library's name, what fails without it).
+pub(super) const DRIVERS: &[(&str, &str, &str)] = &[
+    (
+        "the mempool driver",
+        "librte_mempool_ring",
+        "mbuf pools fail (\"Creation of mbuf pool for socket 0 failed: Invalid argument\")",
+    ),
+    (
+        "the vecring driver",
+        "librte_net_vecring",
+        "--vdev=eth_vecring0,... finds no driver",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,14 +26,11 @@ test_pktgen() {
 	# The container's memory: pktgen's --no-huge -m 1600 (of which about
 	# 0.7 GB is touched) with room to spare.
 	start_pktgen pgc 1 "domain=dkpg,link=pg,mac=$PG_CTR_MAC" "$ctl_c" \
-		timeout --kill-after=5 "$((WATCHDOG + 15))" "$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" \
+		timeout --foreground --kill-after=5 "$((WATCHDOG + 15))" "$DOCKER_CLI" -H "unix://$DOCKER_DIR/docker.sock" \
 		run -i -t --rm --name "$ctr" --network none --cap-drop ALL --security-opt no-new-privileges \
 		--memory 2g -v "$RUN_DIR/dkpg:/run/vecring/dkpg:ro" -v "$ctl_c:/ctl" vecring-pktgen:test
 	start_pktgen pgh 0 "domain=dkpg,link=pg,run_dir=$RUN_DIR,master=true,mac=$PG_HOST_MAC" "$ctl_h"
-	if wait_for pgc "VECRING: eth_vecring0: link up" 1 40 && wait_for pgh "VECRING: eth_vecring0: link up" 1 40; then
-		pass "pktgen: link up between the host's pktgen and the container's"
-	else
-		fail "pktgen: link did not come up"
+	if ! pg_link_up pktgen; then
 		pg_docker_end "$ctr"
 		return
 	fi

@@ -45,14 +45,9 @@ test_pktgen_lxc() {
 	mkdir -p "$ctl_h" "$ctl_c"
 	conf=$(pg_lxc_conf vrpg "$ctl_c") || { fail "pktgen lxc: scripts/image.sh could not make the container's image"; return; }
 	start_pktgen pgc 1 "domain=vrpg,link=pg,mac=$PG_CTR_MAC" "$ctl_c" \
-		timeout --kill-after=5 "$((WATCHDOG + 15))" lxc-execute -n "vrtest-pgc-$$" -f "$conf" -o "$WORK/pgc.lxc.log" -l INFO --
+		timeout --foreground --kill-after=5 "$((WATCHDOG + 15))" lxc-execute -n "vrtest-pgc-$$" -f "$conf" -o "$WORK/pgc.lxc.log" -l INFO --
 	start_pktgen pgh 0 "domain=vrpg,link=pg,run_dir=$RUN_DIR,master=true,mac=$PG_HOST_MAC" "$ctl_h"
-	if wait_for pgc "VECRING: eth_vecring0: link up" 1 40 && wait_for pgh "VECRING: eth_vecring0: link up" 1 40; then
-		pass "pktgen lxc: link up between the host's pktgen and the container's"
-	else
-		fail "pktgen lxc: link did not come up"
-		return
-	fi
+	pg_link_up "pktgen lxc" || return
 	local p
 	if p=$(pg_pid pgc) && [ "$(readlink "/proc/$p/ns/mnt")" != "$(readlink /proc/$$/ns/mnt)" ] &&
 		[ -x "/proc/$p/root/bin/pktgen" ] && [ ! -e "/proc/$p/root/usr/bin/dpdk-testpmd" ]; then

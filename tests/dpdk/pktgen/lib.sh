@@ -39,13 +39,18 @@ start_pktgen() {
 		echo "CTL = \"$in_ctl\""
 		cat "$ROOT/tests/dpdk/pktgen/driver.lua"
 	} >"$ctl/driver.lua"
-	local pg=("$@" timeout --kill-after=5 "$WATCHDOG" "$exe" --no-pci
+	local pg=("$@" timeout --foreground --kill-after=5 "$WATCHDOG" "$exe" --no-pci
 		--file-prefix="vrtest_${name}_$$" --lcores="(0,1)@$cpu" "${PG_MEM[@]}"
 		--vdev="eth_vecring0,$vdev" -- -j -m 1.0 -f "$in_ctl/driver.lua")
 	# pktgen from 24.10 on leaves at start (`scrn_constructor: tcgetattr
 	# failed`) unless its standard input is a terminal: script(1) gives it
 	# one (in a container too: LXC passes it on, Docker's -t makes one),
 	# whose input is a FIFO this script holds open until pktgen has left.
+	# Every `timeout` on the way to pktgen runs with --foreground: a plain
+	# `timeout` puts its command in a process group of its own, in the
+	# background of that terminal, and pktgen 23.03 without TERM set (as
+	# under a CI runner) then stops at start on SIGTTOU before its ports
+	# start.
 	local fd
 	rm -f "$WORK/$name.in"
 	mkfifo "$WORK/$name.in"
@@ -56,6 +61,35 @@ start_pktgen() {
 	exec {fd}>"$WORK/$name.in"
 	printf -v "FD_$name" '%s' "$fd"
 	printf -v "CTL_$name" '%s' "$ctl"
+}
+
+# pg_link_up WHAT: wait (60 s each) for the link to come up in both
+# sessions, the container's (pgc) and the host's (pgh); when it does not,
+# each pktgen's process state, the start of its log and the container
+# runtime's warnings go to the output, so that a run elsewhere says why.
+pg_link_up() {
+	local what=$1 s
+	if wait_for pgc "VECRING: eth_vecring0: link up" 1 60 && wait_for pgh "VECRING: eth_vecring0: link up" 1 60; then
+		pass "$what: link up between the host's pktgen and the container's"
+		return 0
+	fi
+	fail "$what: link did not come up"
+	local p
+	for s in pgh pgc; do
+		# A pktgen stopped by a signal (T) or waiting in the kernel says
+		# more than its log.
+		if p=$(pg_pid "$s"); then
+			log "$what: $s's pktgen: $(ps -o pid=,stat=,wchan:32= -p "$p")"
+		else
+			log "$what: $s has no pktgen process"
+		fi
+		# Its log up to the screen, where EAL's and the driver's lines are.
+		log "$what: $s.log:"
+		tr -d '\r' <"$WORK/$s.log" | sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' |
+			grep -aE 'EAL|VECRING|TELEMETRY|Lua|rror|anic|ailed|not found' | head -n 30 | sed 's/^/    /'
+	done
+	[ -s "$WORK/pgc.lxc.log" ] && { log "$what: pgc.lxc.log:"; grep -E 'ERROR|WARN' "$WORK/pgc.lxc.log" | tail -n 10 | sed 's/^/    /'; }
+	return 1
 }
 
 # pg_pid NAME: the PID (in our namespace) of session NAME's pktgen, found

@@ -326,6 +326,14 @@ const PLANS: &[Plan] = &[
     },
     Plan {
         how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring prepare --domain pg --owner 1001:1001")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "-v /run/vecring/pg:/run/vecring/pg -v $HOME/lua:/lua pktgen-image")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
         ..run(CTR, "--cap-drop=ALL --user 4242:4242")
     },
     Plan {

@@ -412,7 +412,7 @@ const PLANS: &[Plan] = &[
         )
     },
     run("docs/c-api.md", "./hello /tmp/vecring-demo"),
-    run("docs/c-api.md", "-o master -Iinclude -Ltarget/release"),
+    run("docs/c-api.md", "-o master -Ivecring-ffi/include -Ltarget/release"),
     run(
         "docs/c-api.md",
         "cc vecring-ffi/examples/c/master.c -o master $(pkg-config",

@@ -264,6 +264,8 @@ for inst in web-m web-s; do
 		pass "$inst: its file system is read-only but /run/vecring, root's home hidden, a /dev of its own with /dev/net/tun" ||
 		fail "$inst: sandbox: ${problems[*]}"
 done
+# systemd's own summary of the sandbox, for the log.
+log "systemd-analyze security: $(ct systemd-analyze security --no-pager vecring-tap@web-m 2>&1 | tail -n1)"
 list=$(ct vecring list)
 grep -qE '^web +eth0 +master +up ' <<<"$list" && pass "boot 1: vecring list shows web/eth0 up" ||
 	{ fail "boot 1: vecring list"; sed 's/^/    /' <<<"$list"; }

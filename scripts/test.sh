@@ -93,6 +93,9 @@ bash tests/containers/docker.sh
 step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts; pktgen on the host and in a rootless container both ways (about 40 s)"
 bash tests/containers/podman.sh
 
+step "systemd: the TAP bridge's unit template and the tmpfiles entries under a real systemd, PID 1 of a Podman container booted twice (two instances bring a link's carriers on; CAP_NET_ADMIN alone, a read-only file system; a clean stop; a domain declared with prepare --persist made again at boot before its bridge starts)"
+bash tests/systemd/run.sh
+
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom --test loom_wake --no-run

@@ -93,6 +93,8 @@ cat /tmp/dockerd.log; exit 1
 ";
 /// Why docs/containers.md's Podman section is not run here.
 const PODMAN_EXCLUDED: &str = "Podman keeps its storage in /var/lib/containers and a rootless user's in its home, both the host's in the sandbox; tests/containers/podman.sh runs these arrangements and flags (each with traffic and exact counts) with a storage, a user and cgroups of its own, and removes them";
+/// Why docs/operations.md's unit commands are not run here.
+const SYSTEMD_EXCLUDED: &str = "systemctl needs systemd as PID 1, which the sandbox has not; tests/systemd/run.sh boots systemd in a container with the unit and its configuration installed as this section says, enables and starts two instances (systemctl enable --now), and checks them";
 /// Stops the sandbox's dockerd (which stops its containerd).
 const DOCKERD_STOP: &str = "kill \"$(cat /var/run/docker.pid)\"
 for i in $(seq 200); do [ -e /var/run/docker.pid ] || exit 0; sleep 0.1; done
@@ -442,6 +444,12 @@ const PLANS: &[Plan] = &[
         &[WaitFor("stats", "web/eth0: up", 3), Interrupt("stats")],
     ),
     run("docs/operations.md", "$ vecring prepare --domain app --runtime docker"),
+    // "Surviving a reboot": the entry is written to the sandbox's /etc.
+    run(
+        "docs/operations.md",
+        "$ vecring prepare --domain app --owner 100000:100000 --persist",
+    ),
+    run("docs/operations.md", "$ vecring prepare --domain app --forget"),
     Plan {
         after: &[
             Interrupt("web master"),
@@ -471,6 +479,15 @@ const PLANS: &[Plan] = &[
     Plan {
         after: &[Interrupt("lab slave"), Interrupt("lab master")],
         ..run("docs/operations.md", "$ ip addr add 10.0.9.1/24 dev lab0")
+    },
+    // docs/operations.md, "Running a TAP bridge as a service".
+    Plan {
+        how: How::Excluded(SYSTEMD_EXCLUDED),
+        ..run("docs/operations.md", "systemctl enable --now vecring-tap@web0")
+    },
+    Plan {
+        how: How::Excluded(SYSTEMD_EXCLUDED),
+        ..run("docs/operations.md", "sed 's|/usr/bin/vecring|/usr/local/bin/vecring|'")
     },
     // docs/ovs.md: OVS's database and run directory in the sandbox's /run.
     run(OVS, "ovsdb-tool create /var/run/openvswitch/conf.db"),

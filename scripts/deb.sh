@@ -119,6 +119,11 @@ fi
 sed -e "s/@DPDK_ABI@/${dpdk_abi:-0}/g" "$PKG/debian/control" >"$deb/control"
 maintainer=$(sed -n 's/^Maintainer: //p' "$deb/control")
 commit=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# The copyright years: from the first commit's to the last's.
+first=$(git -C "$ROOT" log --max-parents=0 --format=%ad --date=format:%Y 2>/dev/null | sort | head -n1 || true)
+last=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
+years=${first:-$last}
+[ "$years" = "$last" ] || years="$years-$last"
 cat >"$deb/changelog" <<EOF
 vecring ($version) $codename; urgency=medium
 
@@ -136,7 +141,7 @@ crates() {
 }
 
 # A package's /usr/share/doc: copyright (with the crates in it) and
-# changelog.Debian.gz.
+# changelog.Debian.gz; its lintian overrides.
 docdir() {
 	local pkg=$1
 	shift
@@ -148,8 +153,15 @@ docdir() {
 		echo " library (MIT OR Apache-2.0) and these crates of the source's Cargo.lock:"
 		crates "$@"
 	} >"$work/crates"
-	sed -e "/^@CRATES@$/{r $work/crates" -e 'd}' "$PKG/debian/copyright" >"$d/copyright"
+	sed -e "s/@YEARS@/$years/" -e "/^@CRATES@$/{r $work/crates" -e 'd}' "$PKG/debian/copyright" >"$d/copyright"
 	gzip -9n <"$deb/changelog" >"$d/changelog.Debian.gz"
+	# lintian asks a first version to close the bug that announced the
+	# package to Debian: these are built by the project, not uploaded.
+	install -d "$deb/$pkg/usr/share/lintian/overrides"
+	{
+		echo "# Built by the vecring project from its workspace, not uploaded to Debian: no bug to close."
+		echo "$pkg: initial-upload-closes-no-bugs"
+	} >"$deb/$pkg/usr/share/lintian/overrides/$pkg"
 }
 
 # Documents: gzip'd when larger than 4 KiB, as Debian's tools do.

@@ -93,6 +93,9 @@ bash tests/containers/docker.sh
 step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts"
 bash tests/containers/podman.sh
 
+step "Debian packages (scripts/deb.sh) on a clean Debian 12 root (mmdebstrap) in a container with no network: dpkg -i, what dpkg lists, testpmd finds eth_vecring with no -d and receives the packaged tool's frames, vecring doctor, man pages and completions, a C program built with pkg-config vecring, and a purge that leaves no file behind (about 90 s)"
+bash tests/packages.sh
+
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom --test loom_wake --no-run

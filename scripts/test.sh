@@ -96,6 +96,9 @@ bash tests/containers/podman.sh
 step "systemd: the TAP bridge's unit template and the tmpfiles entries under a real systemd, PID 1 of a Podman container booted twice (two instances bring a link's carriers on; CAP_NET_ADMIN alone, a read-only file system; a clean stop; a domain declared with prepare --persist made again at boot before its bridge starts)"
 bash tests/systemd/run.sh
 
+step "Debian packages (scripts/deb.sh) on a clean Debian 12 root (mmdebstrap) in a container with no network: dpkg -i, what dpkg lists, testpmd finds eth_vecring with no -d and receives the packaged tool's frames, vecring doctor, man pages and completions, a C program built with pkg-config vecring, and a purge that leaves no file behind (about 90 s)"
+bash tests/packages.sh
+
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test --release -p vecring-core --test loom --test loom_wake --no-run

@@ -62,6 +62,14 @@ const SKIPPED: &[(&str, &str)] = &[
         "scripts/test.sh runs it before the tests (the same build and install); in a sandbox it would rewrite the host's DPDK driver directory, which is no overlay",
     ),
     (
+        "scripts/deb.sh",
+        "builds the Debian packages: tests/packages.sh builds them, installs them in a clean Debian 12 root file system and checks what they hold and do (in a sandbox the build would only repeat it)",
+    ),
+    (
+        "apt install ./target/debian/",
+        "installs the Debian packages on the host, whose /usr and package database are no overlay in a sandbox: tests/packages.sh installs them in a clean Debian 12 root file system, checks them and purges them",
+    ),
+    (
         "cargo build --release -p ",
         "scripts/test.sh builds the workspace (cargo build --release --workspace) before the tests, the same artifacts; a build of one package resolves its dependencies' features differently and relinks it for up to a minute",
     ),

@@ -202,8 +202,7 @@ declare -A FILES=(
 		/usr/lib/$multiarch/pkgconfig/vecring.pc /usr/share/doc/libvecring-dev/examples/hello.c"
 	[$PMD]="$pmds/librte_net_vecring.so /usr/share/doc/$PMD/copyright"
 )
-[ -f "$ROOT/packaging/systemd/vecring-tap@.service" ] && FILES[vecring]+=" /usr/lib/systemd/system/vecring-tap@.service"
-[ -f "$ROOT/packaging/tmpfiles/vecring.conf" ] && FILES[vecring]+=" /usr/lib/tmpfiles.d/vecring.conf"
+FILES[vecring]+=" /usr/lib/systemd/system/vecring-tap@.service /usr/lib/tmpfiles.d/vecring.conf"
 for p in "${PACKAGES[@]}"; do
 	in_root 30 dpkg-query -L "$p" >"$WORK/$p.list" 2>&1
 	missing=()

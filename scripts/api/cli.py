@@ -12,6 +12,7 @@ current API as the baseline of CRATE at VERSION. scripts/api.sh runs this.
 """
 
 import json
+import os
 import sys
 
 import baseline
@@ -48,6 +49,9 @@ def main(argv):
         return 0
     if cmd == "check":
         path, version, kind = argv[1], argv[2], argv[3]
+        if not os.path.exists(path):
+            print(f"api: no baseline {path}; `scripts/api.sh update` records the current API as one")
+            return 1
         crate, base_version, base_lines = baseline.read(path)
         ok = baseline.verdict(crate, version, base_version, base_lines, render(kind, argv[4:]))
         return 0 if ok else 1

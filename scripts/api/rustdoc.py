@@ -10,9 +10,14 @@ line of its own:
     pub fn vecring_core::Geometry::new(u32, u32, u32) -> Result<Geometry, GeometryError>
     impl Clone for vecring_core::Geometry
 
-Items marked `#[doc(hidden)]` are not in rustdoc's output and so not in the
-API; nor are blanket implementations (`impl<T> From<T> for T`), which follow
-from the others, nor the unstable auto traits `Freeze` and `UnsafeUnpin`.
+Items marked `#[doc(hidden)]` are not part of the API, but a public item of
+a hidden module that a visible path re-exports is (`vecring_core::
+MAX_FRAME_LEN` is `internal::abi`'s): rustdoc runs with
+`--document-hidden-items`, so that such an item is in its output, and the
+walk from the crate root leaves out what is marked hidden itself. Blanket
+implementations (`impl<T> From<T> for T`) are left out too, as they follow
+from the others, and so are the unstable auto traits `Freeze` and
+`UnsafeUnpin`.
 
 `render(krate)` returns `(text, adding_breaks)` pairs: `adding_breaks` is
 true for a line whose appearance alone breaks users, that is a new field of
@@ -56,7 +61,7 @@ class Renderer:
     def walk(self, module_id, path, out, stack):
         for child in self.item(module_id)["inner"]["module"]["items"]:
             item = self.item(child)
-            if item is None or item["visibility"] != "public":
+            if item is None or item["visibility"] != "public" or hidden(item):
                 continue
             kind, inner = one(item["inner"])
             if kind != "use":
@@ -64,6 +69,8 @@ class Renderer:
                 continue
             target = inner.get("id")
             target_item = self.item(target) if target is not None else None
+            if target_item is not None and hidden(target_item):
+                continue
             if inner["is_glob"]:
                 if target_item is not None and "module" in target_item["inner"] and target not in stack:
                     self.walk(target, path, out, stack + [target])
@@ -103,7 +110,7 @@ class Renderer:
         elif kind == "union":
             self.emit(f"{attrs(item)}pub union {path}{t.generics(v['generics'])}{t.where(t.predicates(v['generics']))}")
             self.fields(path, v["fields"], v["has_stripped_fields"], False)
-            self.impls(path, v["impls"])
+            self.impls(path, item["id"], v["impls"])
         elif kind == "function":
             self.emit(self.function(f"pub {{header}}fn {path}", v))
         elif kind == "trait":
@@ -146,21 +153,22 @@ class Renderer:
                 shown = []
                 for f in fields:
                     field = self.item(f) if f is not None else None
+                    field = None if field is None or hidden(field) else field
                     shown.append("_" if field is None else "pub " + t.ty(field["inner"]["struct_field"]))
                 self.emit(f"{head}({', '.join(shown)}){where};")
             elif kind == "plain":
-                stripped = fields["has_stripped_fields"]
+                stripped = fields["has_stripped_fields"] or any(hidden(self.item(f)) for f in fields["fields"])
                 self.emit(f"{head}{where} {{{' .. ' if stripped else ''}}}")
                 exhaustive = not stripped and not non_exhaustive(item)
                 self.fields(path, fields["fields"], stripped, exhaustive)
             else:
                 raise Unknown(f"struct kind {kind} at {path}")
-        self.impls(path, v["impls"])
+        self.impls(path, item["id"], v["impls"])
 
     def fields(self, path, ids, stripped, exhaustive):
         for f in ids:
             field = self.item(f)
-            if field is not None:
+            if field is not None and not hidden(field):
                 self.emit(f"pub {path}::{field['name']}: {self.types.ty(field['inner']['struct_field'])}", exhaustive)
 
     def enum(self, path, item, v):
@@ -170,13 +178,13 @@ class Renderer:
         exhaustive = not non_exhaustive(item)
         for var_id in v["variants"]:
             var = self.item(var_id)
-            if var is None:
+            if var is None or hidden(var):
                 continue
             body = self.variant(var["inner"]["variant"], path)
             disc = var["inner"]["variant"].get("discriminant")
             value = f" = {disc['value']}" if disc else ""
             self.emit(f"{attrs(var)}pub {path}::{var['name']}{body}{value}", exhaustive)
-        self.impls(path, v["impls"])
+        self.impls(path, item["id"], v["impls"])
 
     def variant(self, var, path):
         kind = var["kind"]
@@ -184,10 +192,11 @@ class Renderer:
             return ""
         kind, v = one(kind)
         if kind == "tuple":
-            return "(" + ", ".join("_" if f is None else self.field_type(f) for f in v) + ")"
+            return "(" + ", ".join("_" if f is None or hidden(self.item(f)) else self.field_type(f) for f in v) + ")"
         if kind == "struct":
-            names = [f"{self.item(f)['name']}: {self.field_type(f)}" for f in v["fields"] if self.item(f)]
-            if v["has_stripped_fields"]:
+            shown = [f for f in v["fields"] if self.item(f) and not hidden(self.item(f))]
+            names = [f"{self.item(f)['name']}: {self.field_type(f)}" for f in shown]
+            if v["has_stripped_fields"] or len(shown) < len(v["fields"]):
                 names.append("..")
             return " { " + ", ".join(names) + " }"
         raise Unknown(f"variant kind {kind} at {path}")
@@ -204,7 +213,7 @@ class Renderer:
         self.emit(f"pub {unsafe}{auto}trait {path}{t.generics(g)}{supers}{t.where(t.predicates(g))}")
         for id_ in v["items"]:
             item = self.item(id_)
-            if item is None:
+            if item is None or hidden(item):
                 continue
             kind, a = one(item["inner"])
             member = f"{path}::{item['name']}"
@@ -223,28 +232,28 @@ class Renderer:
             else:
                 raise Unknown(f"trait item kind {kind} at {member}")
 
-    def impls(self, path, ids):
-        """The implementations of the item at `path`: its inherent methods
-        and constants, and the traits it implements."""
+    def impls(self, path, owner, ids):
+        """The implementations rustdoc lists with the item `owner` at
+        `path`: its inherent methods and constants, the traits it
+        implements, and (for some items) impls on other types that name it,
+        such as `impl From<Unsafe> for LinkError`."""
         for id_ in ids:
             item = self.item(id_)
-            if item is None:
+            if item is None or hidden(item):
                 continue
             imp = item["inner"]["impl"]
             if imp.get("blanket_impl") is not None:
                 continue
             self.rendered_impls.add(str(id_))
-            self_ty = path + self.self_args(imp["for"])
+            kind, for_ty = one(imp["for"])
+            if kind == "resolved_path" and for_ty["id"] == owner:
+                self_ty = path + self.types.args(for_ty.get("args"))
+            else:
+                self_ty = self.types.ty(imp["for"])
             if imp.get("trait") is None:
                 self.inherent(self_ty, imp)
             else:
                 self.trait_impl(self_ty, imp)
-
-    def self_args(self, for_ty):
-        """The generic arguments of an impl's self type (`<S>` of
-        `Producer<S>`), to follow the path the item is named by."""
-        kind, v = one(for_ty)
-        return self.types.args(v.get("args")) if kind == "resolved_path" else ""
 
     def inherent(self, self_ty, imp):
         t = self.types
@@ -252,7 +261,7 @@ class Renderer:
         impl_preds = t.bounds_as_predicates(g) + t.predicates(g)
         for id_ in imp["items"]:
             item = self.item(id_)
-            if item is None or item["visibility"] != "public":
+            if item is None or item["visibility"] != "public" or hidden(item):
                 continue
             kind, a = one(item["inner"])
             member = f"{self_ty}::{item['name']}"
@@ -291,7 +300,7 @@ class Renderer:
         types, such as `impl From<LinkError> for io::Error`."""
         for key in sorted(self.index, key=lambda k: int(k) if k.isdigit() else k):
             item = self.index[key]
-            if item["crate_id"] != 0 or "impl" not in item["inner"] or key in self.rendered_impls:
+            if item["crate_id"] != 0 or "impl" not in item["inner"] or key in self.rendered_impls or hidden(item):
                 continue
             imp = item["inner"]["impl"]
             if imp.get("trait") is None or imp.get("blanket_impl") is not None or imp.get("is_synthetic"):
@@ -332,6 +341,11 @@ def attrs(item):
             if parts:
                 out += f"#[repr({', '.join(parts)})] "
     return out
+
+
+def hidden(item):
+    """Whether the item is marked `#[doc(hidden)]`."""
+    return any(isinstance(a, dict) and "doc(hidden)" in a.get("other", "") for a in item.get("attrs", []))
 
 
 def non_exhaustive(item):

@@ -109,7 +109,7 @@ class Renderer:
             self.enum(path, item, v)
         elif kind == "union":
             self.emit(f"{attrs(item)}pub union {path}{t.generics(v['generics'])}{t.where(t.predicates(v['generics']))}")
-            self.fields(path, v["fields"], v["has_stripped_fields"], False)
+            self.fields(path, v["fields"], False)
             self.impls(path, item["id"], v["impls"])
         elif kind == "function":
             self.emit(self.function(f"pub {{header}}fn {path}", v))
@@ -160,12 +160,12 @@ class Renderer:
                 stripped = fields["has_stripped_fields"] or any(hidden(self.item(f)) for f in fields["fields"])
                 self.emit(f"{head}{where} {{{' .. ' if stripped else ''}}}")
                 exhaustive = not stripped and not non_exhaustive(item)
-                self.fields(path, fields["fields"], stripped, exhaustive)
+                self.fields(path, fields["fields"], exhaustive)
             else:
                 raise Unknown(f"struct kind {kind} at {path}")
         self.impls(path, item["id"], v["impls"])
 
-    def fields(self, path, ids, stripped, exhaustive):
+    def fields(self, path, ids, exhaustive):
         for f in ids:
             field = self.item(f)
             if field is not None and not hidden(field):

@@ -13,6 +13,9 @@
 #     their own daemon, and runc (crun refuses containers on a host whose
 #     cgroup v2 hierarchy holds a controller beside v1 ones; the Podman
 #     tests then run runc)
+#   - what scripts/deb.sh builds the Debian packages with (dpkg-dev,
+#     patchelf), and what tests/packages.sh checks them with (lintian) and
+#     makes a clean Debian root with (mmdebstrap)
 #   - DPDK's driver-SDK headers (ethdev_driver.h, bus_vdev_driver.h, ...),
 #     taken from Debian's dpdk source package of the installed version
 #   - 2 MiB hugepages and a hugetlbfs mount at /dev/hugepages
@@ -26,7 +29,7 @@ HUGEPAGES="${VECRING_HUGEPAGES:-1024}"
 need_pkgs=()
 for p in build-essential pkg-config clang libclang-dev dpdk dpdk-dev libdpdk-dev lxc dpkg-dev numactl ethtool \
   openvswitch-switch-dpdk meson ninja-build python3-pyelftools libnuma-dev libpcap-dev liblua5.3-dev iperf3 iputils-ping \
-  docker.io podman uidmap slirp4netns fuse-overlayfs crun runc containernetworking-plugins; do
+  docker.io podman uidmap slirp4netns fuse-overlayfs crun runc containernetworking-plugins patchelf mmdebstrap lintian; do
   dpkg -s "$p" >/dev/null 2>&1 || need_pkgs+=("$p")
 done
 if [ "${#need_pkgs[@]}" -gt 0 ]; then

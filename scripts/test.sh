@@ -90,8 +90,14 @@ bash tests/ovs/run.sh
 step "Docker (a private dockerd): testpmd in containers of the image scripts/image.sh makes (imported and built), with no capability, no root, no hugepages and no network, against a testpmd on the host both ways and forwarding back to it, a wrong owner= refused, through Open vSwitch, under userns-remap; the vecring tool's slave under a memory limit below the link's size and a hugetlb limit of 0 (about 45 s); pktgen on the host and in a container both ways (about 40 s)"
 bash tests/containers/docker.sh
 
-step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts"
+step "Podman: the vecring tool's links into rootful and rootless containers (the user's own master, a root master with --owner, --userns=keep-id), and a container that needs nothing but the link (no capability, non-root, no hugepages, hugetlb limit 0, memory below the region's size), exact counts; pktgen on the host and in a rootless container both ways (about 40 s)"
 bash tests/containers/podman.sh
+
+step "systemd: the TAP bridge's unit template and the tmpfiles entries under a real systemd, PID 1 of a Podman container booted twice (two instances bring a link's carriers on; CAP_NET_ADMIN alone, a read-only file system; a clean stop; a domain declared with prepare --persist made again at boot before its bridge starts)"
+bash tests/systemd/run.sh
+
+step "Debian packages (scripts/deb.sh) on a clean Debian 12 root (mmdebstrap) in a container with no network: dpkg -i, what dpkg lists, testpmd finds eth_vecring with no -d and receives the packaged tool's frames, vecring doctor, man pages and completions, a C program built with pkg-config vecring, and a purge that leaves no file behind (about 90 s)"
+bash tests/packages.sh
 
 step "loom models of the ring's index protocol and of its sleep/wake protocol (preemption bound 3; about two minutes, the timeout only stops a hang)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \

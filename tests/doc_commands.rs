@@ -62,6 +62,14 @@ const SKIPPED: &[(&str, &str)] = &[
         "scripts/test.sh runs it before the tests (the same build and install); in a sandbox it would rewrite the host's DPDK driver directory, which is no overlay",
     ),
     (
+        "scripts/deb.sh",
+        "builds the Debian packages: tests/packages.sh builds them, installs them in a clean Debian 12 root file system and checks what they hold and do (in a sandbox the build would only repeat it)",
+    ),
+    (
+        "apt install ./target/debian/",
+        "installs the Debian packages on the host, whose /usr and package database are no overlay in a sandbox: tests/packages.sh installs them in a clean Debian 12 root file system, checks them and purges them",
+    ),
+    (
         "cargo build --release -p ",
         "scripts/test.sh builds the workspace (cargo build --release --workspace) before the tests, the same artifacts; a build of one package resolves its dependencies' features differently and relinks it for up to a minute",
     ),
@@ -93,6 +101,8 @@ cat /tmp/dockerd.log; exit 1
 ";
 /// Why docs/containers.md's Podman section is not run here.
 const PODMAN_EXCLUDED: &str = "Podman keeps its storage in /var/lib/containers and a rootless user's in its home, both the host's in the sandbox; tests/containers/podman.sh runs these arrangements and flags (each with traffic and exact counts) with a storage, a user and cgroups of its own, and removes them";
+/// Why docs/operations.md's unit commands are not run here.
+const SYSTEMD_EXCLUDED: &str = "systemctl needs systemd as PID 1, which the sandbox has not; tests/systemd/run.sh boots systemd in a container with the unit and its configuration installed as this section says, enables and starts two instances (systemctl enable --now), and checks them";
 /// Stops the sandbox's dockerd (which stops its containerd).
 const DOCKERD_STOP: &str = "kill \"$(cat /var/run/docker.pid)\"
 for i in $(seq 200); do [ -e /var/run/docker.pid ] || exit 0; sleep 0.1; done
@@ -326,6 +336,14 @@ const PLANS: &[Plan] = &[
     },
     Plan {
         how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring prepare --domain pg --owner 1001:1001")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "-v /run/vecring/pg:/run/vecring/pg -v $HOME/lua:/lua pktgen-image")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
         ..run(CTR, "--cap-drop=ALL --user 4242:4242")
     },
     Plan {
@@ -404,7 +422,7 @@ const PLANS: &[Plan] = &[
         )
     },
     run("docs/c-api.md", "./hello /tmp/vecring-demo"),
-    run("docs/c-api.md", "-o master -Iinclude -Ltarget/release"),
+    run("docs/c-api.md", "-o master -Ivecring-ffi/include -Ltarget/release"),
     run(
         "docs/c-api.md",
         "cc vecring-ffi/examples/c/master.c -o master $(pkg-config",
@@ -434,6 +452,12 @@ const PLANS: &[Plan] = &[
         &[WaitFor("stats", "web/eth0: up", 3), Interrupt("stats")],
     ),
     run("docs/operations.md", "$ vecring prepare --domain app --runtime docker"),
+    // "Surviving a reboot": the entry is written to the sandbox's /etc.
+    run(
+        "docs/operations.md",
+        "$ vecring prepare --domain app --owner 100000:100000 --persist",
+    ),
+    run("docs/operations.md", "$ vecring prepare --domain app --forget"),
     Plan {
         after: &[
             Interrupt("web master"),
@@ -463,6 +487,15 @@ const PLANS: &[Plan] = &[
     Plan {
         after: &[Interrupt("lab slave"), Interrupt("lab master")],
         ..run("docs/operations.md", "$ ip addr add 10.0.9.1/24 dev lab0")
+    },
+    // docs/operations.md, "Running a TAP bridge as a service".
+    Plan {
+        how: How::Excluded(SYSTEMD_EXCLUDED),
+        ..run("docs/operations.md", "systemctl enable --now vecring-tap@web0")
+    },
+    Plan {
+        how: How::Excluded(SYSTEMD_EXCLUDED),
+        ..run("docs/operations.md", "sed 's|/usr/bin/vecring|/usr/local/bin/vecring|'")
     },
     // docs/ovs.md: OVS's database and run directory in the sandbox's /run.
     run(OVS, "ovsdb-tool create /var/run/openvswitch/conf.db"),

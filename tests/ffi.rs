@@ -1,5 +1,5 @@
 //! The C API (`vecring-ffi`: `libvecring.so`, `libvecring.a`,
-//! `include/vecring.h`) from real C programs, compiled with the system C
+//! `vecring-ffi/include/vecring.h`) from real C programs, compiled with the system C
 //! compiler against the header and linked against the built library:
 //!
 //! - the header agrees with the library: struct sizes, alignments and field
@@ -166,7 +166,7 @@ fn show(out: &std::process::Output) -> String {
     )
 }
 
-/// Compiles C sources into `dir/name`, against `include/vecring.h` and the
+/// Compiles C sources into `dir/name`, against `vecring-ffi/include/vecring.h` and the
 /// built shared library (found at run time through an rpath).
 ///
 /// The rpath is an old-style `DT_RPATH`, which the loader searches before
@@ -181,7 +181,7 @@ fn compile(dir: &Path, name: &str, sources: &[PathBuf]) -> PathBuf {
         "-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
     ])
     .arg("-I")
-    .arg(root().join("include"))
+    .arg(root().join("vecring-ffi/include"))
     .arg("-I")
     .arg(root().join("tests/c"))
     .args(sources)
@@ -395,7 +395,7 @@ fn header_matches_the_library() {
             ])
             .arg(dir.join("layout_check.o"))
             .arg("-I")
-            .arg(root().join("include"))
+            .arg(root().join("vecring-ffi/include"))
             .arg(&check),
         Duration::from_secs(60),
     );
@@ -407,7 +407,7 @@ fn header_matches_the_library() {
 
     // Every function: declared in the header, implemented in Rust, exported
     // by the shared library, and nothing else exported.
-    let header = std::fs::read_to_string(root().join("include/vecring.h")).unwrap();
+    let header = std::fs::read_to_string(root().join("vecring-ffi/include/vecring.h")).unwrap();
     let mut declared = header_functions(&header);
     let mut rust: Vec<String> = vecring::EXPORTED_FUNCTIONS
         .iter()

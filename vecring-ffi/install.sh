@@ -55,7 +55,7 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$ROOT/Cargo.toml" | head -n1)
 install -d "$destdir$libdir/pkgconfig" "$destdir$includedir"
 install -m 0755 "$target/libvecring.so" "$destdir$libdir/libvecring.so"
 install -m 0644 "$target/libvecring.a" "$destdir$libdir/libvecring.a"
-install -m 0644 "$ROOT/include/vecring.h" "$destdir$includedir/vecring.h"
+install -m 0644 "$ROOT/vecring-ffi/include/vecring.h" "$destdir$includedir/vecring.h"
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@LIBDIR@|$libdir|g" \
 	-e "s|@INCLUDEDIR@|$includedir|g" -e "s|@VERSION@|$version|g" \
 	"$ROOT/vecring-ffi/vecring.pc.in" >"$destdir$libdir/pkgconfig/vecring.pc"

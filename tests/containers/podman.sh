@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The vecring tool's links into Podman containers (docs/containers.md,
-# "Podman"). The image is scripts/image.sh's vecring image, imported with
+# "Podman"), and pktgen-dpdk in a rootless one. The image is scripts/image.sh's vecring image, imported with
 # `podman import`; every container runs with --network none and reaches its
 # link only through the domain directory bound in with -v. Checked, each
 # with traffic (host master txonly -> container slave rxonly) and exact
@@ -37,12 +37,19 @@
 #                               uid may attach; the master keeps waiting
 #             mistake_mount     a container without the -v: the slave says
 #                               it found no master at the socket's path
+#   pktgen    pktgen_rootless   pktgen-dpdk on both ends: the host's pktgen
+#                               a root master with owner= the user, the
+#                               slave a pktgen in the user's rootless
+#                               container; 64 and 1514 bytes both ways,
+#                               pktgen's counts against both drivers' xstats
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
 #        VECRING_TEST_KEEP=1  keep the work directory's logs
 #        VECRING_TEST_NO_HUGE=1  the minimal group, about hugepage links,
 #                             says SKIPPED
+#        PKTGEN               pktgen for DPDK 22.11 (default: what
+#                             scripts/pktgen.sh builds or built for it)
 # Rootful Podman keeps its storage, run state and events in the work
 # directory and its containers' cgroups under vecring-podman-<pid>; the
 # test's user, its processes and its home go at the end; every process runs
@@ -78,6 +85,10 @@ log() { echo "podman-test: $*"; }
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
+# The DPDK tests' helpers first (processes, waits, checks), for the
+# pktgen group; Podman's own checks replace those of the same name.
+# shellcheck source=tests/dpdk/lib.sh
+. "$ROOT/tests/dpdk/lib.sh"
 # shellcheck source=podman/lib.sh
 . "$HERE/lib.sh"
 
@@ -95,6 +106,8 @@ group() {
 . "$HERE/minimal.sh"
 # shellcheck source=podman/mistakes.sh
 . "$HERE/mistakes.sh"
+# shellcheck source=podman/pktgen.sh
+. "$HERE/pktgen.sh"
 
 # What rootful Podman makes outside its --root, --runroot and --tmpdir.
 PODMAN_GLOBAL=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /etc/cni/net.d/cni.lock)
@@ -148,7 +161,7 @@ cleanup() {
 			rm -f "$p"
 		fi
 	done
-	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar" "$WORK/build"
+	rm -rf "$WORK/storage" "$WORK/runroot" "$WORK/libpod" "$WORK/rootfs" "$WORK/image.tar" "$WORK/rootfs-dpdk" "$WORK/image-dpdk.tar" "$WORK/build" "$WORK/pktgen-image"
 	if [ "${VECRING_TEST_KEEP:-0}" = 1 ] || [ "$FAILED" -gt 0 ]; then
 		log "logs kept in $WORK"
 	else

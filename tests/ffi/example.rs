@@ -154,7 +154,10 @@ fn two_process_c_example_builds_from_the_build_tree_and_runs() {
                 .arg(root().join(format!("vecring-ffi/examples/c/{name}.c")))
                 .arg("-o")
                 .arg(&exe)
-                .arg(format!("-I{}", root().join("include").display()))
+                .arg(format!(
+                    "-I{}",
+                    root().join("vecring-ffi/include").display()
+                ))
                 .arg(format!("-L{}", lib.display()))
                 .arg("-lvecring")
                 .arg(format!("-Wl,-rpath,{}", lib.display())),

@@ -254,7 +254,17 @@ test_peer_kill() {
 	local downs ups
 	downs=$(ovs_log_count "eth_vecring0: link down")
 	ups=$(ovs_log_count "eth_vecring0: link up")
-	kill -9 "$(pgrep -f "rxonly --role slave --domain ovs --link c1 " | head -n1)"
+	# The container's vecring itself (its command line starts with the
+	# tool's path), not the watchdog or lxc-execute above it, whose
+	# command lines hold the same words: killing the watchdog would leave
+	# the container running, and its name taken for the restart.
+	local peer
+	peer=$(pgrep -f "^$VECRING rxonly --role slave --domain ovs --link c1 " | head -n1)
+	if [ -n "$peer" ] && kill -9 "$peer"; then
+		pass "peer_kill: kill -9 of the container's peer (host pid $peer)"
+	else
+		fail "peer_kill: no peer process of c1 to kill"
+	fi
 	rx_stop c1
 	wait_log "eth_vecring0: link down" "$((downs + 1))" &&
 		pass "peer_kill: OVS logged eth_vecring0's link down after kill -9 of the container's peer" ||
@@ -277,6 +287,8 @@ test_ovs_restart() {
 	else
 		fail "ovs_restart: the container's peer exited when ovs-vswitchd went away"
 		tail -n 3 "$WORK/c1.err" | sed 's/^/    /'
+		# The cases after this one need the switch.
+		ovs_start && add_flows
 		return
 	fi
 	ovs_start || { fail "ovs_restart: ovs-vswitchd did not start again"; return; }

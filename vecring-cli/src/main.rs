@@ -11,7 +11,8 @@
 //!   and counters ([`ops`], over [`vecring_core::status`]); `doctor` checks
 //!   the host and a container's configuration ([`doctor`]); `prepare`
 //!   creates a domain directory for a container's bind mount and says
-//!   what the runtime needs for it ([`prepare`], ids from [`userns`]).
+//!   what the runtime needs for it ([`prepare`], ids from [`userns`]),
+//!   and declares it to systemd-tmpfiles for every boot ([`persist`]).
 //! - Every option is checked against vecring-core's limits before a link
 //!   opens; `--json` gives scripts the same figures.
 //!
@@ -25,6 +26,7 @@ mod doctor;
 mod escape;
 mod manual;
 mod ops;
+mod persist;
 mod prepare;
 mod tap;
 mod traffic;
@@ -122,7 +124,8 @@ enum Command {
     /// container's bind mount) with the owner and mode the master accepts,
     /// and print what the container needs for it: LXC's configuration
     /// lines, or (--runtime docker|podman) the run options and the master's
-    /// --owner.
+    /// --owner. With --persist, also a systemd-tmpfiles entry that makes the
+    /// directory again at every boot; --forget removes it.
     Prepare(prepare::PrepareArgs),
     /// Benchmark a host<->container link: pps, Mbit/s, throughput, zero loss
     ///

@@ -7,7 +7,9 @@
 //! The directory gets what the master gives it when it creates it: this
 //! user's ownership (the master's; run it as the user the master runs as)
 //! and the mode of [`vecring_core::internal::dirs::domain_mode`] (0711 with an owner,
-//! 0710 otherwise), so that the master accepts it.
+//! 0710 otherwise), so that the master accepts it. With `--persist` it is
+//! also declared to systemd-tmpfiles, to be made again at every boot
+//! ([`crate::persist`]); `--forget` withdraws that.
 
 use crate::escape::shell_quote;
 use crate::userns::{host_id, user_named, user_with_uid, SubIds, User, Userns};
@@ -51,6 +53,18 @@ pub struct PrepareArgs {
     /// the user of userns-remap=default).
     #[arg(long, value_name = "USER", num_args = 0..=1, default_missing_value = "dockremap")]
     userns_remap: Option<String>,
+    /// Also write a systemd-tmpfiles entry (TMPFILES_DIR/vecring-DOMAIN.conf)
+    /// that makes the run and domain directories again at every boot
+    /// (/run is a tmpfs), with the owner and mode they have now.
+    #[arg(long)]
+    persist: bool,
+    /// Remove the entry --persist wrote for DOMAIN, and nothing else (the
+    /// directory stays until the next boot).
+    #[arg(long, conflicts_with_all = ["persist", "owner", "runtime", "user", "rootless", "keep_id", "userns_remap"])]
+    forget: bool,
+    /// Where --persist writes, and --forget removes, the entry.
+    #[arg(long, value_name = "TMPFILES_DIR", default_value = crate::persist::DEFAULT_TMPFILES_DIR)]
+    tmpfiles_dir: PathBuf,
 }
 
 /// The runtimes `prepare` knows.
@@ -80,12 +94,21 @@ impl Runtime {
 /// A bad name or path, or a directory the master would refuse.
 pub fn run(args: &PrepareArgs) -> Result<(), String> {
     vecring_core::name::validate("domain", &args.domain).map_err(|e| e.to_string())?;
+    if args.forget {
+        return crate::persist::forget(&args.tmpfiles_dir, &args.domain);
+    }
     if !args.run_dir.is_absolute() {
         return Err(format!(
             "--run-dir {}: must be an absolute path",
             args.run_dir.display()
         ));
     }
+    // Before anything is created: a run directory the entry cannot name.
+    let persist_at = if args.persist {
+        Some(crate::persist::tmpfiles_path(&args.run_dir)?)
+    } else {
+        None
+    };
     let dir = args.run_dir.join(&args.domain);
     let container = match args.runtime {
         Runtime::Lxc => {
@@ -110,17 +133,46 @@ pub fn run(args: &PrepareArgs) -> Result<(), String> {
     if prepare_domain(&args.run_dir, &args.domain, mode).map_err(|e| e.to_string())? {
         log::info!("created {}", dir.display());
     }
+    let persisted = match &persist_at {
+        Some(run_dir) => {
+            let text = crate::persist::entry(&args.domain, run_dir)?;
+            Some(crate::persist::write(
+                &args.tmpfiles_dir,
+                &args.domain,
+                &text,
+            )?)
+        }
+        None => None,
+    };
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if let Some(c) = container {
         c.print(&dir, mode, me);
-        return Ok(());
+    } else {
+        print_lxc(args, &dir, mode, me);
     }
+    if let Some(path) = persisted {
+        println!(
+            "# {} makes it again at every boot (systemd-tmpfiles); undo: vecring prepare --domain {} --forget{}",
+            path.display(),
+            args.domain,
+            if args.tmpfiles_dir == Path::new(crate::persist::DEFAULT_TMPFILES_DIR) {
+                String::new()
+            } else {
+                format!(" --tmpfiles-dir {}", shell_quote(&args.tmpfiles_dir.display().to_string()))
+            }
+        );
+    }
+    Ok(())
+}
+
+/// LXC's configuration lines for the domain directory `dir`.
+fn print_lxc(args: &PrepareArgs, dir: &Path, mode: u32, me: u32) {
     println!(
         "# {} ready (mode {mode:04o}, uid {me}); LXC configuration:",
         dir.display()
     );
-    let rel = dir.strip_prefix("/").unwrap_or(&dir);
+    let rel = dir.strip_prefix("/").unwrap_or(dir);
     println!(
         "lxc.mount.entry = {} {} none bind,create=dir 0 0",
         dir.display(),
@@ -130,7 +182,6 @@ pub fn run(args: &PrepareArgs) -> Result<(), String> {
         println!("lxc.idmap = u 0 {uid} 65536");
         println!("lxc.idmap = g 0 {gid} 65536");
     }
-    Ok(())
 }
 
 /// What a Docker or Podman container needs for a domain.

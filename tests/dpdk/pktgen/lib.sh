@@ -2,9 +2,11 @@
 # pktgen-dpdk on both ends of a link, driven by driver.lua (-f) through a
 # control directory: the sessions, their rounds, and pktgen's counts
 # checked against eth_vecring's xstats read through DPDK telemetry.
-# Sourced by tests/dpdk/cases/pktgen.sh (LXC) and
-# tests/containers/docker_pktgen.sh (Docker), after tests/dpdk/lib.sh; the
-# sourcing script sets ROOT, WORK, WATCHDOG, PIDS and log/pass/fail.
+# Sourced by tests/dpdk/cases/pktgen.sh (LXC),
+# tests/containers/docker_pktgen.sh (Docker) and
+# tests/containers/podman/pktgen.sh (rootless Podman), after
+# tests/dpdk/lib.sh; the sourcing script sets ROOT, WORK, WATCHDOG, PIDS and
+# log/pass/fail.
 
 # EAL memory of each pktgen: pktgen 23.03 makes five pools of 24,576
 # mbufs of 10 KiB for each port (1.25 GB; 625 of the 1,024 hugepages
@@ -12,6 +14,8 @@
 # container without hugepages does (docs/dpdk-container.md); about 0.7 GB
 # of it is touched. The link itself is in hugepages either way.
 PG_MEM=(--no-huge -m 1600 --no-shconf)
+# More EAL options of the next start_pktgen (a case sets and clears it).
+PG_EAL=()
 
 PG_HOST_MAC=02:00:00:00:50:01
 PG_CTR_MAC=02:00:00:00:50:02
@@ -40,7 +44,7 @@ start_pktgen() {
 		cat "$ROOT/tests/dpdk/pktgen/driver.lua"
 	} >"$ctl/driver.lua"
 	local pg=("$@" timeout --foreground --kill-after=5 "$WATCHDOG" "$exe" --no-pci
-		--file-prefix="vrtest_${name}_$$" --lcores="(0,1)@$cpu" "${PG_MEM[@]}"
+		--file-prefix="vrtest_${name}_$$" --lcores="(0,1)@$cpu" "${PG_MEM[@]}" "${PG_EAL[@]}"
 		--vdev="eth_vecring0,$vdev" -- -j -m 1.0 -f "$in_ctl/driver.lua")
 	# pktgen from 24.10 on leaves at start (`scrn_constructor: tcgetattr
 	# failed`) unless its standard input is a terminal: script(1) gives it

@@ -318,7 +318,33 @@ fn world_writable_ancestor(path: &Path) -> Option<PathBuf> {
     })
 }
 
+/// DPDK's driver directories (`LIBDIR/dpdk/pmds-ABI`, e.g.
+/// /usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0): EAL loads every driver in
+/// them by itself at start. Their DPDK's runtime is installed; its
+/// development files (libdpdk.pc) may not be.
+fn driver_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for pattern_dir in ["/usr/lib", "/usr/local/lib", "/usr/lib64"] {
+        let Ok(entries) = std::fs::read_dir(pattern_dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(pmds) = std::fs::read_dir(e.path().join("dpdk")) else {
+                continue;
+            };
+            dirs.extend(pmds.flatten().map(|p| p.path()).filter(|p| {
+                p.is_dir()
+                    && p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("pmds-"))
+            }));
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
 fn dpdk(r: &mut Report) {
+    let dirs = driver_dirs();
     match command_output("pkg-config", &["--modversion", "libdpdk"]) {
         Some(v) => r.add(
             Level::Ok,
@@ -326,34 +352,36 @@ fn dpdk(r: &mut Report) {
             format!("DPDK {v} (pkg-config libdpdk)"),
             None,
         ),
+        // A host with DPDK's runtime and applications only, as a package
+        // of the driver needs.
+        None if !dirs.is_empty() => r.add(
+            Level::Ok,
+            "dpdk",
+            format!(
+                "DPDK's runtime, driver directory {} (no libdpdk.pc: its development files are only needed to build the driver)",
+                dirs.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None,
+        ),
         None => {
             r.add(
                 Level::Note,
                 "dpdk",
-                "DPDK not found (pkg-config libdpdk): only needed for the DPDK driver".into(),
-                Some("apt-get install dpdk dpdk-dev libdpdk-dev".into()),
+                "DPDK not found (pkg-config libdpdk, LIBDIR/dpdk/pmds-*): only needed for the DPDK driver".into(),
+                Some("apt-get install dpdk (and dpdk-dev libdpdk-dev to build the driver)".into()),
             );
             return;
         }
     }
-    let mut found = Vec::new();
-    for pattern_dir in ["/usr/lib", "/usr/local/lib", "/usr/lib64"] {
-        let Ok(entries) = std::fs::read_dir(pattern_dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let dpdk_dir = e.path().join("dpdk");
-            let Ok(pmds) = std::fs::read_dir(&dpdk_dir) else {
-                continue;
-            };
-            for p in pmds.flatten() {
-                let so = p.path().join("librte_net_vecring.so");
-                if so.exists() {
-                    found.push((so, true));
-                }
-            }
-        }
-    }
+    let mut found: Vec<(PathBuf, bool)> = dirs
+        .iter()
+        .map(|d| d.join("librte_net_vecring.so"))
+        .filter(|so| so.exists())
+        .map(|so| (so, true))
+        .collect();
     let local = PathBuf::from("/usr/local/lib/vecring/librte_net_vecring.so");
     if local.exists() {
         found.push((local, false));
@@ -363,7 +391,7 @@ fn dpdk(r: &mut Report) {
             Level::Note,
             "driver",
             "librte_net_vecring.so is not installed where EAL loads drivers by itself".into(),
-            Some("scripts/build-pmd.sh /usr (from a vecring checkout): it builds the driver and installs it into DPDK's driver directory, and as /usr/local/lib/vecring/librte_net_vecring.so for -d".into()),
+            Some("install the package librte-net-vecring23 (scripts/deb.sh builds it), or run scripts/build-pmd.sh /usr (from a vecring checkout): it builds the driver and installs it into DPDK's driver directory, and as /usr/local/lib/vecring/librte_net_vecring.so for -d".into()),
         );
     }
     // A copy in DPDK's driver directory is loaded at every EAL start; a

@@ -68,7 +68,7 @@ edit() {
 }
 
 # The C API first: these cases leave vecring-core as it is, documented once.
-h=include/vecring.h
+h=vecring-ffi/include/vecring.h
 edit $h 's/^int vecring_wait_down(const vecring_link_t \*link, uint32_t timeout_ms);/int vecring_wait_down(const vecring_link_t *link, int32_t timeout_ms);/'
 expect fail "C prototype changed" "- int vecring_wait_down(const vecring_link_t *, uint32_t)"
 edit $h 's/^int vecring_wait_down(const vecring_link_t \*link, uint32_t timeout_ms);/int vecring_wait_down(const vecring_link_t *l, uint32_t ms);/'

@@ -8,9 +8,10 @@
 #
 #   vecring-core  its public Rust API, read from nightly rustdoc's JSON
 #                 (scripts/api/rustdoc.py renders it, one line per item)
-#   vecring-ffi   its C API: the declarations of include/vecring.h and the
-#                 symbols libvecring.so exports (scripts/api/c_header.py);
-#                 its Rust items only implement these
+#   vecring-ffi   its C API: the declarations of its header
+#                 (vecring-ffi/include/vecring.h) and the symbols
+#                 libvecring.so exports (scripts/api/c_header.py); its Rust
+#                 items only implement these
 #
 # Usage: scripts/api.sh [check]   check both crates (the suite's lint gates)
 #        scripts/api.sh update    at a release: record the current APIs as
@@ -62,12 +63,18 @@ for crate in vecring-core vecring-ffi; do
   if [ "$crate" = vecring-core ]; then
     source=(rust "$core_json")
   else
-    source=(c include/vecring.h "$scratch/symbols")
+    source=(c vecring-ffi/include/vecring.h "$scratch/symbols")
   fi
   case $cmd in
   show) python3 -B "$tool" show "${source[@]}" ;;
   update) python3 -B "$tool" update "api/$crate.txt" "$crate" "$(version_of "$crate")" "${source[@]}" ;;
-  check) python3 -B "$tool" check "api/$crate.txt" "$(version_of "$crate")" "${source[@]}" || status=1 ;;
+  check)
+    if ! python3 -B "$tool" check "api/$crate.txt" "$(version_of "$crate")" "${source[@]}"; then
+      status=1
+      [ "$crate" = vecring-ffi ] &&
+        echo "api: a break of the C API also needs a new SONAME: SOVERSION in scripts/deb.sh (docs/packages.md)"
+    fi
+    ;;
   esac
 done
 exit $status

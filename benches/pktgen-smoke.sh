@@ -29,6 +29,10 @@
 # VECRING_SMOKE_SOCKETS (four socket= values, e.g. "0 0 1 1": two links a
 # node).
 #
+# Both generators run with a terminal (script(1)), as the tests run
+# pktgen: without one pktgen 23.03 does not refresh its port counters, and
+# a pktgen that only receives reported a run's frames a run late.
+#
 # Memory: pktgen 23.03 makes five pools of 24,576 10-KiB mbufs a port
 # (1.25 GB a port): both generators run in ordinary pages (--no-huge), about
 # 2.8 GB resident each for four ports; the links' rings are in hugepages.
@@ -108,17 +112,17 @@ start() {
 	mkfifo "$WORK/$name.in"
 	local lc=$LC_HOST
 	[ "$side" = s ] && lc=$LC_CTR
-	local cmd=(timeout --kill-after=5 600 "$prog" --no-pci --no-huge -m "$MEM" --no-shconf
+	local cmd=(timeout --foreground --kill-after=5 600 "$prog" --no-pci --no-huge -m "$MEM" --no-shconf
 		--file-prefix="vrsmoke_${name}_$$" --lcores="$lc")
 	mapfile -t vd < <(vdevs "$side")
 	cmd+=("${vd[@]}" -- "$@")
 	if [ "$side" = s ]; then
-		cmd[3]=/bin/$(basename "$prog")
-		lxc-execute -n "vrsmoke-$name-$$" -f "$WORK/lxc.conf" -- "${cmd[@]}" \
-			<"$WORK/$name.in" >"$WORK/$name.log" 2>&1 &
-	else
-		"${cmd[@]}" <"$WORK/$name.in" >"$WORK/$name.log" 2>&1 &
+		cmd[4]=/bin/$(basename "$prog")
+		cmd=(timeout --foreground --kill-after=5 660 lxc-execute -n "vrsmoke-$name-$$" -f "$WORK/lxc.conf" -- "${cmd[@]}")
 	fi
+	# A terminal for the generator (script(1)), as tests/dpdk/pktgen/lib.sh
+	# gives pktgen; every timeout on the way in its foreground.
+	script -qefc "$(printf '%q ' "${cmd[@]}")" /dev/null <"$WORK/$name.in" >"$WORK/$name.log" 2>&1 &
 	PIDS+=($!)
 	printf -v "PID_$name" '%s' "$!"
 	exec {fd}>"$WORK/$name.in"

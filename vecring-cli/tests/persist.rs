@@ -373,14 +373,15 @@ fn forget_removes_the_entry_and_leaves_the_directory() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(file.is_file());
 
-    let out = tool(&[
+    let forget = [
         "prepare",
         "--domain",
         "web",
         "--forget",
         "--tmpfiles-dir",
         e,
-    ]);
+    ];
+    let out = tool(&forget);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!file.exists(), "the entry stayed");
     assert!(run.join("web").is_dir(), "the directory went");
@@ -390,14 +391,7 @@ fn forget_removes_the_entry_and_leaves_the_directory() {
         text(&out)
     );
     // Again: nothing to remove, and no failure.
-    let out = tool(&[
-        "prepare",
-        "--domain",
-        "web",
-        "--forget",
-        "--tmpfiles-dir",
-        e,
-    ]);
+    let out = tool(&forget);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("does not exist"),

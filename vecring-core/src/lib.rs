@@ -120,7 +120,7 @@ pub mod test_support;
 // The internal modules under their short names, for this crate's own use.
 use internal::abi;
 #[cfg(not(loom))]
-use internal::{closer, dirs, doorbell, event_set, handshake, numa};
+use internal::{closer, dirs, doorbell, event_set, handshake, netns, numa};
 
 pub use abi::{MAX_FRAME_LEN, MAX_QUEUES, MAX_REGION_SIZE};
 pub use geometry::{Geometry, GeometryError};

@@ -295,9 +295,12 @@ fn layout_checks() -> String {
             retry_interval_ms,
             on_state_change,
             user_data,
+            master_uids,
+            master_uid_count,
+            netns,
         ]
     );
-    assert_eq!(n, 18, "every field of vecring_options_t is checked");
+    assert_eq!(n, 21, "every field of vecring_options_t is checked");
     let n = layout!(
         c,
         "vecring_counters_t",

@@ -92,7 +92,8 @@ static void test_options_and_open_errors(void)
 		      o.hugepages == VECRING_HUGEPAGES_PREFER && o.domain == NULL && o.link == NULL &&
 		      o.run_dir == NULL && o.slot_count == 0 && o.slot_size == 0 && o.max_frame_len == 0 &&
 		      o.socket_mode == 0 && o.allowed_uids == NULL && o.allowed_uid_count == 0 &&
-		      o.retry_interval_ms == 0 && o.on_state_change == NULL && o.user_data == NULL,
+		      o.retry_interval_ms == 0 && o.on_state_change == NULL && o.user_data == NULL &&
+		      o.master_uids == NULL && o.master_uid_count == 0 && o.netns == NULL,
 	      "defaults");
 	vecring_options_init(NULL);
 

@@ -269,6 +269,14 @@ typedef struct vecring_options {
 	const uint32_t *master_uids;
 	/** Entries in master_uids. */
 	uint32_t master_uid_count;
+	/** The network namespace the link meets in, with no directory shared:
+	 *  a namespace file ("/proc/PID/ns/net", "/run/netns/NAME") or "self"
+	 *  for this process's own. The master listens on the abstract name
+	 *  "@vecring/1/<domain>/<link>" there and admits only that namespace's
+	 *  processes; a slave connects from inside it. NULL (default): the run
+	 *  directory's socket. With it, owner and socket_mode must be unset.
+	 *  Copied by vecring_open. */
+	const char *netns;
 } vecring_options_t;
 
 /** Fills *opts with the defaults (a slave; no names). NULL is ignored. */

@@ -70,12 +70,19 @@ pub struct vecring_options_t {
     pub master_uids: *const u32,
     /// Entries of `master_uids`.
     pub master_uid_count: u32,
+    /// The network namespace to meet in (a namespace file, or `"self"`),
+    /// or NULL for the run directory; see `LinkBuilder::netns`.
+    pub netns: *const c_char,
 }
 
 /// Size of the first published layout (up to `user_data`): callers
 /// compiled against it (or a later one) are accepted, and get the defaults
 /// for the fields added since.
 pub const OPTIONS_SIZE_V1: u32 = std::mem::offset_of!(vecring_options_t, master_uids) as u32;
+
+/// Size of the second layout (up to `master_uid_count`, with the padding
+/// that followed it): callers built against it get no `netns`.
+pub const OPTIONS_SIZE_V2: u32 = std::mem::offset_of!(vecring_options_t, netns) as u32;
 
 impl vecring_options_t {
     /// The defaults [`vecring_options_init`] writes.
@@ -100,6 +107,7 @@ impl vecring_options_t {
         user_data: std::ptr::null_mut(),
         master_uids: std::ptr::null(),
         master_uid_count: 0,
+        netns: std::ptr::null(),
     };
 }
 
@@ -310,6 +318,20 @@ pub(crate) unsafe fn builder(opts: *const vecring_options_t) -> Result<LinkBuild
         for &uid in uids {
             b = b.master_uid(uid);
         }
+    }
+    if !o.netns.is_null() {
+        // SAFETY: non-null and NUL-terminated (caller).
+        let ns = unsafe { CStr::from_ptr(o.netns) }.to_bytes();
+        b = match ns {
+            b"" => return Err(Error::inval("options.netns is empty; use NULL for none")),
+            b"self" => b.netns_self(),
+            p if p.starts_with(b"/") => b.netns(OsStr::from_bytes(p)),
+            _ => {
+                return Err(Error::inval(
+                    "options.netns must be an absolute path to a namespace file or \"self\"",
+                ))
+            }
+        };
     }
     if o.retry_interval_ms != 0 {
         b = b.retry_interval(Duration::from_millis(o.retry_interval_ms.into()));

@@ -119,7 +119,8 @@ pub enum LinkError {
     },
 }
 
-/// A failure of the slave's last attempt, kept for [`Link::wait_up`].
+/// A failure of the slave's last attempt, kept for
+/// [`Link::wait_up`](crate::Link::wait_up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Failure {
     Attach(AttachError),

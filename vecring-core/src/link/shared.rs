@@ -94,7 +94,7 @@ impl Taken {
 /// Per-queue counters, one entry per possible queue.
 pub(crate) type PerQueue<T> = [CachePadded<T>; MAX_QUEUES as usize];
 
-/// State shared by the [`Link`], its endpoints and the control thread.
+/// State shared by the [`Link`](crate::Link), its endpoints and the control thread.
 pub(crate) struct LinkShared {
     pub(crate) label: String,
     pub(crate) role: Role,

@@ -204,9 +204,9 @@ pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
     Ok(cred)
 }
 
-/// Descriptors one message carries at most: a region and a doorbell per
-/// ring of the most queues.
-pub const MAX_FDS: usize = 1 + 2 * crate::abi::MAX_QUEUES as usize;
+/// Descriptors one message carries at most (the ABI's: a Hello's region
+/// and a doorbell per ring of the most queues).
+pub use vecring_abi::wire::MAX_FDS;
 
 /// Bytes of a control buffer for what we send, in `u64`s for alignment.
 const CMSG_WORDS: usize = (MAX_FDS + 1 + 8) / 2 + 4;

@@ -371,7 +371,13 @@ fn header_functions(header: &str) -> Vec<String> {
         .filter(|l| !l.starts_with([' ', '\t', '/', '*', '#']) && !l.starts_with("typedef"))
         .filter_map(|l| {
             let open = l.find('(')?;
-            let name = l[..open].rsplit([' ', '*']).next()?;
+            let mut name = l[..open].rsplit([' ', '*']).next()?;
+            if name.is_empty() {
+                // `void (name)(...)`: a function the header also defines
+                // as a macro, declared with its name in parentheses.
+                let rest = &l[open + 1..];
+                name = &rest[..rest.find(')')?];
+            }
             name.starts_with("vecring_").then(|| name.to_string())
         })
         .collect()

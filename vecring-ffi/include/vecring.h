@@ -279,8 +279,24 @@ typedef struct vecring_options {
 	const char *netns;
 } vecring_options_t;
 
-/** Fills *opts with the defaults (a slave; no names). NULL is ignored. */
-void vecring_options_init(vecring_options_t *opts);
+/**
+ * Fills the first `size` bytes of *opts with the defaults (a slave; no
+ * names) and sets opts->size to what it filled: at most this library's
+ * vecring_options_t, at most `size`. NULL, or a size below the first
+ * layout's, is ignored. Call it through vecring_options_init below.
+ */
+void vecring_options_init_size(vecring_options_t *opts, size_t size);
+
+/**
+ * The first layout's initializer, for programs built against it: fills
+ * the fields up to master_uid_count. Programs built with this header
+ * reach vecring_options_init_size instead, through the macro below.
+ */
+void (vecring_options_init)(vecring_options_t *opts);
+
+/** Fills *opts with the defaults, as far as this program's struct goes:
+ *  a library newer than the header never writes past it. */
+#define vecring_options_init(opts) vecring_options_init_size((opts), sizeof *(opts))
 
 /**
  * Opens a link and stores its handle in *link (NULL on failure). A master

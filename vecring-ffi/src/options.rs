@@ -111,20 +111,44 @@ impl vecring_options_t {
     };
 }
 
-/// Fills `*opts` with the defaults (a slave, no names yet). Does nothing
-/// if `opts` is null.
+/// Fills the first `size` bytes of `*opts` (at most the struct) with the
+/// defaults and sets `size` to what was filled, so that a program built
+/// against an older, shorter header is never written past its struct.
+/// Does nothing if `opts` is null or `size` is below [`OPTIONS_SIZE_V1`].
 ///
 /// # Safety
-/// `opts` must be null or point to writable memory for a
-/// `vecring_options_t`.
+/// `opts` must be null or point to at least `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_options_init_size(opts: *mut vecring_options_t, size: usize) {
+    let n = size.min(std::mem::size_of::<vecring_options_t>());
+    if opts.is_null() || n < OPTIONS_SIZE_V1 as usize {
+        return;
+    }
+    let mut d = vecring_options_t::DEFAULT;
+    d.size = n as u32;
+    // SAFETY: the caller guarantees `n <= size` writable bytes at `opts`;
+    // `d` is a whole struct, so its first `n` bytes are readable; the
+    // regions are distinct.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&d as *const vecring_options_t).cast::<u8>(),
+            opts.cast::<u8>(),
+            n,
+        )
+    };
+}
+
+/// The first layout's initializer (the header's `vecring_options_init` is
+/// now a macro passing `sizeof`): programs built against that layout call
+/// this symbol, and get exactly that layout filled ([`OPTIONS_SIZE_V2`]
+/// bytes, up to `master_uid_count`).
+///
+/// # Safety
+/// `opts` must be null or point to writable memory for that layout.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_options_init(opts: *mut vecring_options_t) {
-    if !opts.is_null() {
-        // SAFETY: the caller guarantees `opts` points to writable memory
-        // for the struct; `write` does not read the old (maybe
-        // uninitialized) contents.
-        unsafe { opts.write(vecring_options_t::DEFAULT) };
-    }
+    // SAFETY: forwarded; the first layout is OPTIONS_SIZE_V2 bytes.
+    unsafe { vecring_options_init_size(opts, OPTIONS_SIZE_V2 as usize) }
 }
 
 /// The user's callback and its argument, moved to the control thread.

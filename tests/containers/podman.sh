@@ -47,6 +47,11 @@
 #                               rootful container, the root master in its
 #                               network namespace (--netns /proc/PID/ns/net)
 #             netns_rootless    the same in the user's rootless container
+#   cni       cni_podman        Podman's CNI backend running vecring-cni
+#                               twice in a chain (mode dpdk, mode tap) on a
+#                               private Open vSwitch: net2 pings between
+#                               two containers, net1's frames counted by the
+#                               switch, podman rm leaves nothing
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
@@ -115,6 +120,8 @@ group() {
 . "$HERE/pktgen.sh"
 # shellcheck source=podman/netns.sh
 . "$HERE/netns.sh"
+# shellcheck source=podman/cni.sh
+. "$HERE/cni.sh"
 
 # What rootful Podman makes outside its --root, --runroot and --tmpdir.
 PODMAN_GLOBAL=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /etc/cni/net.d/cni.lock)
@@ -148,6 +155,7 @@ cleanup() {
 		pm rmi --all --force >/dev/null 2>&1
 	fi
 	user_cleanup
+	cni_podman_stop
 	# Anything still mounted below the work directory (the rootful overlay).
 	awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
 	# The containers' cgroups, in every hierarchy; then hugetlb off where

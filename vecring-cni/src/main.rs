@@ -4,8 +4,9 @@
 //! - Mode `dpdk`: the switch gets a `dpdk` port whose `eth_vecring` master
 //!   listens inside the container's network namespace (`netns=`); the
 //!   container's DPDK application (or the `vecring` tool) opens the link
-//!   with `netns=self`, nothing mounted. The result names it (an interface
-//!   entry whose `socketPath` is the link's abstract name).
+//!   with `netns=self`, nothing mounted. The result names it: an interface
+//!   entry whose `socketPath` is the link's abstract name, and whose `mac`
+//!   is the one the container's port gets by default.
 //! - Mode `tap`: the same port, meeting in the host's run directory, and
 //!   `vecring tap` on the host bridging it to a kernel interface it makes
 //!   inside the container (`ifname`, default `CNI_IFNAME`).
@@ -197,8 +198,12 @@ fn result(cfg: &Config, env: &Env, ifname: &str, link: &str, port: &str) -> Valu
             "mac": mac_text(vecring_core::internal::mac::default_mac(&cfg.domain, port, false)),
             "sandbox": netns,
         }),
+        // No kernel interface: the link, named by its socket in the
+        // container's namespace, with the MAC the container's port gets by
+        // default (the driver derives it from domain, link and role).
         Mode::Dpdk => json!({
             "name": link,
+            "mac": mac_text(vecring_core::internal::mac::default_mac(&cfg.domain, link, false)),
             "sandbox": netns,
             "socketPath": format!("@{}", abstract_name(&cfg.domain, link)),
         }),

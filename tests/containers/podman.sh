@@ -37,6 +37,18 @@
 #                               uid may attach; the master keeps waiting
 #             mistake_mount     a container without the -v: the slave says
 #                               it found no master at the socket's path
+#   cdi       cdi_rootful       the link as a CDI device (`vecring cdi
+#                               write`, podman run --device
+#                               vecring.dev/link=NAME): no -v, no link
+#                               option in the container; a rootful
+#                               container and a root master
+#             cdi_rootless      the same in the user's rootless container,
+#                               the user's master
+#             cdi_unknown       a device no spec defines: podman's error,
+#                               no container left
+#             cdi_spec          the spec file: mode 0644, cdi list --json,
+#                               cdi remove (the file goes with its last
+#                               device)
 #   pktgen    pktgen_rootless   pktgen-dpdk on both ends: the host's pktgen
 #                               a root master with owner= the user, the
 #                               slave a pktgen in the user's rootless
@@ -106,6 +118,8 @@ group() {
 . "$HERE/minimal.sh"
 # shellcheck source=podman/mistakes.sh
 . "$HERE/mistakes.sh"
+# shellcheck source=podman/cdi.sh
+. "$HERE/cdi.sh"
 # shellcheck source=podman/pktgen.sh
 . "$HERE/pktgen.sh"
 
@@ -141,6 +155,7 @@ cleanup() {
 		pm rmi --all --force >/dev/null 2>&1
 	fi
 	user_cleanup
+	cdi_cleanup
 	# Anything still mounted below the work directory (the rootful overlay).
 	awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
 	# The containers' cgroups, in every hierarchy; then hugetlb off where
@@ -242,6 +257,10 @@ left=$(for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mou
 for p in "${CREATED_GLOBAL[@]}"; do
 	[ -e "$p" ] && fail "$p (made by podman) remains"
 done
+for p in "$CDI_SPEC" "$CDI_SPEC_2"; do
+	[ -e "$p" ] && fail "$p (the cdi group's spec) remains"
+done
+[ -n "$CDI_MADE_DIR" ] && [ -e "$CDI_DIR" ] && fail "$CDI_DIR (made by the cdi group) remains"
 for m in "${CREATED_CG[@]}"; do
 	[ -e "$m" ] && fail "$m (podman's default cgroup parent) appeared: a container ran outside $PODMAN_CG"
 done

@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# Group "cdi", sourced by tests/containers/podman.sh: the link reaches the
+# container as a CDI device (`vecring cdi write`, `podman run --device
+# vecring.dev/link=NAME`), with no -v flag and no link option on the
+# container's command line (the device's VECRING_DOMAIN, VECRING_LINK and
+# VECRING_RUN_DIR are the tool's defaults):
+#   cdi_rootful   a root master, a rootful container; the container's
+#                 process has the device's environment and the domain
+#                 directory mounted read-only
+#   cdi_rootless  the test's user's own master and rootless container
+#                 (rootless Podman reads the same spec directories)
+#   cdi_unknown   a device name no spec defines: podman's error, nothing
+#                 started, no container left
+#   cdi_spec      the spec file in /var/run/cdi: mode 0644, `cdi list
+#                 --json` finds the devices, `cdi remove` takes them out and
+#                 removes the file with the last one
+# The spec files are this run's own (/var/run/cdi/vecring-test-PID*.json),
+# its devices' domains too (no clash with a host's devices); the file and
+# the directory, when the group made it, go at the end.
+
+group cdi cdi_rootful cdi_rootless cdi_unknown cdi_spec
+
+CDI_DIR=/var/run/cdi
+CDI_SPEC=$CDI_DIR/vecring-test-$$.json
+CDI_SPEC_2=$CDI_DIR/vecring-test-$$-2.json
+CDI_MADE_DIR=
+[ -e "$CDI_DIR" ] || CDI_MADE_DIR=1
+
+# cdi_cleanup: the run's spec file, and the directory if the run made it
+# and it is empty (called by the runner's cleanup).
+cdi_cleanup() {
+	rm -f "$CDI_SPEC" "$CDI_SPEC_2"
+	[ -z "$CDI_MADE_DIR" ] || rmdir "$CDI_DIR" 2>/dev/null
+}
+
+# cdi_write ARGS...: `vecring cdi write ARGS --out $CDI_SPEC`, its output
+# in $WORK/cdi-write.log.
+cdi_write() {
+	"$VECRING" cdi write "$@" --out "$CDI_SPEC" >"$WORK/cdi-write.log" 2>&1 ||
+		{ sed 's/^/    /' "$WORK/cdi-write.log"; return 1; }
+}
+
+# cdi_slave_cmd: the container's command: no domain, link or run directory.
+cdi_slave_cmd() {
+	echo /bin/vecring rxonly --interval 0 --up-timeout 60
+}
+
+# cdi_seen_in DIR LINK PID: the slave (host pid PID) has the device's
+# environment and DIR mounted read-only.
+cdi_seen_in() {
+	local dir=$1 link=$2 pid=$3 env
+	env=$(tr '\0' '\n' <"/proc/$pid/environ")
+	grep -qx "VECRING_DOMAIN=$(basename "$dir")" <<<"$env" && grep -qx "VECRING_LINK=$link" <<<"$env" &&
+		grep -qx "VECRING_RUN_DIR=$(dirname "$dir")" <<<"$env" &&
+		pass "cdi: the container's process has the device's VECRING_DOMAIN, VECRING_LINK and VECRING_RUN_DIR" ||
+		fail "cdi: the container's environment: $(grep VECRING_ <<<"$env" | tr '\n' ' ')"
+	awk -v d="$dir" '$5 == d { split($6, o, ","); ro = (o[1] == "ro") } END { exit !ro }' "/proc/$pid/mountinfo" &&
+		pass "cdi: $dir is mounted read-only in the container" ||
+		fail "cdi: $dir in the container's mounts: $(awk -v d="$dir" '$5 == d' "/proc/$pid/mountinfo")"
+}
+
+test_cdi_rootful() {
+	local run=$WORK/run dom=cdir$$
+	"$VECRING" prepare --domain "$dom" --run-dir "$run" >/dev/null 2>&1 ||
+		{ fail "cdi rootful: vecring prepare"; return; }
+	cdi_write --domain "$dom" --link l0 --run-dir "$run" || { fail "cdi rootful: vecring cdi write"; return; }
+	# shellcheck disable=SC2046
+	slave_start cdi_rf "${PM[@]}" run --rm -i --runtime "$RT" "${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG" \
+		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
+	master_start cdi_rf_m "" "$run" "$dom"
+	cdi_hook() { cdi_seen_in "$run/$dom" l0 "$1"; }
+	link_traffic "cdi rootful, --device vecring.dev/link=$dom-l0" cdi_rf cdi_rf_m 0 cdi_hook
+}
+
+test_cdi_rootless() {
+	user_setup || { fail "cdi rootless: the test user could not be set up"; return; }
+	local run=$USR_HOME/run dom=cdiu$$
+	user_domain "$dom" || { fail "cdi rootless: vecring prepare as $USR"; return; }
+	cdi_write --domain "$dom" --link l0 --run-dir "$run" || { fail "cdi rootless: vecring cdi write"; return; }
+	# shellcheck disable=SC2046
+	slave_start cdi_rl "${UPM[@]}" run --rm -i --runtime "$URT" --network none \
+		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
+	master_start cdi_rl_m "$USR" "$run" "$dom"
+	cdi_hook() {
+		cdi_seen_in "$run/$dom" l0 "$1"
+		map_root "$1"
+	}
+	link_traffic "cdi rootless, the user's master, --device vecring.dev/link=$dom-l0" cdi_rl cdi_rl_m "$USR_UID" cdi_hook
+}
+
+test_cdi_unknown() {
+	local name=vecring.dev/link=nosuch$$ before after status
+	before=$(pm ps -aq | sort)
+	# shellcheck disable=SC2046
+	timeout --kill-after=5 "$WATCHDOG" "${PM[@]}" run --rm --runtime "$RT" "${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG" \
+		--device "$name" "$IMAGE" $(cdi_slave_cmd) </dev/null >"$WORK/cdi-unknown.log" 2>&1
+	status=$?
+	after=$(pm ps -aq | sort)
+	[ "$status" != 0 ] && [ "$status" != 124 ] && pass "cdi unknown: podman run fails ($status)" ||
+		fail "cdi unknown: podman run's status $status"
+	grep -qF "unresolvable CDI devices $name" "$WORK/cdi-unknown.log" &&
+		pass "cdi unknown: podman names the device it cannot resolve" ||
+		fail "cdi unknown: podman said: $(tail -n 2 "$WORK/cdi-unknown.log")"
+	[ "$before" = "$after" ] && pass "cdi unknown: no container was left" ||
+		fail "cdi unknown: containers before '$before', after '$after'"
+}
+
+test_cdi_spec() {
+	local dom=cdis$$ spec=$CDI_SPEC_2 doc mode
+	"$VECRING" cdi write --domain "$dom" --link a --link b --run-dir "$WORK/run" --out "$spec" >"$WORK/cdi-spec.log" 2>&1 &&
+		"$VECRING" cdi write --domain "$dom" --run-dir "$WORK/run" --out "$spec" >>"$WORK/cdi-spec.log" 2>&1 ||
+		{ fail "cdi spec: vecring cdi write"; sed 's/^/    /' "$WORK/cdi-spec.log"; return; }
+	mode=$(stat -c %a "$spec")
+	expect_eq "cdi spec: the spec file's mode (rootless Podman reads it as its user)" "$mode" 644
+	doc=$("$VECRING" cdi list --json)
+	expect_eq "cdi spec: cdi list --json finds the domain's devices in $CDI_DIR" \
+		"$(grep -o "\"device\":\"vecring.dev/link=$dom[^\"]*\"" <<<"$doc" | LC_ALL=C sort | tr '\n' ' ')" \
+		"\"device\":\"vecring.dev/link=$dom\" \"device\":\"vecring.dev/link=$dom-a\" \"device\":\"vecring.dev/link=$dom-b\" "
+	"$VECRING" cdi remove --domain "$dom" --link a --out "$spec" >>"$WORK/cdi-spec.log" 2>&1
+	expect_eq "cdi spec: cdi remove --link takes that link's device out" \
+		"$(grep -o '"name": "[^"]*"' "$spec" | tr '\n' ' ')" "\"name\": \"$dom-b\" \"name\": \"$dom\" "
+	"$VECRING" cdi remove --domain "$dom" --out "$spec" >>"$WORK/cdi-spec.log" 2>&1
+	[ ! -e "$spec" ] && pass "cdi spec: cdi remove of the domain removes the file with its last device" ||
+		fail "cdi spec: $spec remains: $(cat "$spec")"
+}

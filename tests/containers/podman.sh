@@ -44,8 +44,12 @@
 #                               container and a root master
 #             cdi_rootless      the same in the user's rootless container,
 #                               the user's master
+#             cdi_owner         a root master with --owner, the user's
+#                               rootless container
 #             cdi_unknown       a device no spec defines: podman's error,
 #                               no container left
+#             cdi_missing       a device whose domain directory is missing:
+#                               the error names it, no container left
 #             cdi_spec          the spec file: mode 0644, cdi list --json,
 #                               cdi remove (the file goes with its last
 #                               device)

@@ -9,8 +9,13 @@
 #                 directory mounted read-only
 #   cdi_rootless  the test's user's own master and rootless container
 #                 (rootless Podman reads the same spec directories)
+#   cdi_owner     a root master with --owner for the user, the user's
+#                 rootless container
 #   cdi_unknown   a device name no spec defines: podman's error, nothing
 #                 started, no container left
+#   cdi_missing   a device whose domain directory does not exist (never
+#                 prepared, or gone at a reboot): the runtime's error naming
+#                 it, no container left
 #   cdi_spec      the spec file in /var/run/cdi: mode 0644, `cdi list
 #                 --json` finds the devices, `cdi remove` takes them out and
 #                 removes the file with the last one
@@ -18,7 +23,7 @@
 # its devices' domains too (no clash with a host's devices); the file and
 # the directory, when the group made it, go at the end.
 
-group cdi cdi_rootful cdi_rootless cdi_unknown cdi_spec
+group cdi cdi_rootful cdi_rootless cdi_owner cdi_unknown cdi_missing cdi_spec
 
 CDI_DIR=/var/run/cdi
 CDI_SPEC=$CDI_DIR/vecring-test-$$.json
@@ -88,21 +93,48 @@ test_cdi_rootless() {
 	link_traffic "cdi rootless, the user's master, --device vecring.dev/link=$dom-l0" cdi_rl cdi_rl_m "$USR_UID" cdi_hook
 }
 
-test_cdi_unknown() {
-	local name=vecring.dev/link=nosuch$$ before after status
+test_cdi_owner() {
+	user_setup || { fail "cdi owner: the test user could not be set up"; return; }
+	local run=$WORK/run dom=cdio$$
+	"$VECRING" prepare --domain "$dom" --run-dir "$run" --owner "$USR_UID:$USR_GID" >/dev/null 2>&1 ||
+		{ fail "cdi owner: vecring prepare --owner"; return; }
+	cdi_write --domain "$dom" --link l0 --run-dir "$run" || { fail "cdi owner: vecring cdi write"; return; }
+	# shellcheck disable=SC2046
+	slave_start cdi_ow "${UPM[@]}" run --rm -i --runtime "$URT" --network none \
+		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
+	master_start cdi_ow_m "" "$run" "$dom" --owner "$USR_UID:$USR_GID"
+	link_traffic "cdi rootless, a root master with --owner $USR_UID:$USR_GID" cdi_ow cdi_ow_m "$USR_UID" map_root
+}
+
+# cdi_refused WHAT DEVICE TEXT: a rootful `podman run --device DEVICE`
+# fails, its error has TEXT, and it leaves no container.
+cdi_refused() {
+	local what=$1 before after status log=$WORK/cdi-refused-$1.log
 	before=$(pm ps -aq | sort)
 	# shellcheck disable=SC2046
 	timeout --kill-after=5 "$WATCHDOG" "${PM[@]}" run --rm --runtime "$RT" "${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG" \
-		--device "$name" "$IMAGE" $(cdi_slave_cmd) </dev/null >"$WORK/cdi-unknown.log" 2>&1
+		--device "$2" "$IMAGE" $(cdi_slave_cmd) </dev/null >"$log" 2>&1
 	status=$?
 	after=$(pm ps -aq | sort)
-	[ "$status" != 0 ] && [ "$status" != 124 ] && pass "cdi unknown: podman run fails ($status)" ||
-		fail "cdi unknown: podman run's status $status"
-	grep -qF "unresolvable CDI devices $name" "$WORK/cdi-unknown.log" &&
-		pass "cdi unknown: podman names the device it cannot resolve" ||
-		fail "cdi unknown: podman said: $(tail -n 2 "$WORK/cdi-unknown.log")"
-	[ "$before" = "$after" ] && pass "cdi unknown: no container was left" ||
-		fail "cdi unknown: containers before '$before', after '$after'"
+	[ "$status" != 0 ] && [ "$status" != 124 ] && pass "cdi $what: podman run fails ($status)" ||
+		fail "cdi $what: podman run's status $status"
+	grep -qF "$3" "$log" && pass "cdi $what: the error says: $(grep -m1 -F "$3" "$log")" ||
+		fail "cdi $what: podman said: $(tail -n 2 "$log")"
+	[ "$before" = "$after" ] && pass "cdi $what: no container was left" ||
+		fail "cdi $what: containers before '$before', after '$after'"
+}
+
+test_cdi_unknown() {
+	cdi_refused unknown "vecring.dev/link=nosuch$$" "unresolvable CDI devices vecring.dev/link=nosuch$$"
+}
+
+test_cdi_missing() {
+	local run=$WORK/run dom=cdim$$
+	cdi_write --domain "$dom" --run-dir "$run" || { fail "cdi missing: vecring cdi write"; return; }
+	grep -qF "$run/$dom does not exist yet" "$WORK/cdi-write.log" &&
+		pass "cdi missing: vecring cdi write warns that the domain directory does not exist" ||
+		fail "cdi missing: cdi write said: $(cat "$WORK/cdi-write.log")"
+	cdi_refused missing "vecring.dev/link=$dom" "$run/$dom"
 }
 
 test_cdi_spec() {

@@ -170,6 +170,10 @@ fn write(args: &WriteArgs) -> Result<(), String> {
             })
             .collect()
     };
+    // Before anything is made.
+    for d in &devices {
+        d.check_name()?;
+    }
     let locked = file::Locked::open(&args.out)?;
     let doc = match locked.read()? {
         Some(mut doc) => {

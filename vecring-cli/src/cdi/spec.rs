@@ -19,8 +19,12 @@ pub const KIND: &str = "vecring.dev/link";
 
 /// The CDI version written: the oldest that has `containerEdits.env` and
 /// `mounts` and that current CDI libraries still accept (they accept every
-/// older version they know; Podman 4.3.1's accepts up to 0.5.0).
+/// version from it to their own; Podman 4.3.1's accepts up to 0.5.0).
 pub const CDI_VERSION: &str = "0.3.0";
+/// The version a spec needs when a device's name starts with a digit
+/// (before 0.5.0 a name started with a letter; libraries that check it
+/// refuse the whole file).
+pub const CDI_VERSION_DIGIT_NAMES: &str = "0.5.0";
 
 /// The domain the device gives (always set).
 pub const ENV_DOMAIN: &str = "VECRING_DOMAIN";
@@ -63,6 +67,26 @@ impl Device {
         match &self.link {
             Some(l) => format!("{}-{l}", self.domain),
             None => self.domain.clone(),
+        }
+    }
+
+    /// Checks that the name is one CDI takes: of letters, digits and `-`,
+    /// `_`, `.`, starting and ending with a letter or a digit (vecring's
+    /// names may also start with `_` and end with `_`, `-` or `.`). A
+    /// runtime refuses the whole spec file when one device's name is not.
+    ///
+    /// # Errors
+    /// The name, and why.
+    pub fn check_name(&self) -> Result<(), String> {
+        let name = self.name();
+        let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+        if alnum(name.chars().next()) && alnum(name.chars().last()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "the device name {name} ({}) is not one CDI takes: it must start and end with a letter or a digit (a runtime would refuse the whole spec file)",
+                describe(self)
+            ))
         }
     }
 
@@ -166,12 +190,17 @@ pub fn devices_of(spec: &mut Value) -> Result<&mut Vec<Value>, String> {
 
 /// Puts `devices` into `spec` (checked by [`devices_of`]), each replacing
 /// the device of its name; the spec's version is raised to [`CDI_VERSION`]
-/// if older, and kept if newer.
+/// (or [`CDI_VERSION_DIGIT_NAMES`] when a device's name starts with a
+/// digit) if older, and kept if newer.
 ///
 /// # Errors
-/// A name already taken by a device that gives another domain or link (or
-/// is not vecring's), and [`Device::to_json`]'s.
+/// A name CDI does not take ([`Device::check_name`]), a name already taken
+/// by a device that gives another domain or link (or is not vecring's),
+/// and [`Device::to_json`]'s.
 pub fn merge(spec: &mut Value, devices: &[Device]) -> Result<(), String> {
+    for d in devices {
+        d.check_name()?;
+    }
     let list = devices_of(spec)?;
     for d in devices {
         let name = d.name();
@@ -200,13 +229,23 @@ pub fn merge(spec: &mut Value, devices: &[Device]) -> Result<(), String> {
             None => list.push(entry),
         }
     }
+    let digit_first = list.iter().any(|e| {
+        e.get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+    });
+    let needed = if digit_first {
+        CDI_VERSION_DIGIT_NAMES
+    } else {
+        CDI_VERSION
+    };
     let older = spec
         .get("cdiVersion")
         .and_then(Value::as_str)
         .and_then(parse_version)
-        .is_some_and(|v| v < parse_version(CDI_VERSION).unwrap_or_default());
+        .is_some_and(|v| v < parse_version(needed).unwrap_or_default());
     if older {
-        spec["cdiVersion"] = json!(CDI_VERSION);
+        spec["cdiVersion"] = json!(needed);
     }
     Ok(())
 }
@@ -329,6 +368,26 @@ mod tests {
         spec["devices"][0]["containerEdits"] = json!({"env": ["OTHER=1"]});
         let e = merge(&mut spec, &[dev("a", Some("b"))]).unwrap_err();
         assert!(e.contains("did not write"), "{e}");
+    }
+
+    #[test]
+    fn names_cdi_refuses_are_refused_and_digits_first_need_0_5_0() {
+        for (domain, link) in [
+            ("_pd", None),
+            ("pd_", None),
+            ("pd", Some("eth0.")),
+            ("pd", Some("l-")),
+        ] {
+            let e = new_spec(&[dev(domain, link)]).unwrap_err();
+            assert!(e.contains("is not one CDI takes"), "{e}");
+        }
+        let mut spec = new_spec(&[dev("pd", Some("_x"))]).unwrap();
+        assert_eq!(spec["cdiVersion"], "0.3.0");
+        merge(&mut spec, &[dev("1pd", None)]).unwrap();
+        assert_eq!(spec["cdiVersion"], "0.5.0");
+        remove(&mut spec, "1pd", &[]).unwrap();
+        merge(&mut spec, &[]).unwrap();
+        assert_eq!(spec["cdiVersion"], "0.5.0", "never lowered");
     }
 
     #[test]

@@ -46,6 +46,9 @@
 #                               the user's master
 #             cdi_owner         a root master with --owner, the user's
 #                               rootless container
+#             cdi_testpmd       dpdk-testpmd in a rootful container, its
+#                               port's devargs env=1 (names from the
+#                               device's variables)
 #             cdi_unknown       a device no spec defines: podman's error,
 #                               no container left
 #             cdi_missing       a device whose domain directory is missing:

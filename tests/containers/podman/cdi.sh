@@ -11,6 +11,9 @@
 #                 (rootless Podman reads the same spec directories)
 #   cdi_owner     a root master with --owner for the user, the user's
 #                 rootless container
+#   cdi_testpmd   Debian's dpdk-testpmd in a rootful container, its port
+#                 --vdev=eth_vecring0,env=1: the driver takes domain, link
+#                 and run directory from the device's variables
 #   cdi_unknown   a device name no spec defines: podman's error, nothing
 #                 started, no container left
 #   cdi_missing   a device whose domain directory does not exist (never
@@ -23,7 +26,7 @@
 # its devices' domains too (no clash with a host's devices); the file and
 # the directory, when the group made it, go at the end.
 
-group cdi cdi_rootful cdi_rootless cdi_owner cdi_unknown cdi_missing cdi_spec
+group cdi cdi_rootful cdi_rootless cdi_owner cdi_testpmd cdi_unknown cdi_missing cdi_spec
 
 CDI_DIR=/var/run/cdi
 CDI_SPEC=$CDI_DIR/vecring-test-$$.json
@@ -104,6 +107,40 @@ test_cdi_owner() {
 		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
 	master_start cdi_ow_m "" "$run" "$dom" --owner "$USR_UID:$USR_GID"
 	link_traffic "cdi rootless, a root master with --owner $USR_UID:$USR_GID" cdi_ow cdi_ow_m "$USR_UID" map_root
+}
+
+test_cdi_testpmd() {
+	local run=$WORK/run dom=cdip$$ fdvar=SLAVE_FD_cdi_pmd seen pid uid taken=
+	dpdk_image || { fail "cdi testpmd: the DPDK image (scripts/image.sh dpdk, podman import)"; sed 's/^/    /' "$WORK/dpdk-image.log"; return; }
+	"$VECRING" prepare --domain "$dom" --run-dir "$run" >/dev/null 2>&1 ||
+		{ fail "cdi testpmd: vecring prepare"; return; }
+	cdi_write --domain "$dom" --link l0 --run-dir "$run" || { fail "cdi testpmd: vecring cdi write"; return; }
+	slave_start cdi_pmd "${PM[@]}" run --rm -i --runtime "$RT" "${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG" \
+		--device "vecring.dev/link=$dom-l0" "$DPDK_IMAGE" /bin/dpdk-testpmd --no-huge -m 64 --no-shconf \
+		--no-pci -l 0-1 --iova-mode=va --vdev=eth_vecring0,env=1 -- \
+		-i --forward-mode=rxonly --no-mlockall --total-num-mbufs=2048
+	wait_out cdi_pmd "testpmd> " ||
+		{ fail "cdi testpmd: testpmd did not start"; tail -n 5 "$WORK/cdi_pmd.out" | sed 's/^/    /'; slave_stop cdi_pmd; return; }
+	echo start >&"${!fdvar}"
+	master_start cdi_pmd_m "" "$run" "$dom"
+	if ! seen=$(attached cdi_pmd_m); then
+		fail "cdi testpmd: no slave attached"
+		tail -n 3 "$WORK/cdi_pmd_m.log" "$WORK/cdi_pmd.out" | sed 's/^/    /'
+	else
+		read -r pid uid <<<"$seen"
+		in_container "cdi testpmd" "$pid"
+		wait "$MASTER_PID" 2>/dev/null
+		taken=$(master_taken cdi_pmd_m)
+		# testpmd's output is a pipe, block-buffered: its statistics show
+		# once it quits.
+		echo stop >&"${!fdvar}"
+	fi
+	echo quit >&"${!fdvar}"
+	slave_stop cdi_pmd
+	if [ -n "$taken" ]; then
+		[[ "$taken" -gt 0 ]] 2>/dev/null || fail "cdi testpmd: the master sent nothing"
+		expect_eq "cdi testpmd: testpmd (env=1) in the container received every frame the host's master sent" "$(pmd_rx cdi_pmd)" "$taken"
+	fi
 }
 
 # cdi_refused WHAT DEVICE TEXT: a rootful `podman run --device DEVICE`

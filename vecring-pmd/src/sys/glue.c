@@ -172,4 +172,5 @@ RTE_PMD_REGISTER_PARAM_STRING(net_vecring,
 	"owner=<uid:gid> "
 	"allow_uid=<uid[:uid...]> "
 	"master_uid=<uid[:uid...]> "
-	"socket_mode=<octal>");
+	"socket_mode=<octal> "
+	"env=<bool>");

@@ -264,10 +264,12 @@ left=$(for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mou
 for p in "${CREATED_GLOBAL[@]}"; do
 	[ -e "$p" ] && fail "$p (made by podman) remains"
 done
-for p in "$CDI_SPEC" "$CDI_SPEC_2"; do
+for p in "$CDI_SPEC" "$CDI_SPEC_2" "$CDI_SPEC_ETC"; do
 	[ -e "$p" ] && fail "$p (the cdi group's spec) remains"
 done
-[ -n "$CDI_MADE_DIR" ] && [ -e "$CDI_DIR" ] && fail "$CDI_DIR (made by the cdi group) remains"
+for p in "${CDI_MADE_DIRS[@]}"; do
+	[ -e "$p" ] && fail "$p (made by the cdi group) remains"
+done
 for m in "${CREATED_CG[@]}"; do
 	[ -e "$m" ] && fail "$m (podman's default cgroup parent) appeared: a container ran outside $PODMAN_CG"
 done

@@ -8,7 +8,9 @@
 #                 process has the device's environment and the domain
 #                 directory mounted read-only
 #   cdi_rootless  the test's user's own master and rootless container
-#                 (rootless Podman reads the same spec directories)
+#                 (rootless Podman reads the same spec directories), the
+#                 spec in /etc/cdi (the static directory; the others use
+#                 /var/run/cdi, the dynamic one)
 #   cdi_owner     a root master with --owner for the user, the user's
 #                 rootless container
 #   cdi_testpmd   Debian's dpdk-testpmd in a rootful container, its port
@@ -22,29 +24,36 @@
 #   cdi_spec      the spec file in /var/run/cdi: mode 0644, `cdi list
 #                 --json` finds the devices, `cdi remove` takes them out and
 #                 removes the file with the last one
-# The spec files are this run's own (/var/run/cdi/vecring-test-PID*.json),
-# its devices' domains too (no clash with a host's devices); the file and
-# the directory, when the group made it, go at the end.
+# The spec files are this run's own (vecring-test-PID*.json in /var/run/cdi
+# and /etc/cdi), its devices' domains too (no clash with a host's
+# devices); the files, and the directories the group made, go at the end.
 
 group cdi cdi_rootful cdi_rootless cdi_owner cdi_testpmd cdi_unknown cdi_missing cdi_spec
 
 CDI_DIR=/var/run/cdi
 CDI_SPEC=$CDI_DIR/vecring-test-$$.json
 CDI_SPEC_2=$CDI_DIR/vecring-test-$$-2.json
-CDI_MADE_DIR=
-[ -e "$CDI_DIR" ] || CDI_MADE_DIR=1
+CDI_ETC=/etc/cdi
+CDI_SPEC_ETC=$CDI_ETC/vecring-test-$$.json
+CDI_MADE_DIRS=()
+for d in "$CDI_DIR" "$CDI_ETC"; do
+	[ -e "$d" ] || CDI_MADE_DIRS+=("$d")
+done
 
-# cdi_cleanup: the run's spec file, and the directory if the run made it
-# and it is empty (called by the runner's cleanup).
+# cdi_cleanup: the run's spec files, and the directories the run made if
+# they are empty (called by the runner's cleanup).
 cdi_cleanup() {
-	rm -f "$CDI_SPEC" "$CDI_SPEC_2"
-	[ -z "$CDI_MADE_DIR" ] || rmdir "$CDI_DIR" 2>/dev/null
+	local d
+	rm -f "$CDI_SPEC" "$CDI_SPEC_2" "$CDI_SPEC_ETC"
+	for d in "${CDI_MADE_DIRS[@]}"; do
+		rmdir "$d" 2>/dev/null
+	done
 }
 
-# cdi_write ARGS...: `vecring cdi write ARGS --out $CDI_SPEC`, its output
-# in $WORK/cdi-write.log.
+# cdi_write ARGS...: `vecring cdi write ARGS --out ${CDI_OUT:-$CDI_SPEC}`,
+# its output in $WORK/cdi-write.log.
 cdi_write() {
-	"$VECRING" cdi write "$@" --out "$CDI_SPEC" >"$WORK/cdi-write.log" 2>&1 ||
+	"$VECRING" cdi write "$@" --out "${CDI_OUT:-$CDI_SPEC}" >"$WORK/cdi-write.log" 2>&1 ||
 		{ sed 's/^/    /' "$WORK/cdi-write.log"; return 1; }
 }
 
@@ -84,7 +93,8 @@ test_cdi_rootless() {
 	user_setup || { fail "cdi rootless: the test user could not be set up"; return; }
 	local run=$USR_HOME/run dom=cdiu$$
 	user_domain "$dom" || { fail "cdi rootless: vecring prepare as $USR"; return; }
-	cdi_write --domain "$dom" --link l0 --run-dir "$run" || { fail "cdi rootless: vecring cdi write"; return; }
+	CDI_OUT=$CDI_SPEC_ETC cdi_write --domain "$dom" --link l0 --run-dir "$run" ||
+		{ fail "cdi rootless: vecring cdi write --out $CDI_SPEC_ETC"; return; }
 	# shellcheck disable=SC2046
 	slave_start cdi_rl "${UPM[@]}" run --rm -i --runtime "$URT" --network none \
 		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
@@ -93,7 +103,7 @@ test_cdi_rootless() {
 		cdi_seen_in "$run/$dom" l0 "$1"
 		map_root "$1"
 	}
-	link_traffic "cdi rootless, the user's master, --device vecring.dev/link=$dom-l0" cdi_rl cdi_rl_m "$USR_UID" cdi_hook
+	link_traffic "cdi rootless, the user's master, --device vecring.dev/link=$dom-l0 (spec in $CDI_ETC)" cdi_rl cdi_rl_m "$USR_UID" cdi_hook
 }
 
 test_cdi_owner() {

@@ -20,11 +20,12 @@ pub struct Locked {
 }
 
 impl Locked {
-    /// Makes `path`'s directory (0755) if missing and locks it.
+    /// Locks `path`'s directory, made (0755) if missing and `create`;
+    /// `None` if it is missing and not to be made.
     ///
     /// # Errors
     /// A path that is not `DIR/NAME.json`, or the call that failed.
-    pub fn open(path: &Path) -> Result<Locked, String> {
+    pub fn open(path: &Path, create: bool) -> Result<Option<Locked>, String> {
         let named_json = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -40,6 +41,9 @@ impl Locked {
             _ => Path::new("."),
         };
         if !dir.exists() {
+            if !create {
+                return Ok(None);
+            }
             fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o755)
@@ -59,10 +63,10 @@ impl Locked {
                 std::io::Error::last_os_error()
             ));
         }
-        Ok(Locked {
+        Ok(Some(Locked {
             _dir: handle,
             path: path.to_path_buf(),
-        })
+        }))
     }
 
     /// The spec as it is, or `None` if there is no file.
@@ -138,8 +142,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vecring-cdi-file-{}", std::process::id()));
         let path = dir.join("sub/vecring.json");
         let spec = json!({"kind": "vecring.dev/link"});
+        assert!(Locked::open(&path, false).unwrap().is_none());
+        assert!(!dir.exists(), "nothing made without create");
         {
-            let f = Locked::open(&path).unwrap();
+            let f = Locked::open(&path, true).unwrap().unwrap();
             assert_eq!(f.read().unwrap(), None);
             f.write(&spec).unwrap();
             assert_eq!(f.read().unwrap(), Some(spec.clone()));
@@ -148,13 +154,16 @@ mod tests {
         let names: Vec<_> = fs::read_dir(dir.join("sub")).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "no temporary file left");
         fs::write(&path, "{not json").unwrap();
-        let f = Locked::open(&path).unwrap();
+        let f = Locked::open(&path, false).unwrap().unwrap();
         assert!(f.read().unwrap_err().contains("not a JSON document"));
         f.delete().unwrap();
         assert!(!path.exists());
         fs::remove_dir_all(&dir).unwrap();
         for bad in ["/tmp/x.yaml", "/tmp/.json", "/tmp/x"] {
-            assert!(Locked::open(Path::new(bad)).is_err(), "{bad} accepted");
+            assert!(
+                Locked::open(Path::new(bad), true).is_err(),
+                "{bad} accepted"
+            );
         }
     }
 }

@@ -174,7 +174,8 @@ fn write(args: &WriteArgs) -> Result<(), String> {
     for d in &devices {
         d.check_name()?;
     }
-    let locked = file::Locked::open(&args.out)?;
+    let locked = file::Locked::open(&args.out, true)?
+        .ok_or_else(|| format!("{}: no directory", args.out.display()))?;
     let doc = match locked.read()? {
         Some(mut doc) => {
             spec::merge(&mut doc, &devices)
@@ -216,13 +217,18 @@ fn remove(args: &RemoveArgs) -> Result<(), String> {
     } else {
         format!("link {}/{}", args.domain, args.link.join(","))
     };
-    let locked = file::Locked::open(&args.out)?;
-    let Some(mut doc) = locked.read()? else {
+    let absent = || {
         println!(
             "# {} does not exist: no device of {what} to remove",
             args.out.display()
         );
-        return Ok(());
+        Ok(())
+    };
+    let Some(locked) = file::Locked::open(&args.out, false)? else {
+        return absent();
+    };
+    let Some(mut doc) = locked.read()? else {
+        return absent();
     };
     let gone = spec::remove(&mut doc, &args.domain, &args.link)
         .map_err(|e| format!("{}: {e}; left as it is", args.out.display()))?;

@@ -99,7 +99,7 @@ edit vecring-core/src/lib.rs '$a\
 pub fn api_probe() {}'
 expect pass "function added" "+ pub fn vecring_core::api_probe()"
 edit $link 's/^    pub fn wait_up(&self, timeout: Duration)/    pub(crate) fn wait_up(\&self, timeout: Duration)/'
-edit Cargo.toml 's/^version = "0\.1\.0"/version = "0.2.0"/; s/^\(vecring-core = .*version = \)"0\.1\.0"/\1"0.2.0"/'
+edit Cargo.toml 's/^version = "0\.1\.0"/version = "0.2.0"/; s/^\(vecring-\(abi\|core\) = .*version = \)"0\.1\.0"/\1"0.2.0"/'
 expect pass "method made private, version 0.2.0" "api: vecring-core 0.2.0: breaking changes allowed"
 
 if [ "$failures" != 0 ]; then

@@ -6,6 +6,9 @@
 # 0.y.z a new minor: 0.1.0 -> 0.2.0); additions pass and are listed
 # (scripts/api/baseline.py has the rules, docs/api.md the why).
 #
+#   vecring-abi   its public Rust API (the names and types of the formats;
+#                 the formats themselves have their own version, see the
+#                 crate's documentation), read as vecring-core's
 #   vecring-core  its public Rust API, read from nightly rustdoc's JSON
 #                 (scripts/api/rustdoc.py renders it, one line per item)
 #   vecring-ffi   its C API: the declarations of its header
@@ -13,7 +16,7 @@
 #                 libvecring.so exports (scripts/api/c_header.py); its Rust
 #                 items only implement these
 #
-# Usage: scripts/api.sh [check]   check both crates (the suite's lint gates)
+# Usage: scripts/api.sh [check]   check the crates (the suite's lint gates)
 #        scripts/api.sh update    at a release: record the current APIs as
 #                                 the baselines, of the version in Cargo.toml
 #        scripts/api.sh show      print the current APIs
@@ -40,13 +43,16 @@ rustup run nightly rustc --version >/dev/null 2>&1 ||
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-# vecring-core: the JSON of its documentation, hidden items included
-# (rustdoc.py leaves out what is hidden, but follows a visible re-export
-# into a hidden module, as `MAX_FRAME_LEN`'s).
+# vecring-abi and vecring-core: the JSON of their documentation, hidden
+# items included (rustdoc.py leaves out what is hidden, but follows a
+# visible re-export into a hidden module). A re-export of another crate's
+# item is not followed: vecring-core names the ABI's limits with constants
+# of its own.
 target=${VECRING_API_TARGET:-$PWD/target/api}
-CARGO_TARGET_DIR=$target cargo +nightly rustdoc -q -p vecring-core --lib -- \
-  -Z unstable-options --output-format json --document-hidden-items
-core_json=$target/doc/vecring_core.json
+for crate in vecring-abi vecring-core; do
+  CARGO_TARGET_DIR=$target cargo +nightly rustdoc -q -p "$crate" --lib -- \
+    -Z unstable-options --output-format json --document-hidden-items
+done
 
 # vecring-ffi: the symbols its shared library exports.
 lib=${VECRING_API_LIB:-}
@@ -59,11 +65,11 @@ nm -D --defined-only "$lib" >"$scratch/symbols"
 version_of() { cargo pkgid -p "$1" | sed 's/.*[#@]//'; }
 tool=scripts/api/cli.py
 status=0
-for crate in vecring-core vecring-ffi; do
-  if [ "$crate" = vecring-core ]; then
-    source=(rust "$core_json")
-  else
+for crate in vecring-abi vecring-core vecring-ffi; do
+  if [ "$crate" = vecring-ffi ]; then
     source=(c vecring-ffi/include/vecring.h "$scratch/symbols")
+  else
+    source=(rust "$target/doc/${crate//-/_}.json")
   fi
   case $cmd in
   show) python3 -B "$tool" show "${source[@]}" ;;

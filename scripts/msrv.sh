@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Checks that the crates users build (vecring-core, vecring-ffi and the
-# vecring tool) build with the minimum Rust version the workspace states
-# (`rust-version` in Cargo.toml), as a user on that toolchain would: with
-# dependencies resolved for it (the newest versions that support it,
-# cargo's `fallback` resolution), in a copy of the tracked files so the
-# repository's own Cargo.lock stays as it is. Installs that toolchain
-# with rustup (minimal profile) when it is missing.
+# Checks that the crates users build (vecring-abi, vecring-core,
+# vecring-ffi and the vecring tool) build with the minimum Rust version
+# the workspace states (`rust-version` in Cargo.toml), as a user on that
+# toolchain would: with dependencies resolved for it (the newest versions
+# that support it, cargo's `fallback` resolution), in a copy of the
+# tracked files so the repository's own Cargo.lock stays as it is.
+# Installs that toolchain with rustup (minimal profile) when it is
+# missing.
 #
 # Usage: scripts/msrv.sh
 set -euo pipefail
@@ -20,5 +21,5 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -z | xargs -0 cp --parents -t "$copy"
 (cd "$copy" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfile -q)
 (cd "$copy" && CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$msrv" check -q --lib --bins \
-  -p vecring-core -p vecring-ffi -p vecring-cli)
-echo "msrv: vecring-core, vecring-ffi and vecring-cli build with Rust $msrv"
+  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli)
+echo "msrv: vecring-abi, vecring-core, vecring-ffi and vecring-cli build with Rust $msrv"

@@ -111,19 +111,21 @@ bash scripts/loom-weaken.sh
 step "fuzzing: the handshake parser and receive, a region header at attach, and the ring endpoints over hostile memory (cargo fuzz, 30 s per target)"
 bash scripts/fuzz.sh 30
 
-step "lint gates: formatting, clippy, the documentation, the driver's import layers, and the library crates' public API against their last release by semver (docs/api.md)"
+step "lint gates: formatting, clippy, the documentation (the library crates' private items too), the driver's import layers, and the library crates' public API against their last release by semver (docs/api.md)"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo +nightly fmt --manifest-path fuzz/Cargo.toml -- --check
 cargo +nightly clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items \
+  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-pmd
 bash scripts/pmd-layers.sh
 python3 -B scripts/api/test_api.py
 VECRING_API_LIB=target/release/libvecring.so bash scripts/api.sh
 VECRING_API_LIB=target/release/libvecring.so bash scripts/api-breaks.sh
 
 step "crates: what crates.io would get of the library crates (their files and metadata, built from the packages), and the crates users build checked with the minimum Rust version the workspace states"
-cargo package -p vecring-core -p vecring-ffi --allow-dirty
+cargo package -p vecring-abi -p vecring-core -p vecring-ffi --allow-dirty
 bash scripts/msrv.sh
 
 echo

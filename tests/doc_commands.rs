@@ -362,6 +362,14 @@ const PLANS: &[Plan] = &[
         how: How::Excluded(PODMAN_EXCLUDED),
         ..run(CTR, "vecring txonly --role master --domain pm")
     },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "--name ns1 --network none vecring-tool")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring txonly --role master --domain ns --link l0 --netns")
+    },
     // README.md
     Plan {
         how: How::Excluded(

@@ -295,9 +295,12 @@ fn layout_checks() -> String {
             retry_interval_ms,
             on_state_change,
             user_data,
+            master_uids,
+            master_uid_count,
+            netns,
         ]
     );
-    assert_eq!(n, 18, "every field of vecring_options_t is checked");
+    assert_eq!(n, 21, "every field of vecring_options_t is checked");
     let n = layout!(
         c,
         "vecring_counters_t",
@@ -368,7 +371,13 @@ fn header_functions(header: &str) -> Vec<String> {
         .filter(|l| !l.starts_with([' ', '\t', '/', '*', '#']) && !l.starts_with("typedef"))
         .filter_map(|l| {
             let open = l.find('(')?;
-            let name = l[..open].rsplit([' ', '*']).next()?;
+            let mut name = l[..open].rsplit([' ', '*']).next()?;
+            if name.is_empty() {
+                // `void (name)(...)`: a function the header also defines
+                // as a macro, declared with its name in parentheses.
+                let rest = &l[open + 1..];
+                name = &rest[..rest.find(')')?];
+            }
             name.starts_with("vecring_").then(|| name.to_string())
         })
         .collect()

@@ -109,11 +109,13 @@ fn main() {
             ..RegionOptions::default()
         };
         let region = Region::create(geometry, queues, 7, &opts).unwrap();
-        // SAFETY: the header is plain integers; its bytes are read.
+        // SAFETY: the region maps at least `HEADER_AREA` bytes, and its
+        // first bytes are the header the master just wrote: plain
+        // integers, read as bytes while the region lives.
         let header = unsafe {
             std::slice::from_raw_parts(
-                (region.header() as *const vecring_core::internal::abi::RegionHeader).cast::<u8>(),
-                std::mem::size_of_val(region.header()),
+                region.as_ptr(),
+                std::mem::size_of::<vecring_core::internal::abi::RegionHeader>(),
             )
         };
         let mut plain = header.to_vec();

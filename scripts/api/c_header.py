@@ -29,11 +29,10 @@ import re
 # programs built against the older header: the library learns how much of
 # the struct a program knows from a size the program passes, and touches
 # only that much. vecring_counters: vecring_counters(link, out, size)
-# copies a prefix of `size` bytes. (vecring_options_t carries its size too,
-# and vecring_open reads only that much, but vecring_options_init writes a
-# whole struct of the library's size into the program's: a longer one would
-# write past an older program's struct, so it cannot grow yet.)
-GROWABLE = {"vecring_counters"}
+# copies a prefix of `size` bytes. vecring_options_t: vecring_options_init
+# (a macro) passes sizeof to vecring_options_init_size, which writes no
+# more, and vecring_open reads only the `size` the struct carries.
+GROWABLE = {"vecring_counters", "vecring_options"}
 
 KEYWORDS = {
     "void", "char", "short", "int", "long", "float", "double", "signed", "unsigned",
@@ -225,6 +224,13 @@ def render_declaration(tokens):
         elif after:
             lines.append((f"{kind} {tag} {join(after)}", False))
         return lines
+    # `void (name)(...)`: a function the header also defines as a macro,
+    # declared with its name in parentheses; the same function as
+    # `void name(...)`.
+    for i in range(len(tokens) - 3):
+        if tokens[i] == "(" and is_name(tokens[i + 1]) and tokens[i + 2] == ")" and tokens[i + 3] == "(":
+            tokens = tokens[:i] + [tokens[i + 1]] + tokens[i + 3:]
+            break
     return [(join(without_param_names(tokens)), False)]
 
 

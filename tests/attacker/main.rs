@@ -21,11 +21,18 @@
 //! vecring-attack plant         where=flood socket=P run-dir=R domain=D link=L
 //! vecring-attack rotate        socket=P first=U count=N again=M
 //! vecring-attack forge-lost    run-dir=R domain=D link=L
+//! vecring-attack outside-connect netns=PATH name=NAME
 //! ```
+
+//!
+//! A `socket=` that starts with `@` is an abstract name (`@vecring/1/d/l`):
+//! the fake master and the listening roles then bind it in their own network
+//! namespace, as a squatter inside a container would.
 
 mod close;
 mod fake_master;
 mod forge;
+mod netns;
 mod peer;
 mod pin;
 mod plant;
@@ -110,6 +117,7 @@ fn main() -> ExitCode {
         "rotate" => rotate::run(&args),
         "master-close" => close::run(&args),
         "forge-lost" => forge::run(&args),
+        "outside-connect" => netns::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

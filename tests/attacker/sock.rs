@@ -26,20 +26,27 @@ fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn sockaddr(path: &Path) -> (libc::sockaddr_un, libc::socklen_t) {
+/// The address of `path`, or of the abstract name after a leading `@`
+/// (`@vecring/1/d/l`: a NUL, then the name, no terminating NUL).
+pub fn sockaddr(path: &Path) -> (libc::sockaddr_un, libc::socklen_t) {
     // SAFETY: an all-zero sockaddr_un is valid.
     let mut addr: libc::sockaddr_un = unsafe { core::mem::zeroed() };
     addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let bytes = path.as_os_str().as_bytes();
     assert!(bytes.len() < addr.sun_path.len(), "socket path too long");
-    for (dst, &src) in addr.sun_path.iter_mut().zip(bytes) {
+    let (bytes, skip, nul) = match bytes.strip_prefix(b"@") {
+        Some(name) => (name, 1, 0),
+        None => (bytes, 0, 1),
+    };
+    for (dst, &src) in addr.sun_path[skip..].iter_mut().zip(bytes) {
         *dst = src as libc::c_char;
     }
-    let len = core::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    let len = core::mem::size_of::<libc::sa_family_t>() + skip + bytes.len() + nul;
     (addr, len as libc::socklen_t)
 }
 
-fn seqpacket() -> io::Result<OwnedFd> {
+/// A fresh `SOCK_SEQPACKET` Unix socket.
+pub fn seqpacket() -> io::Result<OwnedFd> {
     // SAFETY: plain socket creation; the result is checked.
     let fd =
         cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;

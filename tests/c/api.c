@@ -132,9 +132,28 @@ static void test_options_and_open_errors(void)
 		      o.hugepages == VECRING_HUGEPAGES_PREFER && o.domain == NULL && o.link == NULL &&
 		      o.run_dir == NULL && o.slot_count == 0 && o.slot_size == 0 && o.max_frame_len == 0 &&
 		      o.socket_mode == 0 && o.allowed_uids == NULL && o.allowed_uid_count == 0 &&
-		      o.retry_interval_ms == 0 && o.on_state_change == NULL && o.user_data == NULL,
+		      o.retry_interval_ms == 0 && o.on_state_change == NULL && o.user_data == NULL &&
+		      o.master_uids == NULL && o.master_uid_count == 0 && o.netns == NULL,
 	      "defaults");
-	vecring_options_init(NULL);
+	vecring_options_init_size(NULL, sizeof o);
+	(vecring_options_init)(NULL);
+
+	/* A program built with a shorter struct: nothing past it is written,
+	 * and its size says how far it goes. */
+	{
+		unsigned char buf[sizeof(vecring_options_t) + 16];
+		const size_t shorter = offsetof(vecring_options_t, netns);
+		memset(buf, 0x5a, sizeof buf);
+		vecring_options_init_size((vecring_options_t *)buf, shorter);
+		CHECK(((vecring_options_t *)buf)->size == shorter, "shorter size %u", ((vecring_options_t *)buf)->size);
+		for (size_t i = shorter; i < sizeof buf; i++)
+			CHECK(buf[i] == 0x5a, "byte %zu past the program's struct written", i);
+		memset(buf, 0x5a, sizeof buf);
+		(vecring_options_init)((vecring_options_t *)buf);
+		CHECK(((vecring_options_t *)buf)->size == shorter, "first layout's size %u", ((vecring_options_t *)buf)->size);
+		for (size_t i = shorter; i < sizeof buf; i++)
+			CHECK(buf[i] == 0x5a, "byte %zu past the first layout written", i);
+	}
 
 	vecring_link_t *l = (vecring_link_t *)&o;
 	EXPECT(vecring_open(NULL, &l), VECRING_E_INVAL);

@@ -2,7 +2,8 @@
 # The vecring tool's links into Podman containers (docs/containers.md,
 # "Podman"), and pktgen-dpdk in a rootless one. The image is scripts/image.sh's vecring image, imported with
 # `podman import`; every container runs with --network none and reaches its
-# link only through the domain directory bound in with -v. Checked, each
+# link only through the domain directory bound in with -v, or (group
+# netns) with no volume, inside its network namespace. Checked, each
 # with traffic (host master txonly -> container slave rxonly) and exact
 # counts (what the master's peer took is what the slave received):
 #   rootful   rootful_traffic   a root master, a rootful container
@@ -61,6 +62,10 @@
 #                               slave a pktgen in the user's rootless
 #                               container; 64 and 1514 bytes both ways,
 #                               pktgen's counts against both drivers' xstats
+#   netns     netns_rootful     no volume: the slave `--netns self` in a
+#                               rootful container, the root master in its
+#                               network namespace (--netns /proc/PID/ns/net)
+#             netns_rootless    the same in the user's rootless container
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
@@ -129,6 +134,8 @@ group() {
 . "$HERE/cdi.sh"
 # shellcheck source=podman/pktgen.sh
 . "$HERE/pktgen.sh"
+# shellcheck source=podman/netns.sh
+. "$HERE/netns.sh"
 
 # What rootful Podman makes outside its --root, --runroot and --tmpdir.
 PODMAN_GLOBAL=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /etc/cni/net.d/cni.lock)

@@ -237,11 +237,22 @@ pub struct LinkArgs {
     /// whatever the peer does with it.
     #[arg(long, value_name = "BURST/SECS", value_parser = parse_budget)]
     region_budget: Option<RegionBudget>,
+    /// Meet in this network namespace, with no directory shared: PATH is
+    /// a namespace file (/proc/PID/ns/net, /run/netns/NAME), or `self` for
+    /// this process's own. The master listens on the abstract name
+    /// @vecring/1/DOMAIN/LINK there and admits only that namespace's
+    /// processes; a slave connects from inside it (a container's
+    /// application: --netns self, nothing mounted). Entering another
+    /// namespace needs CAP_SYS_ADMIN over it.
+    #[arg(long, value_name = "PATH|self", conflicts_with = "owner")]
+    netns: Option<PathBuf>,
     /// Only this uid may attach (master; repeatable).
     #[arg(long)]
     allow_uid: Vec<u32>,
     /// The master must run as this uid, as seen here (slave; repeatable).
-    /// Default: root, or the owner of the run or domain directory.
+    /// Default: root, or the owner of the run or domain directory; with
+    /// --netns, root or the overflow uid (a host uid this user namespace
+    /// does not map).
     #[arg(long)]
     master_uid: Vec<u32>,
     /// Seconds to wait for the peer.
@@ -328,6 +339,14 @@ impl LinkArgs {
             ));
         }
         cpus::check("--cpu", &self.cpu)?;
+        if let Some(p) = &self.netns {
+            if p != std::path::Path::new("self") && !p.is_absolute() {
+                return Err(format!(
+                    "--netns {}: must be an absolute path or `self`",
+                    p.display()
+                ));
+            }
+        }
         let queues = self.queue_count()?;
         if self.role == Role::Slave {
             let master_only = [
@@ -400,6 +419,11 @@ impl LinkArgs {
         }
         for &uid in &self.master_uid {
             b = b.master_uid(uid);
+        }
+        match self.netns.as_deref() {
+            Some(p) if p == std::path::Path::new("self") => b = b.netns_self(),
+            Some(p) => b = b.netns(p),
+            None => {}
         }
         Ok(b)
     }

@@ -57,9 +57,15 @@ impl LinkArgs {
         link: &Link,
         stop: &dyn Fn() -> Option<&'static str>,
     ) -> Result<Waited, String> {
-        let path = link
-            .socket_path()
-            .map_or_else(String::new, |p| p.display().to_string());
+        let path = match (&self.netns, link.socket_path()) {
+            (Some(ns), _) => format!(
+                "@{} in network namespace {}",
+                vecring_core::internal::netns::abstract_name(&self.domain, &self.link),
+                ns.display()
+            ),
+            (None, Some(p)) => p.display().to_string(),
+            (None, None) => String::new(),
+        };
         let timeout = Duration::from_secs_f64(self.up_timeout);
         let peer = self.peer();
         if link.state().is_up() {

@@ -4,8 +4,19 @@
 use crate::abi;
 
 // The limits a geometry is checked against: slot counts and slot sizes
-// are powers of two in these ranges.
-pub use crate::abi::{MAX_SLOT_COUNT, MAX_SLOT_SIZE, MIN_SLOT_COUNT, MIN_SLOT_SIZE};
+// are powers of two in these ranges. They are the ABI's
+// (`vecring_abi::ring`), named here for this crate's users.
+
+/// Smallest slot count; slot counts are powers of two up to
+/// [`MAX_SLOT_COUNT`].
+pub const MIN_SLOT_COUNT: u32 = abi::MIN_SLOT_COUNT;
+/// Largest slot count.
+pub const MAX_SLOT_COUNT: u32 = abi::MAX_SLOT_COUNT;
+/// Smallest slot size in bytes; slot sizes are powers of two up to
+/// [`MAX_SLOT_SIZE`].
+pub const MIN_SLOT_SIZE: u32 = abi::MIN_SLOT_SIZE;
+/// Largest slot size in bytes.
+pub const MAX_SLOT_SIZE: u32 = abi::MAX_SLOT_SIZE;
 
 /// The shape of both rings of a link.
 ///

@@ -120,9 +120,17 @@ pub mod test_support;
 // The internal modules under their short names, for this crate's own use.
 use internal::abi;
 #[cfg(not(loom))]
-use internal::{closer, dirs, doorbell, event_set, handshake, numa};
+use internal::{closer, dirs, doorbell, event_set, handshake, netns, numa};
 
-pub use abi::{MAX_FRAME_LEN, MAX_QUEUES, MAX_REGION_SIZE};
+/// Largest frame a link carries, in bytes (jumbo): the ABI's
+/// (`vecring_abi::ring::MAX_FRAME_LEN`).
+pub const MAX_FRAME_LEN: usize = abi::MAX_FRAME_LEN;
+/// Most queue pairs a link carries: the ABI's
+/// (`vecring_abi::region::MAX_QUEUES`).
+pub const MAX_QUEUES: u16 = abi::MAX_QUEUES;
+/// Largest region a slave accepts, in bytes, and so the most a master may
+/// ask for: the ABI's (`vecring_abi::region::MAX_REGION_SIZE`).
+pub const MAX_REGION_SIZE: u64 = abi::MAX_REGION_SIZE;
 pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use link::{

@@ -269,10 +269,34 @@ typedef struct vecring_options {
 	const uint32_t *master_uids;
 	/** Entries in master_uids. */
 	uint32_t master_uid_count;
+	/** The network namespace the link meets in, with no directory shared:
+	 *  a namespace file ("/proc/PID/ns/net", "/run/netns/NAME") or "self"
+	 *  for this process's own. The master listens on the abstract name
+	 *  "@vecring/1/<domain>/<link>" there and admits only that namespace's
+	 *  processes; a slave connects from inside it. NULL (default): the run
+	 *  directory's socket. With it, owner and socket_mode must be unset.
+	 *  Copied by vecring_open. */
+	const char *netns;
 } vecring_options_t;
 
-/** Fills *opts with the defaults (a slave; no names). NULL is ignored. */
-void vecring_options_init(vecring_options_t *opts);
+/**
+ * Fills the first `size` bytes of *opts with the defaults (a slave; no
+ * names) and sets opts->size to what it filled: at most this library's
+ * vecring_options_t, at most `size`. NULL, or a size below the first
+ * layout's, is ignored. Call it through vecring_options_init below.
+ */
+void vecring_options_init_size(vecring_options_t *opts, size_t size);
+
+/**
+ * The first layout's initializer, for programs built against it: fills
+ * the fields up to master_uid_count. Programs built with this header
+ * reach vecring_options_init_size instead, through the macro below.
+ */
+void (vecring_options_init)(vecring_options_t *opts);
+
+/** Fills *opts with the defaults, as far as this program's struct goes:
+ *  a library newer than the header never writes past it. */
+#define vecring_options_init(opts) vecring_options_init_size((opts), sizeof *(opts))
 
 /**
  * Sets domain, link and run_dir of *opts that are NULL to the values of

@@ -221,9 +221,13 @@ pub(crate) fn link_error(e: LinkError) -> Error {
                 VECRING_E_IO
             }
         }
-        LinkError::Attach(_) | LinkError::Refused { .. } | LinkError::UntrustedMaster { .. } => {
-            VECRING_E_REFUSED
-        }
+        LinkError::Attach(_)
+        | LinkError::Refused { .. }
+        | LinkError::UntrustedMaster { .. }
+        | LinkError::MasterInside { .. } => VECRING_E_REFUSED,
+        // The name is someone else's: like a live master, a taken link.
+        LinkError::NameTaken { .. } => VECRING_E_EXISTS,
+        LinkError::Options(_) => VECRING_E_INVAL,
         // A symlink, a foreign owner or a mode others can write: the
         // message names the path and the problem.
         LinkError::Unsafe(_) => VECRING_E_IO,
@@ -233,6 +237,8 @@ pub(crate) fn link_error(e: LinkError) -> Error {
         LinkError::Timeout(_) => VECRING_E_TIMEDOUT,
         LinkError::AlreadyTaken { .. } => VECRING_E_BUSY,
         LinkError::NoSuchQueue { .. } => VECRING_E_INVAL,
+        // A variant this crate does not know yet: its message says it.
+        _ => VECRING_E_IO,
     };
     Error::new(code, e.to_string())
 }

@@ -83,6 +83,7 @@ pub struct vecring_buf_t {
 /// Every function the library exports, in the order `include/vecring.h`
 /// declares them (checked against the built library by the tests).
 pub const EXPORTED_FUNCTIONS: &[&str] = &[
+    "vecring_options_init_size",
     "vecring_options_init",
     "vecring_options_from_env",
     "vecring_open",

@@ -70,12 +70,19 @@ pub struct vecring_options_t {
     pub master_uids: *const u32,
     /// Entries of `master_uids`.
     pub master_uid_count: u32,
+    /// The network namespace to meet in (a namespace file, or `"self"`),
+    /// or NULL for the run directory; see `LinkBuilder::netns`.
+    pub netns: *const c_char,
 }
 
 /// Size of the first published layout (up to `user_data`): callers
 /// compiled against it (or a later one) are accepted, and get the defaults
 /// for the fields added since.
 pub const OPTIONS_SIZE_V1: u32 = std::mem::offset_of!(vecring_options_t, master_uids) as u32;
+
+/// Size of the second layout (up to `master_uid_count`, with the padding
+/// that followed it): callers built against it get no `netns`.
+pub const OPTIONS_SIZE_V2: u32 = std::mem::offset_of!(vecring_options_t, netns) as u32;
 
 impl vecring_options_t {
     /// The defaults [`vecring_options_init`] writes.
@@ -100,23 +107,48 @@ impl vecring_options_t {
         user_data: std::ptr::null_mut(),
         master_uids: std::ptr::null(),
         master_uid_count: 0,
+        netns: std::ptr::null(),
     };
 }
 
-/// Fills `*opts` with the defaults (a slave, no names yet). Does nothing
-/// if `opts` is null.
+/// Fills the first `size` bytes of `*opts` (at most the struct) with the
+/// defaults and sets `size` to what was filled, so that a program built
+/// against an older, shorter header is never written past its struct.
+/// Does nothing if `opts` is null or `size` is below [`OPTIONS_SIZE_V1`].
 ///
 /// # Safety
-/// `opts` must be null or point to writable memory for a
-/// `vecring_options_t`.
+/// `opts` must be null or point to at least `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn vecring_options_init_size(opts: *mut vecring_options_t, size: usize) {
+    let n = size.min(std::mem::size_of::<vecring_options_t>());
+    if opts.is_null() || n < OPTIONS_SIZE_V1 as usize {
+        return;
+    }
+    let mut d = vecring_options_t::DEFAULT;
+    d.size = n as u32;
+    // SAFETY: the caller guarantees `n <= size` writable bytes at `opts`;
+    // `d` is a whole struct, so its first `n` bytes are readable; the
+    // regions are distinct.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&d as *const vecring_options_t).cast::<u8>(),
+            opts.cast::<u8>(),
+            n,
+        )
+    };
+}
+
+/// The first layout's initializer (the header's `vecring_options_init` is
+/// now a macro passing `sizeof`): programs built against that layout call
+/// this symbol, and get exactly that layout filled ([`OPTIONS_SIZE_V2`]
+/// bytes, up to `master_uid_count`).
+///
+/// # Safety
+/// `opts` must be null or point to writable memory for that layout.
 #[no_mangle]
 pub unsafe extern "C" fn vecring_options_init(opts: *mut vecring_options_t) {
-    if !opts.is_null() {
-        // SAFETY: the caller guarantees `opts` points to writable memory
-        // for the struct; `write` does not read the old (maybe
-        // uninitialized) contents.
-        unsafe { opts.write(vecring_options_t::DEFAULT) };
-    }
+    // SAFETY: forwarded; the first layout is OPTIONS_SIZE_V2 bytes.
+    unsafe { vecring_options_init_size(opts, OPTIONS_SIZE_V2 as usize) }
 }
 
 /// The user's callback and its argument, moved to the control thread.
@@ -310,6 +342,20 @@ pub(crate) unsafe fn builder(opts: *const vecring_options_t) -> Result<LinkBuild
         for &uid in uids {
             b = b.master_uid(uid);
         }
+    }
+    if !o.netns.is_null() {
+        // SAFETY: non-null and NUL-terminated (caller).
+        let ns = unsafe { CStr::from_ptr(o.netns) }.to_bytes();
+        b = match ns {
+            b"" => return Err(Error::inval("options.netns is empty; use NULL for none")),
+            b"self" => b.netns_self(),
+            p if p.starts_with(b"/") => b.netns(OsStr::from_bytes(p)),
+            _ => {
+                return Err(Error::inval(
+                    "options.netns must be an absolute path to a namespace file or \"self\"",
+                ))
+            }
+        };
     }
     if o.retry_interval_ms != 0 {
         b = b.retry_interval(Duration::from_millis(o.retry_interval_ms.into()));

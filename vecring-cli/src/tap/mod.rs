@@ -96,14 +96,25 @@ fn signal_name(fd: &OwnedFd) -> Option<&'static str> {
 pub fn run(args: &TapArgs) -> Result<(), String> {
     let plan = args.plan()?;
     let signals = stop_signals().map_err(|e| format!("signalfd: {e}"))?;
-    let mut tap = dev::Tap::create(&plan.ifname, plan.queues, plan.offload)?;
-    let ifc = dev::IfConfig::new(&plan.ifname)?;
-    ifc.set_mac(plan.mac)?;
-    ifc.set_mtu(plan.mtu)?;
-    if plan.offload {
-        tap.set_offload(vnet::TUN_OFFLOADS)?;
-    }
-    ifc.set_up()?;
+    // The interface is made (and its control socket, through which it is
+    // configured from then on) in its namespace; both descriptors keep it.
+    let make = || -> Result<(dev::Tap, dev::IfConfig), String> {
+        let tap = dev::Tap::create(&plan.ifname, plan.queues, plan.offload)?;
+        let ifc = dev::IfConfig::new(&plan.ifname)?;
+        ifc.set_mac(plan.mac)?;
+        ifc.set_mtu(plan.mtu)?;
+        if plan.offload {
+            tap.set_offload(vnet::TUN_OFFLOADS)?;
+        }
+        ifc.set_up()?;
+        Ok((tap, ifc))
+    };
+    let (mut tap, ifc) = match &plan.if_netns {
+        Some(ns) => ns
+            .run(make)
+            .map_err(|e| format!("--if-netns {}: cannot enter it: {e}", ns.path().display()))??,
+        None => make()?,
+    };
     let prefix = link_prefix(plan.offload);
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),

@@ -6,6 +6,7 @@ use super::dev;
 use super::vnet::{ETH_HLEN, VNET_HDR_LEN};
 use crate::LinkArgs;
 use clap::Args;
+use vecring_core::internal::netns::NetNs;
 use vecring_core::Role;
 use vecring_core::MAX_FRAME_LEN;
 
@@ -52,6 +53,13 @@ pub struct TapArgs {
     /// flows, asleep when idle; 0 sleeps at once.
     #[arg(long, value_name = "USECS", default_value_t = DEFAULT_POLL_US)]
     pub poll_us: u64,
+    /// Create the interface in this network namespace (a namespace file:
+    /// /proc/PID/ns/net, /run/netns/NAME) rather than this process's: how
+    /// a container gets a kernel interface whose frames this process, on
+    /// the host, bridges to the link. Needs CAP_SYS_ADMIN over it; only a
+    /// short-lived thread enters it.
+    #[arg(long, value_name = "PATH")]
+    pub if_netns: Option<std::path::PathBuf>,
 }
 
 /// `--poll-us`'s default: longer than a request's round trip through
@@ -75,6 +83,8 @@ pub struct Plan {
     pub queues: u16,
     pub offload: bool,
     pub poll: std::time::Duration,
+    /// The namespace the interface is made in, if not this process's.
+    pub if_netns: Option<NetNs>,
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff` (hex digits in either case).
@@ -165,9 +175,25 @@ impl TapArgs {
                 link.role == Role::Master,
             )
         });
-        if dev::index_of(&ifname).is_some() {
+        let if_netns = match &self.if_netns {
+            Some(p) => {
+                Some(NetNs::open(p).map_err(|e| format!("--if-netns {}: {e}", p.display()))?)
+            }
+            None => None,
+        };
+        let exists = match &if_netns {
+            Some(ns) => ns
+                .run(|| dev::index_of(&ifname))
+                .map_err(|e| format!("--if-netns {}: cannot enter it: {e}", ns.path().display()))?,
+            None => dev::index_of(&ifname),
+        };
+        if exists.is_some() {
             return Err(format!(
-                "interface {ifname} exists already in this network namespace; choose another --ifname"
+                "interface {ifname} exists already in {}; choose another --ifname",
+                match &self.if_netns {
+                    Some(p) => format!("network namespace {}", p.display()),
+                    None => "this network namespace".into(),
+                }
             ));
         }
         if self.poll_us > MAX_POLL_US {
@@ -184,6 +210,7 @@ impl TapArgs {
             queues,
             offload: self.offload,
             poll: std::time::Duration::from_micros(self.poll_us),
+            if_netns,
         })
     }
 }

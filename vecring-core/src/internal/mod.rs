@@ -24,4 +24,6 @@ pub mod event_set;
 pub mod handshake;
 pub mod mac;
 #[cfg(not(loom))]
+pub mod netns;
+#[cfg(not(loom))]
 pub mod numa;

@@ -11,6 +11,7 @@ use super::{DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE};
 use crate::geometry::{self, Geometry};
 use crate::memory::HugepagePolicy;
 use crate::name;
+use crate::netns;
 use crate::numa;
 use crate::pinned::PinWatch;
 use crossbeam_utils::CachePadded;
@@ -32,7 +33,8 @@ pub struct LinkBuilder {
     run_dir: PathBuf,
     hugepages: HugepagePolicy,
     owner: Option<(u32, u32)>,
-    socket_mode: u32,
+    socket_mode: Option<u32>,
+    netns: Option<NetnsChoice>,
     allowed_uids: Vec<u32>,
     master_uids: Vec<u32>,
     retry_interval: Duration,
@@ -54,7 +56,8 @@ impl LinkBuilder {
             run_dir: PathBuf::from(DEFAULT_RUN_DIR),
             hugepages: HugepagePolicy::Prefer,
             owner: None,
-            socket_mode: DEFAULT_SOCKET_MODE,
+            socket_mode: None,
+            netns: None,
             allowed_uids: Vec::new(),
             master_uids: Vec::new(),
             retry_interval: Duration::from_millis(50),
@@ -139,7 +142,50 @@ impl LinkBuilder {
     /// master's alone (`0o700`) plus search permission for the classes the
     /// socket mode lets connect.
     pub fn socket_mode(mut self, mode: u32) -> Self {
-        self.socket_mode = mode & 0o777;
+        self.socket_mode = Some(mode & 0o777);
+        self
+    }
+
+    /// Meets the peer in the network namespace whose file is `path`
+    /// (`/proc/PID/ns/net`, `/run/netns/NAME`), with no directory shared:
+    /// the master listens on the abstract socket name
+    /// `@vecring/1/<domain>/<link>` inside that namespace, and admits only
+    /// processes of that namespace. A slave given a path connects from
+    /// inside it. Entering another namespace needs `CAP_SYS_ADMIN` over it
+    /// (root on the host has it for every container); only a short-lived
+    /// thread of vecring's own enters it, never the caller's.
+    ///
+    /// The master still takes the link's lock in the run directory, as
+    /// `<link>@ns<inode>` (so `vecring list` and `stats` see it, and two
+    /// masters of one namespace and link cannot both run); its socket
+    /// there answers status queries from root and the master's uid only.
+    /// [`owner`](Self::owner) and [`socket_mode`](Self::socket_mode) have
+    /// no meaning in this mode and are refused with it. Domain and link
+    /// names together may be 96 bytes at most (an abstract name is 107).
+    ///
+    /// ```no_run
+    /// use vecring_core::{Link, Role};
+    ///
+    /// // The host: a master inside a container's network namespace.
+    /// let host = Link::builder("k8s", "net1")
+    ///     .role(Role::Master)
+    ///     .netns("/run/netns/pod1")
+    ///     .open()?;
+    /// // The container: no mount, its own namespace.
+    /// let pod = Link::builder("k8s", "net1").netns_self().open()?;
+    /// # drop((host, pod));
+    /// # Ok::<(), vecring_core::LinkError>(())
+    /// ```
+    pub fn netns(mut self, path: impl Into<PathBuf>) -> Self {
+        self.netns = Some(NetnsChoice::Path(path.into()));
+        self
+    }
+
+    /// Meets the peer in this process's own network namespace, as
+    /// [`netns`](Self::netns) does in a named one: what an application
+    /// inside a container uses, with nothing mounted.
+    pub fn netns_self(mut self) -> Self {
+        self.netns = Some(NetnsChoice::Own);
         self
     }
 
@@ -214,10 +260,17 @@ impl LinkBuilder {
         if let Some(node) = self.numa_node {
             numa::check_node(node)?;
         }
+        let meeting = self.meeting()?;
+        // In a namespace the master's files are named by its inode: one
+        // claim per namespace and link.
+        let file_link = match &meeting {
+            Some(m) => format!("{}@ns{}", self.link, m.ns.id().ino),
+            None => self.link.clone(),
+        };
         let socket = self
             .run_dir
             .join(&self.domain)
-            .join(format!("{}.sock", self.link));
+            .join(format!("{file_link}.sock"));
         if socket.as_os_str().len() >= 108 {
             return Err(LinkError::Io {
                 what: "socket path too long for a Unix socket (108 bytes)",
@@ -244,6 +297,7 @@ impl LinkBuilder {
             retry_interval: self.retry_interval,
             handshake_timeout: self.handshake_timeout,
             region_budget: self.region_budget,
+            netns: meeting,
         };
         // SAFETY: plain eventfd creation; checked below.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -286,13 +340,25 @@ impl LinkBuilder {
                     path: PathBuf::new(),
                     source,
                 })?;
-                let claim = control::claim_master(&config, self.owner, self.socket_mode)?;
+                let socket_mode = match config.netns {
+                    // Status queries only, from root and our own uid.
+                    Some(_) => 0o600,
+                    None => self.socket_mode.unwrap_or(DEFAULT_SOCKET_MODE),
+                };
+                let claim = control::claim_master(&config, self.owner, socket_mode)?;
                 (
                     control::spawn_master(Arc::clone(&shared), config, claim, pins),
-                    socket,
+                    Some(socket),
                 )
             }
-            Role::Slave => (control::spawn_slave(Arc::clone(&shared), config), socket),
+            // A slave in a namespace connects to no path.
+            Role::Slave if config.netns.is_some() => {
+                (control::spawn_slave(Arc::clone(&shared), config), None)
+            }
+            Role::Slave => (
+                control::spawn_slave(Arc::clone(&shared), config),
+                Some(socket),
+            ),
         };
         let thread = thread.map_err(|source| LinkError::Io {
             what: "spawning the control thread",
@@ -300,6 +366,60 @@ impl LinkBuilder {
             source,
         })?;
         log::info!("vecring: {}: opened", shared.label);
-        Ok(Link::started(shared, thread, Some(socket)))
+        Ok(Link::started(shared, thread, socket))
     }
+
+    /// The namespace the link meets in, opened and checked, if one was
+    /// chosen.
+    fn meeting(&self) -> Result<Option<Meeting>, LinkError> {
+        let Some(choice) = &self.netns else {
+            return Ok(None);
+        };
+        if self.owner.is_some() || self.socket_mode.is_some() {
+            return Err(LinkError::Options(
+                "owner and socket_mode set who may reach the run directory's socket; \
+                 a link in a network namespace has none for peers (its peers are the \
+                 namespace's processes): leave them out"
+                    .into(),
+            ));
+        }
+        let name = netns::abstract_name(&self.domain, &self.link);
+        if name.len() > netns::MAX_ABSTRACT_LEN {
+            return Err(LinkError::Options(format!(
+                "domain and link names are {} bytes together; in a network namespace \
+                 they may be {} at most (the abstract socket name @{name} must fit 107 bytes)",
+                self.domain.len() + self.link.len(),
+                netns::MAX_ABSTRACT_LEN - netns::abstract_name("", "").len()
+            )));
+        }
+        let (ns, enter) = match choice {
+            NetnsChoice::Own => (netns::NetNs::current(), false),
+            NetnsChoice::Path(path) => (netns::NetNs::open(path), true),
+        };
+        let path = match choice {
+            NetnsChoice::Own => PathBuf::from("/proc/thread-self/ns/net"),
+            NetnsChoice::Path(path) => path.clone(),
+        };
+        let ns = ns.map_err(|source| LinkError::Io {
+            what: "opening the network namespace",
+            path: path.clone(),
+            source,
+        })?;
+        let meeting = Meeting { ns, enter, name };
+        // Entering needs CAP_SYS_ADMIN over the namespace: tell now, not
+        // from the control thread later.
+        meeting.run(|| ()).map_err(|source| LinkError::Io {
+            what: "entering (setns needs CAP_SYS_ADMIN over it) the network namespace",
+            path,
+            source,
+        })?;
+        Ok(Some(meeting))
+    }
+}
+
+/// The namespace [`LinkBuilder::netns`] or [`LinkBuilder::netns_self`]
+/// chose.
+enum NetnsChoice {
+    Path(PathBuf),
+    Own,
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 /// Why a link could not be opened or brought up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LinkError {
     /// A bad domain or link name.
     #[error(transparent)]
@@ -87,9 +88,39 @@ pub enum LinkError {
         /// The uids accepted.
         trusted: Vec<u32>,
     },
+    /// Options that cannot go together, or one a mode has no use for.
+    #[error("{0}")]
+    Options(String),
+    /// The link's abstract socket name is bound in its network namespace
+    /// by a process that is not a master of this link (the master holds
+    /// the link's lock, so no live master of it can be there).
+    #[error("refusing @{name} in network namespace {netns}: already bound by pid {pid} uid {uid}, not a vecring master of this link (this master holds the link's lock)")]
+    NameTaken {
+        /// The abstract name, without its leading NUL.
+        name: String,
+        /// The namespace file it was looked for in.
+        netns: PathBuf,
+        /// The squatter's pid, as this process sees it (0: not visible).
+        pid: i32,
+        /// The squatter's uid, as this process sees it.
+        uid: u32,
+    },
+    /// The process listening at the link's abstract name is in this
+    /// process's own pid namespace: a process of this container, never the
+    /// master, which runs outside it.
+    #[error("refusing the master at @{name}: it is pid {pid} (uid {uid}) of this process's pid namespace, a process of this container, not the master outside it")]
+    MasterInside {
+        /// The abstract name, without its leading NUL.
+        name: String,
+        /// Its pid in our pid namespace.
+        pid: i32,
+        /// Its uid, as this process sees it.
+        uid: u32,
+    },
 }
 
-/// A failure of the slave's last attempt, kept for [`Link::wait_up`].
+/// A failure of the slave's last attempt, kept for
+/// [`Link::wait_up`](crate::Link::wait_up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Failure {
     Attach(AttachError),
@@ -100,6 +131,11 @@ pub(crate) enum Failure {
         uid: u32,
         pid: i32,
         trusted: Vec<u32>,
+    },
+    MasterInside {
+        name: String,
+        pid: i32,
+        uid: u32,
     },
 }
 
@@ -113,6 +149,7 @@ impl From<Failure> for LinkError {
             Failure::UntrustedMaster { uid, pid, trusted } => {
                 LinkError::UntrustedMaster { uid, pid, trusted }
             }
+            Failure::MasterInside { name, pid, uid } => LinkError::MasterInside { name, pid, uid },
         }
     }
 }

@@ -94,7 +94,7 @@ impl Taken {
 /// Per-queue counters, one entry per possible queue.
 pub(crate) type PerQueue<T> = [CachePadded<T>; MAX_QUEUES as usize];
 
-/// State shared by the [`Link`], its endpoints and the control thread.
+/// State shared by the [`Link`](crate::Link), its endpoints and the control thread.
 pub(crate) struct LinkShared {
     pub(crate) label: String,
     pub(crate) role: Role,
@@ -299,4 +299,35 @@ pub(crate) struct Config {
     pub(crate) handshake_timeout: Duration,
     /// Master: regions it may create for this link over time.
     pub(crate) region_budget: super::RegionBudget,
+    /// Where the peers meet: `None` for the run directory's socket, or a
+    /// network namespace's abstract name.
+    pub(crate) netns: Option<Meeting>,
+}
+
+/// A link that meets in a network namespace (`LinkBuilder::netns`).
+pub(crate) struct Meeting {
+    /// The namespace, held open: its identity cannot change under us.
+    pub(crate) ns: crate::netns::NetNs,
+    /// Whether this process's own threads are elsewhere and must enter it
+    /// (a path was given), or are in it already (`netns_self`).
+    pub(crate) enter: bool,
+    /// The abstract name, without its leading NUL.
+    pub(crate) name: String,
+}
+
+impl Meeting {
+    /// `@vecring/1/<domain>/<link>`, as `ss -xl` shows it.
+    pub(crate) fn display(&self) -> String {
+        format!("@{}", self.name)
+    }
+
+    /// Runs `f` inside the namespace: on a thread of its own when this
+    /// process is elsewhere, else here.
+    pub(crate) fn run<T: Send>(&self, f: impl FnOnce() -> T + Send) -> std::io::Result<T> {
+        if self.enter {
+            self.ns.run(f)
+        } else {
+            Ok(f())
+        }
+    }
 }

@@ -430,7 +430,8 @@ impl Region {
     }
 
     /// The header as written (master) or validated (slave).
-    pub fn header(&self) -> &RegionHeader {
+    #[cfg(test)]
+    pub(crate) fn header(&self) -> &RegionHeader {
         &self.header
     }
 

@@ -144,9 +144,10 @@ pub(super) unsafe fn stream_lines(dst: *mut u8, src: *const u8, len: usize) {
 
 /// Orders every [`stream_lines`] store before the stores that follow
 /// (`SFENCE`; nothing on other architectures, where `stream_lines` stores
-/// ordinarily). Called before the Release store of `head` that publishes
-/// streamed frames (`Producer::publish`), which on its own orders only
-/// ordinary stores.
+/// ordinarily). Called by `WriteChunk::commit` before the Release stores
+/// of the descriptors that publish streamed frames
+/// (`desc_write::put_desc`), which on their own order only ordinary
+/// stores.
 #[inline(always)]
 pub(super) fn store_fence() {
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]

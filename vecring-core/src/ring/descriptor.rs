@@ -78,7 +78,8 @@ pub(super) struct Shape {
     pub(super) descs: *const SlotDesc,
 }
 
-/// [`Shape::decode`], for a ring of `1 << slot_shift`-byte slots carrying
+/// The out-of-line half of [`Shape::frame_of`]: `word` decoded, if it is
+/// valid, for a ring of `1 << slot_shift`-byte slots carrying
 /// frames of at most `max_frame` bytes, at a slot whose lap has the stamp
 /// `stamp`.
 #[inline(never)]

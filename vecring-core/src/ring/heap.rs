@@ -13,7 +13,7 @@ use crate::geometry::Geometry;
 pub struct HeapRing(std::sync::Arc<HeapRingInner>);
 
 /// The allocation behind a [`HeapRing`].
-pub struct HeapRingInner {
+struct HeapRingInner {
     control: RingControl,
     descs: Box<[SlotDesc]>,
     data: *mut u8,

@@ -3,7 +3,8 @@
 //! Free-running indices (as in rtrb and DPDK's `rte_ring`), with readiness
 //! in the descriptors (as in virtio's packed ring): a frame is published by
 //! its first descriptor, which carries the stamp of its slot's lap
-//! (`abi`'s module documentation has the word's layout), so that the
+//! (`vecring_abi::ring` has the word's layout and the orderings every
+//! implementation follows), so that the
 //! consumer learns that the next frame is ready from that one line, with
 //! no load of the producer's index on its data path:
 //!
@@ -44,19 +45,30 @@
 //! rings the storage's doorbell ([`RingStorage::ring_doorbell`]).
 
 // The files, each importing only from those on the lines above its own
-// (this file re-exports what is public):
+// (this file re-exports what is public; `abi`, `geometry` and `sync` are
+// the crate's, below the ring):
 // - `error`, `stats`, `storage`: what an endpoint reports, and the memory
-//   a ring lives in;
-// - `wait_line`: one side of the sleep/wake protocol;
-// - `bytes`: byte copies and prefetches;
-// - `descriptor`: descriptor words and the ring's shape;
-// - `frame`: received frames, read in place;
-// - `copy`: the copy loops;
+//   a ring lives in with its loom hooks (`model_read`, `model_write`);
+// - `bytes`: byte copies, non-temporal stores and prefetches;
+//   `desc_group`: a group of descriptors compared at once;
+// - `wait_line`: one side of the wait protocol, and its vocabulary;
+// - `descriptor`: the ring's `Shape` (slot math, once per endpoint) and
+//   reading descriptors; `desc_write`: writing them, the Release stores
+//   that publish frames (`put_desc`);
+// - `frame`: received frames, read in place; `frame_writer`: a frame
+//   being written in place;
+// - `copy`: the copy loops (`Shape`'s, over runs of frames);
 // - `producer`, then `write_chunk`: the writing end;
 // - `consumer`, then `hold_back`, `read_chunk` and `ready_word`: the
 //   reading end;
-// - `sleep`: a side's way to sleep until the other moves;
-// - `heap`: the heap backend.
+// - `wait`: a ring end's wait (`prepare_sleep`, `prepare_space_sleep`);
+// - `heap`: the heap backend and `heap_channel`.
+// A type's methods are spread over the files of its line and below:
+// `Shape` over `descriptor`, `desc_write` and `copy`; `Producer` over
+// `producer`, `write_chunk` and `wait`; `Consumer` over `consumer`,
+// `hold_back`, `read_chunk`, `ready_word` and `wait`. Tests: the
+// conformance suite over any storage in `tests/`; the wait decision and
+// the signal throttle in `wait_decision_tests` and `wait_throttle_tests`.
 mod bytes;
 mod consumer;
 mod copy;
@@ -87,7 +99,7 @@ pub use consumer::Consumer;
 pub use error::{Corruption, IndexKind, PushError, RecvError, SendError};
 pub use frame::{Frame, FrameArrays, FrameRun};
 pub use frame_writer::FrameWriter;
-pub use heap::{heap_channel, HeapRing, HeapRingInner};
+pub use heap::{heap_channel, HeapRing};
 pub use hold_back::HoldBack;
 pub use producer::Producer;
 pub use read_chunk::ReadChunk;

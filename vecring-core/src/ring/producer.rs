@@ -56,8 +56,10 @@ impl<S: RingStorage> Producer<S> {
     pub unsafe fn attach(storage: S) -> Result<Self, Corruption> {
         let shape = Shape::of(&storage);
         let ctl = storage.control();
-        // Relaxed: start-up read, validated below; the peer publishes
-        // nothing before it has seen our first head.
+        // Relaxed: our own index, written by earlier producers of this
+        // ring and validated below against `tail`; it publishes nothing
+        // (the descriptors' stamps do), so no store of the consumer's
+        // pairs with this load.
         let head = ctl.head.index.load(Ordering::Relaxed);
         // Acquire: pairs with the consumer's Release store of `tail` in
         // `Consumer::publish_release`, as in `refresh_tail`.

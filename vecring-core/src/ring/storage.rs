@@ -66,8 +66,10 @@ pub enum Bell {
 }
 
 /// The consumer reads the `slots` slots from free-running `index` now:
-/// after the Acquire load of `head` that published them, before the Release
-/// store of `tail` that frees them. Tells loom (see
+/// after the Acquire load of the frame's descriptor whose stamp published
+/// them (or the Acquire fence after its Relaxed load; `desc_write::put_desc`
+/// lists the consumer's loads), before the Release store of `tail` that
+/// frees them (`Consumer::publish_release`). Tells loom (see
 /// `RingStorage::slot_access`, a method only under loom); compiles to
 /// nothing otherwise.
 #[inline(always)]
@@ -79,8 +81,10 @@ pub(super) fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
 }
 
 /// The producer writes the `slots` slots from free-running `index` now:
-/// after the Acquire load of `tail` that freed them, before the Release
-/// store of `head` that publishes them. As [`model_read`].
+/// after the Acquire load of `tail` that freed them
+/// (`Producer::refresh_tail`), before the Release store of the frame's
+/// first descriptor that publishes them (`desc_write::put_desc`). As
+/// [`model_read`].
 #[inline(always)]
 pub(super) fn model_write<S: RingStorage>(storage: &S, index: u64, slots: u64) {
     #[cfg(loom)]

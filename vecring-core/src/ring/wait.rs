@@ -61,18 +61,6 @@ impl<S: RingStorage> Consumer<S> {
             self.wait.wake(&self.storage.control().consumer_wait);
         }
     }
-
-    /// Doorbell signals this consumer sent the producer (slots freed while
-    /// it waited for space).
-    pub fn signals_sent(&self) -> u64 {
-        self.wait.signals
-    }
-
-    /// Signals held back because the producer kept asking for them without
-    /// ever publishing (see `ring::wait_line`).
-    pub fn signals_held_back(&self) -> u64 {
-        self.wait.held_back
-    }
 }
 
 impl<S: RingStorage> Producer<S> {
@@ -126,16 +114,5 @@ impl<S: RingStorage> Producer<S> {
     /// not a guarantee.
     pub fn peer_present(&self) -> bool {
         present(&self.storage.control().consumer_wait)
-    }
-
-    /// Doorbell signals this producer sent the consumer.
-    pub fn signals_sent(&self) -> u64 {
-        self.wait.signals
-    }
-
-    /// Signals held back because the consumer kept asking for them without
-    /// ever reading (see `ring::wait_line`).
-    pub fn signals_held_back(&self) -> u64 {
-        self.wait.held_back
     }
 }

@@ -23,9 +23,9 @@ fn a_consumer_naps_until_the_producer_acknowledges_then_sleeps() {
     // Every later publish is followed by the producer's check of the
     // consumer's line: a full sleep, and the doorbell rings for it.
     assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Sleep));
-    let signals = tx.signals_sent();
+    let signals = tx.wait.signals;
     tx.send(b"wake").unwrap();
-    assert_eq!(tx.signals_sent(), signals + 1, "the sleeper was signalled");
+    assert_eq!(tx.wait.signals, signals + 1, "the sleeper was signalled");
     rx.cancel_sleep();
     assert_eq!(rx.recv(&mut buf), Ok(4));
     // And so on for every later sleep.
@@ -47,8 +47,8 @@ fn a_producer_naps_until_the_consumer_acknowledges_then_sleeps() {
     assert_eq!(rx.recv(&mut buf), Ok(64));
     fill(&mut tx);
     assert_eq!(tx.prepare_space_sleep(1), Ok(WaitDecision::Sleep));
-    let signals = rx.signals_sent();
+    let signals = rx.wait.signals;
     assert_eq!(rx.recv(&mut buf), Ok(64));
-    assert_eq!(rx.signals_sent(), signals + 1, "the sleeper was signalled");
+    assert_eq!(rx.wait.signals, signals + 1, "the sleeper was signalled");
     tx.cancel_space_sleep();
 }

@@ -24,6 +24,7 @@
 //! | `allow_uid` | `uid[:uid...]`: the only slave uids the master accepts (master only) | any (`owner`'s uid when given) |
 //! | `master_uid` | `uid[:uid...]`: the uids the master may run as (slave only) | root, or the run or domain directory's owner |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
+//! | `netns` | `self` or the absolute path of a network namespace file (`/proc/PID/ns/net`, `/run/netns/NAME`): meet there, on the abstract name `@vecring/1/<domain>/<link>`, with no directory shared; not with `owner` or `socket_mode` | the run directory's socket |
 //! | `env` | bool: `domain`, `link` and `run_dir`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK` and `VECRING_RUN_DIR` (what a CDI device sets: [`env`]) | `false` |
 //!
 //! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
@@ -58,6 +59,7 @@ pub const VALID_KEYS: &[&str] = &[
     KEY_ALLOW_UID,
     KEY_MASTER_UID,
     KEY_SOCKET_MODE,
+    KEY_NETNS,
     KEY_ENV,
 ];
 /// Domain name (required): the directory under `run_dir`.
@@ -93,6 +95,8 @@ pub const KEY_ALLOW_UID: &str = "allow_uid";
 pub const KEY_MASTER_UID: &str = "master_uid";
 /// Permission bits (octal) of the master's socket.
 pub const KEY_SOCKET_MODE: &str = "socket_mode";
+/// `netns=self|/path`: the network namespace the link meets in.
+pub const KEY_NETNS: &str = "netns";
 /// The names from the environment ([`env`]).
 pub const KEY_ENV: &str = "env";
 
@@ -140,6 +144,18 @@ pub struct Devargs {
     pub master_uids: Vec<u32>,
     /// `socket_mode=` (master only).
     pub socket_mode: Option<u32>,
+    /// `netns=`: the namespace the link meets in, if not the run
+    /// directory.
+    pub netns: Option<Netns>,
+}
+
+/// `netns=`'s value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Netns {
+    /// `self`: this process's own namespace.
+    Own,
+    /// The namespace whose file this is.
+    Path(PathBuf),
 }
 
 /// Why the device arguments were refused. The `Display` text names the key.
@@ -182,6 +198,13 @@ pub enum DevargsError {
         /// The key.
         key: &'static str,
     },
+    /// Two keys that cannot go together.
+    Conflict {
+        /// The key given.
+        key: &'static str,
+        /// The key it excludes.
+        with: &'static str,
+    },
     /// A value that does not parse or is out of range.
     InvalidValue {
         /// The key.
@@ -205,6 +228,7 @@ impl DevargsError {
             | Self::MissingFromEnv { key, .. }
             | Self::MasterOnly { key }
             | Self::SlaveOnly { key }
+            | Self::Conflict { key, .. }
             | Self::InvalidValue { key, .. } => Some(key),
         }
     }
@@ -237,6 +261,15 @@ impl fmt::Display for DevargsError {
                     "key '{key}' applies to the master only (add master=true or drop it)"
                 )
             }
+            Self::Conflict { key, with } => write!(
+                f,
+                "key '{key}' cannot go with '{with}' (drop one): {}",
+                if *key == KEY_NETNS || *with == KEY_NETNS {
+                    "a link in a network namespace has no socket file for peers"
+                } else {
+                    "they exclude each other"
+                }
+            ),
             Self::InvalidValue { key, value, reason } => {
                 write!(f, "invalid value '{value}' for key '{key}': {reason}")
             }
@@ -283,6 +316,7 @@ impl Devargs {
         let mut allow_uids = None;
         let mut master_uids = None;
         let mut socket_mode = None;
+        let mut netns = None;
         let mut from_env = None;
 
         for arg in args.split(',').filter(|a| !a.is_empty()) {
@@ -309,6 +343,7 @@ impl Devargs {
                 KEY_ALLOW_UID => set_once(&mut allow_uids, key, parse_uids(key, value)?)?,
                 KEY_MASTER_UID => set_once(&mut master_uids, key, parse_uids(key, value)?)?,
                 KEY_SOCKET_MODE => set_once(&mut socket_mode, key, parse_mode(key, value)?)?,
+                KEY_NETNS => set_once(&mut netns, key, parse_netns(key, value)?)?,
                 KEY_ENV => set_once(&mut from_env, key, parse_bool(key, value)?)?,
                 _ => unreachable!("canonical_key returns only VALID_KEYS"),
             }
@@ -341,6 +376,19 @@ impl Devargs {
                 key: KEY_MASTER_UID,
             });
         }
+        if netns.is_some() {
+            for (with, given) in [
+                (KEY_OWNER, owner.is_some()),
+                (KEY_SOCKET_MODE, socket_mode.is_some()),
+            ] {
+                if given {
+                    return Err(DevargsError::Conflict {
+                        key: KEY_NETNS,
+                        with,
+                    });
+                }
+            }
+        }
         Ok(Self {
             domain: domain.ok_or_else(|| missing(KEY_DOMAIN))?,
             link: link.ok_or_else(|| missing(KEY_LINK))?,
@@ -358,6 +406,7 @@ impl Devargs {
             allow_uids: allow_uids.unwrap_or_default(),
             master_uids: master_uids.unwrap_or_default(),
             socket_mode,
+            netns,
         })
     }
 
@@ -503,6 +552,15 @@ fn parse_run_dir(key: &'static str, v: &str) -> Result<PathBuf, DevargsError> {
         return Err(invalid(key, v, "path must not contain '..'"));
     }
     Ok(PathBuf::from(v))
+}
+
+fn parse_netns(key: &'static str, v: &str) -> Result<Netns, DevargsError> {
+    if v == "self" {
+        return Ok(Netns::Own);
+    }
+    parse_run_dir(key, v)
+        .map(Netns::Path)
+        .map_err(|_| invalid(key, v, "expected `self` or an absolute path without '..'"))
 }
 
 fn parse_owner(key: &'static str, v: &str) -> Result<(u32, u32), DevargsError> {

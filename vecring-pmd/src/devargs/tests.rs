@@ -433,6 +433,39 @@ fn value_may_contain_equals_sign_only_where_valid() {
     );
 }
 
+#[test]
+fn netns_names_a_namespace_and_excludes_the_socket_file_keys() {
+    assert_eq!(ok("domain=a,link=b").netns, None);
+    assert_eq!(ok("domain=a,link=b,netns=self").netns, Some(Netns::Own));
+    assert_eq!(
+        ok("domain=a,link=b,master=1,netns=/run/netns/pod1").netns,
+        Some(Netns::Path(PathBuf::from("/run/netns/pod1")))
+    );
+    for bad in [
+        "netns=",
+        "netns=pod1",
+        "netns=/run/netns/../x",
+        "netns=SELF",
+    ] {
+        let e = err(&format!("domain=a,link=b,{bad}"));
+        assert_eq!(e.key(), Some(KEY_NETNS), "{bad}: {e}");
+    }
+    for (with, key) in [
+        ("owner=1:1", KEY_OWNER),
+        ("socket_mode=0600", KEY_SOCKET_MODE),
+    ] {
+        let e = err(&format!("domain=a,link=b,master=1,netns=self,{with}"));
+        assert_eq!(
+            e,
+            DevargsError::Conflict {
+                key: KEY_NETNS,
+                with: key
+            }
+        );
+        assert!(e.to_string().contains("no socket file"), "{e}");
+    }
+}
+
 /// `env=1`: names not given come from VECRING_DOMAIN, VECRING_LINK and
 /// VECRING_RUN_DIR; given keys win; values are checked and the error names
 /// the variable; without `env=1` the environment is never read.

@@ -6,7 +6,7 @@
 //! [`guarded`], so that a bug reports an error instead of unwinding into C.
 //! Control operations of one port are not concurrent (DPDK's threading rule
 //! for applications). The statistics operations are in
-//! [`stats`](super::stats), the others named in the table in the modules of
+//! [`stats`], the others named in the table in the modules of
 //! [`crate::ethdev`].
 
 use super::dev::{Dev, QUEUE_STARTED, QUEUE_STOPPED};

@@ -3,7 +3,7 @@
 
 use super::lsc::Lsc;
 use crate::datapath::shared::Shared;
-use crate::devargs::Devargs;
+use crate::devargs::{Devargs, Netns};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use vecring_core::{Geometry, Link, LinkState};
@@ -58,6 +58,11 @@ pub fn open_link(
     }
     if let Some(mode) = args.socket_mode {
         b = b.socket_mode(mode);
+    }
+    match &args.netns {
+        Some(Netns::Own) => b = b.netns_self(),
+        Some(Netns::Path(p)) => b = b.netns(p.clone()),
+        None => {}
     }
     if let Some(n) = args.queues {
         // A master's count; a slave's expectation, whose mismatch the

@@ -46,15 +46,21 @@ pub struct Unsafe {
     pub problem: String,
 }
 
-/// Why the link's files could not be set up.
-#[derive(Debug)]
-pub(crate) enum DirError {
+/// Why the link's files could not be set up. The link's control layer
+/// turns it into the `LinkError` variant of the same name and text.
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
     /// Something there is not ours or not safe.
+    #[error(transparent)]
     Unsafe(Unsafe),
     /// A system call failed.
+    #[error("{what} {path}: {source}")]
     Io {
+        /// What was attempted.
         what: &'static str,
+        /// On what.
         path: PathBuf,
+        /// The system error.
         source: io::Error,
     },
 }
@@ -109,17 +115,9 @@ pub fn domain_mode(socket_mode: u32, owner: Option<(u32, u32)>) -> u32 {
 /// cannot make this act on another path. Returns whether it was created.
 ///
 /// # Errors
-/// [`LinkError::Unsafe`](crate::LinkError::Unsafe) for a directory the
-/// master would refuse, [`LinkError::Io`](crate::LinkError::Io) for a
-/// failed call.
-pub fn prepare_domain(run_dir: &Path, domain: &str, mode: u32) -> Result<bool, crate::LinkError> {
-    prepare_domain_at(run_dir, domain, mode).map_err(|e| match e {
-        DirError::Unsafe(u) => crate::LinkError::Unsafe(u),
-        DirError::Io { what, path, source } => crate::LinkError::Io { what, path, source },
-    })
-}
-
-fn prepare_domain_at(run_dir: &Path, domain: &str, mode: u32) -> Result<bool, DirError> {
+/// [`DirError::Unsafe`] for a directory the master would refuse,
+/// [`DirError::Io`] for a failed call.
+pub fn prepare_domain(run_dir: &Path, domain: &str, mode: u32) -> Result<bool, DirError> {
     let me = euid();
     let run = open_run_dir(run_dir, me)?;
     let dir_path = run_dir.join(domain);

@@ -1,11 +1,12 @@
 //! What makes a received handshake datagram malformed.
 
-use crate::abi::{self, HANDSHAKE_MAGIC as MSG_MAGIC, HANDSHAKE_MSG_LEN as MSG_LEN};
+use crate::abi;
+use vecring_abi::wire::{MSG_LEN, MSG_MAGIC};
 
 /// Why [`Msg::decode`](super::Msg::decode) refused a datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    /// The datagram is not [`abi::HANDSHAKE_MSG_LEN`] bytes.
+    /// The datagram is not [`MSG_LEN`] bytes.
     #[error("handshake message of {len} bytes, expected {MSG_LEN}")]
     Size {
         /// Its size.

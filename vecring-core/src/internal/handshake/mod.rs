@@ -44,7 +44,7 @@ mod tests;
 
 pub use error::DecodeError;
 pub use socket::{
-    accept, check_received, connect, listen, passed_fds, peer_credentials, recv, recv_bytes, send,
-    send_bytes, wait_readable, TooManyFds, MAX_FDS,
+    accept, check_received, connect, connect_abstract, listen, listen_abstract, passed_fds,
+    peer_credentials, recv, recv_bytes, send, send_bytes, wait_readable, TooManyFds, MAX_FDS,
 };
 pub use wire::{Kind, Msg, MSG_LEN, TEXT_LEN};

@@ -40,6 +40,30 @@ fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
     Ok((addr, len as libc::socklen_t))
 }
 
+/// The address of an abstract name: a leading NUL, then the name, no
+/// terminating NUL (the length says where it ends).
+fn abstract_sockaddr(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: an all-zero sockaddr_un is valid.
+    let mut addr: libc::sockaddr_un = unsafe { core::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "abstract socket name @{name} is {} bytes; Unix sockets allow 1 to {}",
+                bytes.len(),
+                addr.sun_path.len() - 1
+            ),
+        ));
+    }
+    for (dst, &src) in addr.sun_path[1..].iter_mut().zip(bytes) {
+        *dst = src as libc::c_char;
+    }
+    let len = core::mem::size_of::<libc::sa_family_t>() + 1 + bytes.len();
+    Ok((addr, len as libc::socklen_t))
+}
+
 fn seqpacket() -> io::Result<OwnedFd> {
     // SAFETY: plain socket creation; the result is checked.
     let fd =
@@ -56,13 +80,29 @@ fn seqpacket() -> io::Result<OwnedFd> {
 /// The system error.
 pub fn listen(path: &Path) -> io::Result<PeerSocket> {
     let (addr, len) = sockaddr(path)?;
+    listen_on(&addr, len)
+}
+
+/// Binds and listens on the abstract name `name` (without its leading NUL)
+/// in the calling thread's network namespace, as [`listen`] does on a path.
+/// An abstract name has no file and no mode: whoever is in the namespace
+/// can connect, and the name goes when the socket closes.
+///
+/// # Errors
+/// The system error (`EADDRINUSE` when the name is taken).
+pub fn listen_abstract(name: &str) -> io::Result<PeerSocket> {
+    let (addr, len) = abstract_sockaddr(name)?;
+    listen_on(&addr, len)
+}
+
+fn listen_on(addr: &libc::sockaddr_un, len: libc::socklen_t) -> io::Result<PeerSocket> {
     // Before bind: no connection can exist yet that did not inherit it.
     let fd = PeerSocket::new(seqpacket()?, true);
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     cvt(unsafe {
         libc::bind(
             fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
+            (addr as *const libc::sockaddr_un).cast(),
             len,
         )
     })?;
@@ -91,6 +131,20 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 /// `EAGAIN` when its backlog is full).
 pub fn connect(path: &Path) -> io::Result<PeerSocket> {
     let (addr, len) = sockaddr(path)?;
+    connect_to(&addr, len)
+}
+
+/// Connects to the abstract name `name` (without its leading NUL) in the
+/// network namespace the calling thread is in, as [`connect`] does.
+///
+/// # Errors
+/// As [`connect`].
+pub fn connect_abstract(name: &str) -> io::Result<PeerSocket> {
+    let (addr, len) = abstract_sockaddr(name)?;
+    connect_to(&addr, len)
+}
+
+fn connect_to(addr: &libc::sockaddr_un, len: libc::socklen_t) -> io::Result<PeerSocket> {
     // The slave's end receives the region and its doorbells: it cannot
     // refuse descriptors, so it is closed by the closers.
     let fd = PeerSocket::new(seqpacket()?, false);
@@ -99,7 +153,7 @@ pub fn connect(path: &Path) -> io::Result<PeerSocket> {
     cvt(unsafe {
         libc::connect(
             fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
+            (addr as *const libc::sockaddr_un).cast(),
             len,
         )
     })?;
@@ -150,9 +204,9 @@ pub fn peer_credentials(conn: &OwnedFd) -> io::Result<libc::ucred> {
     Ok(cred)
 }
 
-/// Descriptors one message carries at most: a region and a doorbell per
-/// ring of the most queues.
-pub const MAX_FDS: usize = 1 + 2 * crate::abi::MAX_QUEUES as usize;
+/// Descriptors one message carries at most (the ABI's: a Hello's region
+/// and a doorbell per ring of the most queues).
+pub use vecring_abi::wire::MAX_FDS;
 
 /// Bytes of a control buffer for what we send, in `u64`s for alignment.
 const CMSG_WORDS: usize = (MAX_FDS + 1 + 8) / 2 + 4;

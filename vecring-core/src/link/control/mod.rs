@@ -13,7 +13,8 @@ mod master;
 mod slave;
 
 use super::error::LinkError;
-use super::shared::{Config, LinkShared};
+use super::shared::{Config, LinkShared, Meeting};
+use crate::closer::PeerSocket;
 use crate::dirs::{self, ClaimError, DirError, MasterClaim};
 use crate::handshake;
 use crate::pinned::PinWatch;
@@ -57,20 +58,73 @@ fn dir_error(e: DirError) -> LinkError {
     }
 }
 
-/// Opens and checks the link's directory, takes its lock and listens.
+/// A master's claim on a link: its files in the run directory (the lock,
+/// and the socket it listens on), and in a network namespace the listener
+/// on the link's abstract name.
+pub(crate) struct Claim {
+    pub(crate) files: MasterClaim,
+    pub(crate) meeting: Option<PeerSocket>,
+}
+
+/// Opens and checks the link's directory, takes its lock and listens; in a
+/// network namespace, also on the link's abstract name there.
 pub(crate) fn claim_master(
     config: &Config,
     owner: Option<(u32, u32)>,
     socket_mode: u32,
-) -> Result<MasterClaim, LinkError> {
+) -> Result<Claim, LinkError> {
+    let file_link = match &config.netns {
+        Some(m) => format!("{}@ns{}", config.link, m.ns.id().ino),
+        None => config.link.clone(),
+    };
     let files = dirs::MasterFiles {
         run_dir: &config.run_dir,
         domain: &config.domain,
-        link: &config.link,
+        link: &file_link,
         socket_mode,
         owner,
     };
-    dirs::claim_master(&files, handshake::listen).map_err(claim_error)
+    let files = dirs::claim_master(&files, handshake::listen).map_err(claim_error)?;
+    let meeting = match &config.netns {
+        Some(m) => Some(listen_in(m)?),
+        None => None,
+    };
+    Ok(Claim { files, meeting })
+}
+
+/// Listens on the meeting's abstract name inside its namespace. The name
+/// being taken while we hold the link's lock means a process that is not a
+/// master of this link took it: it is named, never served beside.
+fn listen_in(m: &Meeting) -> Result<PeerSocket, LinkError> {
+    let io_error = |what, source| LinkError::Io {
+        what,
+        path: m.ns.path().to_path_buf(),
+        source,
+    };
+    let bound = m
+        .run(|| handshake::listen_abstract(&m.name))
+        .map_err(|e| io_error("entering the network namespace", e))?;
+    match bound {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+            // Who holds it: the credentials its listener had, as a
+            // connection from inside sees them (sending nothing).
+            let cred = m
+                .run(|| {
+                    handshake::connect_abstract(&m.name)
+                        .and_then(|conn| handshake::peer_credentials(&conn))
+                })
+                .and_then(|r| r);
+            let (pid, uid) = cred.map_or((0, u32::MAX), |c| (c.pid, c.uid));
+            Err(LinkError::NameTaken {
+                name: m.name.clone(),
+                netns: m.ns.path().to_path_buf(),
+                pid,
+                uid,
+            })
+        }
+        Err(e) => Err(io_error("listening on the abstract name in", e)),
+    }
 }
 
 /// What woke a control-thread wait.
@@ -198,7 +252,7 @@ impl ControlThread {
 pub(crate) fn spawn_master(
     shared: Arc<LinkShared>,
     config: Config,
-    claim: MasterClaim,
+    claim: Claim,
     pins: PinWatch,
 ) -> io::Result<ControlThread> {
     ControlThread::spawn("vecring-master", move || {

@@ -9,8 +9,9 @@ use crate::dirs::{DirError, SlaveDirs};
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
 use crate::link::error::{Failure, LinkError};
-use crate::link::shared::{Config, LinkShared, Session};
+use crate::link::shared::{Config, LinkShared, Meeting, Session};
 use crate::memory::{Expectation, Region};
+use crate::netns;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::Ordering;
@@ -34,6 +35,20 @@ enum Attempt {
 /// The slave's loop: connect (retrying while no master listens), attach,
 /// watch the connection, and start again when it ends.
 pub(super) fn run(shared: &LinkShared, config: &Config) {
+    // A link in another network namespace is reached from inside it: this
+    // thread, vecring's own, enters it for its life (`open` checked that
+    // it may).
+    if let Some(m) = config.netns.as_ref().filter(|m| m.enter) {
+        if let Err(e) = m.ns.enter() {
+            let msg = format!(
+                "cannot enter the network namespace {}: {e}",
+                m.ns.path().display()
+            );
+            log::error!("vecring: {}: {msg}", shared.label);
+            shared.set_failure(Failure::Protocol(msg));
+            return;
+        }
+    }
     // Repeated failures are logged once until something changes.
     let mut last_complaint = String::new();
     while !stopping(shared) {
@@ -135,11 +150,14 @@ fn recv(
 /// or a flood) is tried again within a millisecond for a while rather than
 /// after the retry interval, since a place frees up as soon as the master
 /// accepts.
-fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<PeerSocket> {
+fn connect_soon(
+    shared: &LinkShared,
+    connect: impl Fn() -> io::Result<PeerSocket>,
+) -> io::Result<PeerSocket> {
     const TRIES: u32 = 200;
     let mut tries = 0;
     loop {
-        match handshake::connect(path) {
+        match connect() {
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && tries < TRIES => {
                 tries += 1;
                 pause(shared, Duration::from_micros(500));
@@ -152,9 +170,9 @@ fn connect_soon(shared: &LinkShared, path: &std::path::Path) -> io::Result<PeerS
     }
 }
 
-/// One attempt of the slave: check the directories, connect, check who the
-/// master is, ask, check and map the region, wait for the seal.
-fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Session>), Attempt> {
+/// Checks the run and domain directories and connects to the link's
+/// socket there.
+fn connect_dir(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, SlaveDirs), Attempt> {
     let socket = config
         .run_dir
         .join(&config.domain)
@@ -175,24 +193,47 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
             )))
         }
     };
-    let conn = match connect_soon(shared, &dirs.socket(&config.link)) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => {
-                    Attempt::Retry(format!("waiting for master at {}", socket.display()))
-                }
-                Some(libc::EAGAIN) => Attempt::Retry(format!(
-                    "the master's backlog at {} is full",
-                    socket.display()
-                )),
-                Some(libc::EACCES) | Some(libc::EPERM) => Attempt::Complain(format!(
-                    "cannot connect to {}: {e}: the master's socket is not open to this process's uid and gid \
-                     (the master's owner= names the uid:gid it opens it to, as the host sees them)",
-                    socket.display()
-                )),
-                _ => Attempt::Complain(format!("cannot connect to {}: {e}", socket.display())),
-            })
+    let path = dirs.socket(&config.link);
+    let conn = connect_soon(shared, || handshake::connect(&path))
+        .map_err(|e| connect_failed(&socket.display().to_string(), e))?;
+    Ok((conn, dirs))
+}
+
+/// Connects to the link's abstract name in the namespace the control
+/// thread is in (it entered the link's at its start).
+fn connect_meeting(shared: &LinkShared, m: &Meeting) -> Result<PeerSocket, Attempt> {
+    connect_soon(shared, || handshake::connect_abstract(&m.name))
+        .map_err(|e| connect_failed(&m.display(), e))
+}
+
+/// What a failed connect means to the slave's loop.
+fn connect_failed(place: &str, e: io::Error) -> Attempt {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => {
+            Attempt::Retry(format!("waiting for master at {place}"))
+        }
+        Some(libc::EAGAIN) => Attempt::Retry(format!("the master's backlog at {place} is full")),
+        Some(libc::EACCES) | Some(libc::EPERM) => Attempt::Complain(format!(
+            "cannot connect to {place}: {e}: the master's socket is not open to this process's uid and gid \
+             (the master's owner= names the uid:gid it opens it to, as the host sees them)"
+        )),
+        _ => Attempt::Complain(format!("cannot connect to {place}: {e}")),
+    }
+}
+
+/// One attempt of the slave: check the directories (or, in a network
+/// namespace, find the abstract name), connect, check who the master is,
+/// ask, check and map the region, wait for the seal.
+fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Session>), Attempt> {
+    let (conn, place, dirs) = match &config.netns {
+        Some(m) => (connect_meeting(shared, m)?, m.display(), None),
+        None => {
+            let (conn, dirs) = connect_dir(shared, config)?;
+            let socket = config
+                .run_dir
+                .join(&config.domain)
+                .join(format!("{}.sock", config.link));
+            (conn, socket.display().to_string(), Some(dirs))
         }
     };
     // Ask at once: the request says nothing but "a region, please", and
@@ -203,11 +244,26 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
         .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
     let cred = handshake::peer_credentials(&conn)
         .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
-    let trusted: Vec<u32> = if config.master_uids.is_empty() {
-        dirs.master_uids().to_vec()
-    } else {
-        config.master_uids.clone()
+    let trusted: Vec<u32> = match (&dirs, config.master_uids.is_empty()) {
+        (_, false) => config.master_uids.clone(),
+        (Some(dirs), true) => dirs.master_uids().to_vec(),
+        // In a namespace: root, or a host uid this user namespace does not
+        // map (it reads as the overflow uid).
+        (None, true) => vec![0, netns::overflow_uid()],
     };
+    if let Some(m) = &config.netns {
+        // The master runs outside the container: a listener whose pid this
+        // process can see, from a pid namespace of its own, is a process of
+        // the container that took the name.
+        if cred.pid != 0 && !netns::in_initial_pid_namespace() {
+            let f = Failure::MasterInside {
+                name: m.name.clone(),
+                pid: cred.pid,
+                uid: cred.uid,
+            };
+            return Err(Attempt::Failed(LinkError::from(f.clone()).to_string(), f));
+        }
+    }
     if !trusted.contains(&cred.uid) {
         let f = Failure::UntrustedMaster {
             uid: cred.uid,
@@ -216,8 +272,7 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
         };
         return Err(Attempt::Failed(
             format!(
-                "refusing the master at {}: {}",
-                socket.display(),
+                "refusing the master at {place}: {}",
                 LinkError::from(f.clone())
             ),
             f,

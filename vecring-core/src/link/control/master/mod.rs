@@ -5,10 +5,10 @@
 use super::MAX_REGIONS;
 use super::{corrupt, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX};
 use crate::closer::{self, PeerSocket, Received};
-use crate::dirs::MasterClaim;
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
 use crate::link::budget::Bucket;
+use crate::link::control::Claim;
 use crate::link::rate_log::RateLog;
 use crate::link::shared::{Config, LinkShared};
 use crate::memory::Region;
@@ -70,6 +70,10 @@ fn planted(fds: &Received) -> Option<String> {
 struct Pending {
     conn: PeerSocket,
     cred: libc::ucred,
+    /// In a network namespace: why its process is not in the link's
+    /// namespace (it may then ask for the status, if privileged, but
+    /// never attach).
+    outside: Option<String>,
     deadline: Instant,
     requested: bool,
 }
@@ -101,7 +105,7 @@ struct Attached {
 pub(super) struct Master<'a> {
     shared: &'a LinkShared,
     config: &'a Config,
-    claim: MasterClaim,
+    claim: Claim,
     geometry: Geometry,
     /// Queue pairs offered in every region.
     queues: u16,
@@ -144,7 +148,10 @@ const FULL_RECHECK: Duration = Duration::from_millis(100);
 /// Whose descriptor a `poll` entry is.
 #[derive(Clone, Copy)]
 enum Slot {
+    /// The run directory's socket.
     Listener,
+    /// The abstract name in the link's network namespace.
+    Meeting,
     Pins,
     Attached,
     Offer,
@@ -155,7 +162,7 @@ impl<'a> Master<'a> {
     pub(super) fn new(
         shared: &'a LinkShared,
         config: &'a Config,
-        claim: MasterClaim,
+        claim: Claim,
         pins: PinWatch,
     ) -> Self {
         // Generations grow by one per offer. A new master continues from
@@ -330,7 +337,10 @@ impl<'a> Master<'a> {
                     v.push((Slot::Attached, a.conn.as_fd()));
                 }
                 if readable {
-                    v.push((Slot::Listener, self.claim.listener.as_fd()));
+                    v.push((Slot::Listener, self.claim.files.listener.as_fd()));
+                    if let Some(m) = &self.claim.meeting {
+                        v.push((Slot::Meeting, m.as_fd()));
+                    }
                     if let Some(o) = &self.offer {
                         v.push((Slot::Offer, o.conn.as_fd()));
                     }
@@ -357,7 +367,8 @@ impl<'a> Master<'a> {
             let mut pending_ready = Vec::new();
             for slot in ready {
                 match slot {
-                    Slot::Listener => self.accept_all(),
+                    Slot::Listener => self.accept_all(false),
+                    Slot::Meeting => self.accept_all(true),
                     Slot::Pins => self.pins.poll(),
                     Slot::Attached => self.slave_left(),
                     Slot::Offer => self.verdict(),

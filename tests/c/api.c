@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,9 +98,21 @@ static void test_options_from_env(void)
 	unsetenv("VECRING_DOMAIN");
 	unsetenv("VECRING_LINK");
 	unsetenv("VECRING_RUN_DIR");
+	unsetenv("VECRING_NETNS");
 	vecring_options_init(&o);
 	EXPECT(vecring_options_from_env(&o), 0);
-	CHECK(o.domain == NULL && o.link == NULL && o.run_dir == NULL, "nothing set without the variables");
+	CHECK(o.domain == NULL && o.link == NULL && o.run_dir == NULL && o.netns == NULL,
+	      "nothing set without the variables");
+	/* A device in network-namespace mode; a program built against a
+	 * layout without netns does not get it. */
+	setenv("VECRING_NETNS", "self", 1);
+	EXPECT(vecring_options_from_env(&o), 1);
+	CHECK(o.netns && strcmp(o.netns, "self") == 0, "netns from VECRING_NETNS");
+	vecring_options_init(&o);
+	o.size = (uint32_t)offsetof(vecring_options_t, netns);
+	EXPECT(vecring_options_from_env(&o), 0);
+	CHECK(o.netns == NULL, "not written past the caller's layout");
+	unsetenv("VECRING_NETNS");
 	setenv("VECRING_DOMAIN", "api", 1);
 	setenv("VECRING_LINK", "env", 1);
 	setenv("VECRING_RUN_DIR", run_dir, 1);

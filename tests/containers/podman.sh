@@ -50,6 +50,10 @@
 #             cdi_testpmd       dpdk-testpmd in a rootful container, its
 #                               port's devargs env=1 (names from the
 #                               device's variables)
+#             cdi_netns_rootful  a device of network-namespace mode
+#                               (nothing mounted, VECRING_NETNS=self), the
+#                               root master in the container's namespace
+#             cdi_netns_rootless  the same, the user's rootless container
 #             cdi_unknown       a device no spec defines: podman's error,
 #                               no container left
 #             cdi_missing       a device whose domain directory is missing:

@@ -244,7 +244,12 @@ pub struct LinkArgs {
     /// processes; a slave connects from inside it (a container's
     /// application: --netns self, nothing mounted). Entering another
     /// namespace needs CAP_SYS_ADMIN over it.
-    #[arg(long, value_name = "PATH|self", conflicts_with = "owner")]
+    #[arg(
+        long,
+        value_name = "PATH|self",
+        conflicts_with = "owner",
+        env = "VECRING_NETNS"
+    )]
     netns: Option<PathBuf>,
     /// Only this uid may attach (master; repeatable).
     #[arg(long)]

@@ -14,7 +14,12 @@ use std::time::{Duration, Instant};
 /// stderr.
 fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vecring"));
-    for v in ["VECRING_DOMAIN", "VECRING_LINK", "VECRING_RUN_DIR"] {
+    for v in [
+        "VECRING_DOMAIN",
+        "VECRING_LINK",
+        "VECRING_RUN_DIR",
+        "VECRING_NETNS",
+    ] {
         cmd.env_remove(v);
     }
     let mut child = cmd
@@ -118,6 +123,17 @@ fn a_spec_written_listed_and_removed() {
     );
     assert_eq!(code, 0);
     assert!(err.contains("does not exist yet"), "db's directory: {err}");
+    let (code, _, err) = run(
+        &[
+            "cdi", "write", "--domain", "ns", "--link", "l0", "--netns", "--out", s,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !err.contains("does not exist"),
+        "no directory in netns mode: {err}"
+    );
     let cdi_dir = dir.join("cdi");
     let (code, out, err) = run(
         &[
@@ -139,6 +155,7 @@ fn a_spec_written_listed_and_removed() {
             (
                 d["device"].as_str().unwrap(),
                 d["link"].as_str(),
+                d["mode"].as_str().unwrap(),
                 d["domain_dir_exists"].as_bool().unwrap(),
             )
         })
@@ -146,8 +163,9 @@ fn a_spec_written_listed_and_removed() {
     assert_eq!(
         seen,
         [
-            ("vecring.dev/link=pd-eth0", Some("eth0"), true),
-            ("vecring.dev/link=db", None, false)
+            ("vecring.dev/link=pd-eth0", Some("eth0"), "directory", true),
+            ("vecring.dev/link=db", None, "directory", false),
+            ("vecring.dev/link=ns-l0", Some("l0"), "netns", false),
         ]
     );
     // Another kind's file is refused, and left as it is.
@@ -168,7 +186,7 @@ fn a_spec_written_listed_and_removed() {
     assert_eq!(code, 1);
     assert!(err.contains("of kind 'vendor.com/gpu'"), "{err}");
     assert_eq!(std::fs::read_to_string(&foreign).unwrap(), text);
-    for domain in ["pd", "db"] {
+    for domain in ["pd", "db", "ns"] {
         let (code, _, err) = run(&["cdi", "remove", "--domain", domain, "--out", s], &[]);
         assert_eq!(code, 0, "{err}");
     }
@@ -195,6 +213,15 @@ fn link_options_default_to_the_device_environment() {
         err.contains(&format!("{d}/cli/envl.sock")),
         "the command line wins: {err}"
     );
+    // A device of network-namespace mode: the abstract name in this
+    // process's own network namespace.
+    let ns = [
+        ("VECRING_DOMAIN", "envd"),
+        ("VECRING_LINK", "envl"),
+        ("VECRING_NETNS", "self"),
+    ];
+    let (_, _, err) = run(&["rxonly", "--up-timeout", "0.2", "--interval", "0"], &ns);
+    assert!(err.contains("@vecring/1/envd/envl"), "{err}");
     let (code, out, _) = run(&["txonly", "--help"], &env);
     assert_eq!(code, 0);
     assert!(out.contains("[env: VECRING_DOMAIN=envd]"), "{out}");

@@ -299,13 +299,14 @@ void (vecring_options_init)(vecring_options_t *opts);
 #define vecring_options_init(opts) vecring_options_init_size((opts), sizeof *(opts))
 
 /**
- * Sets domain, link and run_dir of *opts that are NULL to the values of
- * VECRING_DOMAIN, VECRING_LINK and VECRING_RUN_DIR that are set: the
- * variables a CDI device (`vecring cdi write`) gives a container. The
- * pointers are the environment's own strings (getenv's); vecring_open
- * copies them. Call it after vecring_options_init and after setting the
- * fields the program decides itself. Returns how many fields it set (0 to
- * 3). Any thread, while no other changes the environment (as for getenv).
+ * Sets domain, link, run_dir and netns of *opts that are NULL to the values
+ * of VECRING_DOMAIN, VECRING_LINK, VECRING_RUN_DIR and VECRING_NETNS that
+ * are set: the variables a CDI device (`vecring cdi write`) gives a
+ * container. The pointers are the environment's own strings (getenv's);
+ * vecring_open copies them. Call it after vecring_options_init and after
+ * setting the fields the program decides itself. Returns how many fields it
+ * set (0 to 4). Any thread, while no other changes the environment (as for
+ * getenv).
  *
  * Errors: VECRING_E_INVAL (opts NULL, or not initialised).
  */

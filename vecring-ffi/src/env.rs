@@ -5,14 +5,15 @@
 //! driver's `env=1` read.
 
 use crate::error::{guard, Error};
-use crate::options::{vecring_options_t, OPTIONS_SIZE_V1};
+use crate::options::{vecring_options_t, OPTIONS_SIZE_V1, OPTIONS_SIZE_V2};
 use std::ffi::{c_char, c_int, CStr};
 
 /// The variables, and the field each fills.
-const VARIABLES: [(&CStr, Field); 3] = [
+const VARIABLES: [(&CStr, Field); 4] = [
     (c"VECRING_DOMAIN", Field::Domain),
     (c"VECRING_LINK", Field::Link),
     (c"VECRING_RUN_DIR", Field::RunDir),
+    (c"VECRING_NETNS", Field::Netns),
 ];
 
 #[derive(Clone, Copy)]
@@ -20,12 +21,14 @@ enum Field {
     Domain,
     Link,
     RunDir,
+    Netns,
 }
 
-/// Sets `domain`, `link` and `run_dir` of `*opts` that are NULL to the
-/// values of `VECRING_DOMAIN`, `VECRING_LINK` and `VECRING_RUN_DIR` that
-/// are set (the environment's own strings, as `getenv` returns them:
-/// `vecring_open` copies them). Returns how many fields it set.
+/// Sets `domain`, `link`, `run_dir` and `netns` of `*opts` that are NULL
+/// to the values of `VECRING_DOMAIN`, `VECRING_LINK`, `VECRING_RUN_DIR`
+/// and `VECRING_NETNS` that are set (the environment's own strings, as
+/// `getenv` returns them: `vecring_open` copies them); `netns` only in
+/// options of a layout that has it. Returns how many fields it set.
 ///
 /// # Safety
 /// `opts` must be null or point to options filled by
@@ -46,17 +49,23 @@ pub unsafe extern "C" fn vecring_options_from_env(opts: *mut vecring_options_t) 
                 "options.size is {size}; call vecring_options_init() first (expected {ours})"
             )));
         }
+        let has_netns =
+            size as usize >= OPTIONS_SIZE_V2 as usize + std::mem::size_of::<*const c_char>();
         let mut set = 0;
         for (var, field) in VARIABLES {
-            // SAFETY: the three fields lie in the first layout, inside the
-            // caller's `size` bytes (checked above), which the caller
-            // guarantees writable; the struct is the caller's, so the
-            // fields are aligned.
+            if matches!(field, Field::Netns) && !has_netns {
+                continue;
+            }
+            // SAFETY: each field lies inside the caller's `size` bytes (the
+            // first three in the first layout, checked above; `netns` when
+            // `has_netns`), which the caller guarantees writable; the
+            // struct is the caller's, so the fields are aligned.
             let slot: &mut *const c_char = unsafe {
                 match field {
                     Field::Domain => &mut (*opts).domain,
                     Field::Link => &mut (*opts).link,
                     Field::RunDir => &mut (*opts).run_dir,
+                    Field::Netns => &mut (*opts).netns,
                 }
             };
             if slot.is_null() {

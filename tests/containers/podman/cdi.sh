@@ -16,6 +16,10 @@
 #   cdi_testpmd   Debian's dpdk-testpmd in a rootful container, its port
 #                 --vdev=eth_vecring0,env=1: the driver takes domain, link
 #                 and run directory from the device's variables
+#   cdi_netns_rootful   a device of network-namespace mode (cdi write
+#                 --netns): nothing mounted, VECRING_NETNS=self; the root
+#                 master listens in the container's network namespace
+#   cdi_netns_rootless  the same in the user's rootless container
 #   cdi_unknown   a device name no spec defines: podman's error, nothing
 #                 started, no container left
 #   cdi_missing   a device whose domain directory does not exist (never
@@ -28,7 +32,7 @@
 # and /etc/cdi), its devices' domains too (no clash with a host's
 # devices); the files, and the directories the group made, go at the end.
 
-group cdi cdi_rootful cdi_rootless cdi_owner cdi_testpmd cdi_unknown cdi_missing cdi_spec
+group cdi cdi_rootful cdi_rootless cdi_owner cdi_testpmd cdi_netns_rootful cdi_netns_rootless cdi_unknown cdi_missing cdi_spec
 
 CDI_DIR=/var/run/cdi
 CDI_SPEC=$CDI_DIR/vecring-test-$$.json
@@ -151,6 +155,51 @@ test_cdi_testpmd() {
 		[[ "$taken" -gt 0 ]] 2>/dev/null || fail "cdi testpmd: the master sent nothing"
 		expect_eq "cdi testpmd: testpmd (env=1) in the container received every frame the host's master sent" "$(pmd_rx cdi_pmd)" "$taken"
 	fi
+}
+
+# cdi_netns_link WHAT NAME PODMAN-ARRAY RUNTIME WANT_UID: a device of
+# network-namespace mode; the container NAME started by that podman with
+# it alone, the root master in its network namespace, traffic.
+cdi_netns_link() {
+	local what=$1 name=$2 arr=$3[@] rt=$4 want=$5 dom=$2$$ pid i env extra=()
+	[ "$3" = PM ] && extra=("${PM_RUN[@]}" --cgroup-parent "$PODMAN_CG")
+	[ "$3" = UPM ] && extra=(--network none)
+	cdi_write --domain "$dom" --link l0 --netns || { fail "$what: vecring cdi write --netns"; return; }
+	# shellcheck disable=SC2046
+	slave_start "$name" timeout 100 "${!arr}" run --rm -i --name "$name" --runtime "$rt" "${extra[@]}" \
+		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
+	pid=
+	for ((i = 0; i < 300; i++)); do
+		pid=$(timeout 10 "${!arr}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
+		[[ "$pid" =~ ^[1-9][0-9]*$ ]] && break
+		pid=
+		sleep 0.1
+	done
+	if [ -z "$pid" ]; then
+		fail "$what: the container did not start"
+		sed 's/^/    /' "$WORK/$name.err" | tail -n 5
+		slave_stop "$name"
+		return
+	fi
+	env=$(tr '\0' '\n' <"/proc/$pid/environ")
+	grep -qx "VECRING_NETNS=self" <<<"$env" && grep -qx "VECRING_DOMAIN=$dom" <<<"$env" &&
+		! grep -q "^VECRING_RUN_DIR=" <<<"$env" &&
+		pass "$what: the container's process has VECRING_NETNS=self and the domain, no run directory" ||
+		fail "$what: the container's environment: $(grep VECRING_ <<<"$env" | tr '\n' ' ')"
+	awk '$5 ~ /vecring/ { f = 1 } END { exit !f }' "/proc/$pid/mountinfo" &&
+		fail "$what: something is mounted on a vecring path in the container" ||
+		pass "$what: nothing is mounted on a vecring path in the container"
+	master_start "${name}_m" "" "$WORK/run-ns" "$dom" --netns "/proc/$pid/ns/net"
+	link_traffic "$what" "$name" "${name}_m" "$want"
+}
+
+test_cdi_netns_rootful() {
+	cdi_netns_link "cdi netns rootful" cdinr PM "$RT" 0
+}
+
+test_cdi_netns_rootless() {
+	user_setup || { fail "cdi netns rootless: the test user could not be set up"; return; }
+	cdi_netns_link "cdi netns rootless" cdinu UPM "$URT" "$USR_UID"
 }
 
 # cdi_refused WHAT DEVICE TEXT: a rootful `podman run --device DEVICE`

@@ -7,7 +7,9 @@
 //! it) and the environment the application reads: `VECRING_DOMAIN`,
 //! `VECRING_RUN_DIR` and, for a device of one link, `VECRING_LINK`; the
 //! tool's link options default to them, so the image needs no
-//! per-container command line. A device per link (`--link`, named
+//! per-container command line. In network-namespace mode (`--netns`)
+//! nothing is mounted and `VECRING_NETNS=self` replaces the run
+//! directory: the host's master listens in the container's namespace. A device per link (`--link`, named
 //! `<domain>-<link>`) suits a container of one link; a device per domain
 //! (no `--link`, named `<domain>`) one that names its own links.
 //!
@@ -51,7 +53,8 @@ enum CdiCommand {
     /// Write the device of DOMAIN (named DOMAIN), or with --link one device
     /// per link (named DOMAIN-LINK), into the spec file: each gives a
     /// container the domain directory (bound read-only at the same path)
-    /// and VECRING_DOMAIN, VECRING_RUN_DIR and, per link, VECRING_LINK.
+    /// and VECRING_DOMAIN, VECRING_RUN_DIR and, per link, VECRING_LINK;
+    /// with --netns no directory and VECRING_NETNS=self instead.
     /// Devices of other names in the file stay; one of the same name is
     /// replaced. Then `podman run --device vecring.dev/link=NAME`.
     Write(WriteArgs),
@@ -82,6 +85,12 @@ struct WriteArgs {
     /// Parent of the domain directories (an absolute path).
     #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
     run_dir: PathBuf,
+    /// Network-namespace mode: no directory mounted; the device sets
+    /// VECRING_NETNS=self, and the link meets in the container's network
+    /// namespace, where the host's master listens (--netns
+    /// /proc/PID/ns/net).
+    #[arg(long, conflicts_with = "run_dir")]
+    netns: bool,
     /// The spec file (its name ending in .json; /etc/cdi/NAME.json for a
     /// spec that outlives a reboot).
     #[arg(long, value_name = "PATH", default_value = DEFAULT_SPEC)]
@@ -153,7 +162,11 @@ fn write(args: &WriteArgs) -> Result<(), String> {
             "--run-dir {shown}: give it without . or .. components (it is the mount's path in the container too)"
         ));
     }
-    let mode = Mode::Directory(args.run_dir.clone());
+    let mode = if args.netns {
+        Mode::Netns
+    } else {
+        Mode::Directory(args.run_dir.clone())
+    };
     let devices: Vec<Device> = if args.link.is_empty() {
         vec![Device {
             domain: args.domain.clone(),
@@ -186,7 +199,7 @@ fn write(args: &WriteArgs) -> Result<(), String> {
     };
     locked.write(&doc)?;
     let dir = args.run_dir.join(&args.domain);
-    if !dir.is_dir() {
+    if !args.netns && !dir.is_dir() {
         log::warn!(
             "{} does not exist yet: a container with the device does not start until it does (vecring prepare --domain {}{})",
             dir.display(),
@@ -301,7 +314,7 @@ fn scan(dirs: &[PathBuf]) -> (Vec<Found>, Vec<(PathBuf, String)>) {
                     }),
                     None => problems.push((
                         path.clone(),
-                        format!("device '{name}' is not vecring's (no VECRING_DOMAIN and VECRING_RUN_DIR in its env)"),
+                        format!("device '{name}' is not vecring's (no VECRING_DOMAIN, and VECRING_RUN_DIR or VECRING_NETNS, in its env)"),
                     )),
                 }
             }
@@ -335,13 +348,17 @@ fn list(args: &ListArgs) -> Result<(), String> {
         let devices: Vec<Value> = found
             .iter()
             .map(|f| {
-                let Mode::Directory(run) = &f.device.mode;
+                let (mode, run) = match &f.device.mode {
+                    Mode::Directory(run) => ("directory", Some(run.display().to_string())),
+                    Mode::Netns => ("netns", None),
+                };
                 json!({
                     "device": format!("{KIND}={}", f.name),
                     "name": f.name,
                     "domain": f.device.domain,
                     "link": f.device.link,
-                    "run_dir": run.display().to_string(),
+                    "mode": mode,
+                    "run_dir": run,
                     "domain_dir": f.device.domain_dir().map(|p| p.display().to_string()),
                     "domain_dir_exists": exists(&f.device),
                     "spec": f.spec.display().to_string(),
@@ -372,13 +389,16 @@ fn list(args: &ListArgs) -> Result<(), String> {
             "DEVICE", "DOMAIN", "LINK", "DOMAIN DIRECTORY"
         );
         for f in &found {
-            let dir = f.device.domain_dir().map_or_else(String::new, |p| {
-                format!(
-                    "{}{}",
-                    p.display(),
-                    if exists(&f.device) { "" } else { " (missing)" }
-                )
-            });
+            let dir = f.device.domain_dir().map_or_else(
+                || "(netns: none)".into(),
+                |p| {
+                    format!(
+                        "{}{}",
+                        p.display(),
+                        if exists(&f.device) { "" } else { " (missing)" }
+                    )
+                },
+            );
             println!(
                 "{:<32} {:<16} {:<16} {:<40} {}",
                 format!("{KIND}={}", f.name),

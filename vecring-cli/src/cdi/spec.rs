@@ -4,8 +4,9 @@
 //!
 //! One device gives a container one domain of the host (see
 //! [`super`]): the environment the application reads
-//! ([`ENV_DOMAIN`], [`ENV_LINK`], [`ENV_RUN_DIR`]) and, in directory mode,
-//! the bind mount of the domain directory at the path it has on the host.
+//! ([`ENV_DOMAIN`], [`ENV_LINK`], and [`ENV_RUN_DIR`] or [`ENV_NETNS`])
+//! and, in directory mode, the bind mount of the domain directory at the
+//! path it has on the host; in network-namespace mode nothing is mounted.
 //! A device is vecring's when its `containerEdits.env` names a domain; its
 //! identity is its (domain, link) pair, read back from that env, never
 //! parsed out of the device's name (which `-` joins ambiguously).
@@ -34,6 +35,9 @@ pub const ENV_LINK: &str = "VECRING_LINK";
 /// The run directory, in directory mode (the domain directory's parent, as
 /// mounted in the container).
 pub const ENV_RUN_DIR: &str = "VECRING_RUN_DIR";
+/// `self`, in network-namespace mode: the link meets in the container's
+/// own network namespace (the tool's `--netns self`).
+pub const ENV_NETNS: &str = "VECRING_NETNS";
 
 /// Options of the bind mount: read-only (the slave connects to the socket
 /// through it all the same, and nobody in the container can change the
@@ -47,9 +51,7 @@ pub struct Device {
     pub domain: String,
     /// The link, or `None` for the whole domain.
     pub link: Option<String>,
-    /// Where the link is found. Only directory mode exists today; a
-    /// network-namespace mode would be a second variant giving
-    /// `VECRING_NETNS` and no mount.
+    /// Where the link is found.
     pub mode: Mode,
 }
 
@@ -59,6 +61,10 @@ pub enum Mode {
     /// The domain directory under this run directory, bind-mounted at the
     /// same path.
     Directory(PathBuf),
+    /// The abstract socket in the container's own network namespace, where
+    /// the host's master listens (`--netns /proc/PID/ns/net`): nothing
+    /// mounted.
+    Netns,
 }
 
 impl Device {
@@ -99,6 +105,7 @@ impl Device {
     pub fn domain_dir(&self) -> Option<PathBuf> {
         match &self.mode {
             Mode::Directory(run) => Some(run.join(&self.domain)),
+            Mode::Netns => None,
         }
     }
 
@@ -129,13 +136,15 @@ impl Device {
                     json!([{"hostPath": dir, "containerPath": dir, "options": MOUNT_OPTIONS}]),
                 );
             }
+            Mode::Netns => env.push(format!("{ENV_NETNS}=self")),
         }
         edits.insert("env".into(), json!(env));
         Ok(json!({"name": self.name(), "containerEdits": edits}))
     }
 
     /// The vecring device an entry of `devices` is, if it is one: a
-    /// `VECRING_DOMAIN` in its env.
+    /// `VECRING_DOMAIN` in its env, and `VECRING_NETNS` or
+    /// `VECRING_RUN_DIR`.
     pub fn from_json(entry: &Value) -> Option<Device> {
         let env = entry.pointer("/containerEdits/env")?.as_array()?;
         let var = |key: &str| {
@@ -145,10 +154,14 @@ impl Device {
                     .map(str::to_owned)
             })
         };
+        let mode = match var(ENV_NETNS) {
+            Some(_) => Mode::Netns,
+            None => Mode::Directory(PathBuf::from(var(ENV_RUN_DIR)?)),
+        };
         Some(Device {
             domain: var(ENV_DOMAIN)?,
             link: var(ENV_LINK),
-            mode: Mode::Directory(PathBuf::from(var(ENV_RUN_DIR)?)),
+            mode,
         })
     }
 }
@@ -326,6 +339,30 @@ mod tests {
         );
         let back = Device::from_json(&spec["devices"][0]).unwrap();
         assert_eq!(back, dev("pd", Some("eth0")));
+    }
+
+    #[test]
+    fn a_netns_device_mounts_nothing() {
+        let d = Device {
+            mode: Mode::Netns,
+            ..dev("pd", Some("eth0"))
+        };
+        let spec = new_spec(std::slice::from_ref(&d)).unwrap();
+        assert_eq!(
+            spec["devices"][0],
+            json!({
+                "name": "pd-eth0",
+                "containerEdits": {
+                    "env": ["VECRING_DOMAIN=pd", "VECRING_LINK=eth0", "VECRING_NETNS=self"]
+                }
+            })
+        );
+        assert_eq!(Device::from_json(&spec["devices"][0]), Some(d.clone()));
+        assert_eq!(d.domain_dir(), None);
+        // Written again in directory mode, the same device changes mode.
+        let mut spec = spec;
+        merge(&mut spec, &[dev("pd", Some("eth0"))]).unwrap();
+        assert!(spec["devices"][0]["containerEdits"]["mounts"].is_array());
     }
 
     #[test]

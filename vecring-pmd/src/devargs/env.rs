@@ -1,12 +1,16 @@
 //! `env=1`: the link's names from the process environment, as a CDI device
 //! (`vecring cdi write`) sets it in a container: `VECRING_DOMAIN`,
-//! `VECRING_LINK` and `VECRING_RUN_DIR` stand for `domain=`, `link=` and
-//! `run_dir=` where the devargs do not give them (a key given wins), so
+//! `VECRING_LINK`, `VECRING_RUN_DIR` and `VECRING_NETNS` stand for
+//! `domain=`, `link=`, `run_dir=` and `netns=` where the devargs do not
+//! give them (a key given wins), so
 //! an image's `--vdev=net_vecring0,env=1` needs no per-container
 //! command line. Each value is checked as the key's would be; an error
 //! names the variable.
 
-use super::{parse_name, parse_run_dir, DevargsError, KEY_DOMAIN, KEY_LINK, KEY_RUN_DIR};
+use super::{
+    parse_name, parse_netns, parse_run_dir, DevargsError, Netns, KEY_DOMAIN, KEY_LINK, KEY_NETNS,
+    KEY_RUN_DIR,
+};
 use std::path::PathBuf;
 
 /// The variable for `domain=`.
@@ -15,6 +19,9 @@ pub const ENV_DOMAIN: &str = "VECRING_DOMAIN";
 pub const ENV_LINK: &str = "VECRING_LINK";
 /// The variable for `run_dir=`.
 pub const ENV_RUN_DIR: &str = "VECRING_RUN_DIR";
+/// The variable for `netns=` (`self` from a CDI device in network-namespace
+/// mode).
+pub const ENV_NETNS: &str = "VECRING_NETNS";
 
 /// Fills the keys not given from the variables `lookup` finds.
 ///
@@ -24,6 +31,7 @@ pub(super) fn fill(
     domain: &mut Option<String>,
     link: &mut Option<String>,
     run_dir: &mut Option<PathBuf>,
+    netns: &mut Option<Netns>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), DevargsError> {
     let from = |var: &'static str, e: DevargsError| match e {
@@ -47,6 +55,11 @@ pub(super) fn fill(
     if run_dir.is_none() {
         if let Some(v) = lookup(ENV_RUN_DIR) {
             *run_dir = Some(parse_run_dir(KEY_RUN_DIR, &v).map_err(|e| from(ENV_RUN_DIR, e))?);
+        }
+    }
+    if netns.is_none() {
+        if let Some(v) = lookup(ENV_NETNS) {
+            *netns = Some(parse_netns(KEY_NETNS, &v).map_err(|e| from(ENV_NETNS, e))?);
         }
     }
     Ok(())

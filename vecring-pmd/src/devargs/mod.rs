@@ -25,7 +25,7 @@
 //! | `master_uid` | `uid[:uid...]`: the uids the master may run as (slave only) | root, or the run or domain directory's owner |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
 //! | `netns` | `self` or the absolute path of a network namespace file (`/proc/PID/ns/net`, `/run/netns/NAME`): meet there, on the abstract name `@vecring/1/<domain>/<link>`, with no directory shared; not with `owner` or `socket_mode` | the run directory's socket |
-//! | `env` | bool: `domain`, `link` and `run_dir`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK` and `VECRING_RUN_DIR` (what a CDI device sets: [`env`]) | `false` |
+//! | `env` | bool: `domain`, `link`, `run_dir` and `netns`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK`, `VECRING_RUN_DIR` and `VECRING_NETNS` (what a CDI device sets: [`env`]) | `false` |
 //!
 //! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
 //! starting with `.` or `-`, without `..` (the rules of vecring-core, checked
@@ -351,7 +351,7 @@ impl Devargs {
 
         let from_env = from_env.unwrap_or(false);
         if from_env {
-            env::fill(&mut domain, &mut link, &mut run_dir, lookup)?;
+            env::fill(&mut domain, &mut link, &mut run_dir, &mut netns, lookup)?;
         }
         let missing = |key: &'static str| match env::variable_of(key) {
             Some(var) if from_env => DevargsError::MissingFromEnv { key, var },

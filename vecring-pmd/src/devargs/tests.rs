@@ -530,6 +530,23 @@ fn names_from_the_environment_with_env() {
             "{e}"
         );
     }
+    // A device in network-namespace mode: VECRING_NETNS=self.
+    let netns = vars(&[
+        ("VECRING_DOMAIN", "pd"),
+        ("VECRING_LINK", "eth0"),
+        ("VECRING_NETNS", "self"),
+    ]);
+    let d = Devargs::parse_with_env("env=1", &netns).unwrap();
+    assert_eq!((d.netns, d.run_dir), (Some(Netns::Own), None));
+    let e = Devargs::parse_with_env("env=1,master=1,owner=1:1", &netns).unwrap_err();
+    assert_eq!(e.key(), Some(KEY_NETNS), "{e}");
+    let bad = vars(&[
+        ("VECRING_DOMAIN", "d"),
+        ("VECRING_LINK", "l"),
+        ("VECRING_NETNS", "pod"),
+    ]);
+    let e = Devargs::parse_with_env("env=1", &bad).unwrap_err();
+    assert!(e.to_string().contains("(from VECRING_NETNS, env=1)"), "{e}");
     assert_eq!(err("domain=d,link=l,env=1,env=0").key(), Some(KEY_ENV));
     assert_eq!(err("domain=d,link=l,env=maybe").key(), Some(KEY_ENV));
 }

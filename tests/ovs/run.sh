@@ -29,6 +29,7 @@
 #                iperf3 TCP and UDP run, 16 MiB over TCP arriving whole
 #                (SHA-256 at both ends), and each
 #                interface's counters equal OVS's on its port, both ways
+#   cni_*        the CNI plugin on a bridge of its own (tests/ovs/cni.sh)
 #
 # Usage: tests/ovs/run.sh [CASE...]     (as root, after scripts/test.sh's
 #        build: the vecring tool, the driver in DPDK's driver directory)
@@ -56,6 +57,8 @@ fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # shellcheck source=tests/ovs/lib.sh
 . "$ROOT/tests/ovs/lib.sh"
+# shellcheck source=tests/ovs/cni.sh
+. "$ROOT/tests/ovs/cni.sh"
 
 # ovs_log_count TEXT: lines of ovs-vswitchd's log that contain TEXT.
 ovs_log_count() { grep -cF -- "$1" "$OVS/ovs-vswitchd.log" 2>/dev/null; }
@@ -497,6 +500,7 @@ cleanup() {
 		kill -9 "$p" 2>/dev/null
 	done
 	pkill -9 -f "vecring .* --domain ovs --run-dir $CTR_RUN" 2>/dev/null
+	cni_cleanup
 	for p in "${TAP_NS[@]}"; do
 		ip netns pids "$p" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$p" 2>/dev/null
@@ -511,7 +515,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ALL=(traffic peer_kill ovs_restart jumbo queues tap)
+ALL=(traffic peer_kill ovs_restart jumbo queues tap cni_dpdk cni_tap cni_errors cni_restart)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${ALL[@]}")
 for t in "${TESTS[@]}"; do

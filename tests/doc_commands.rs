@@ -336,6 +336,18 @@ const PLANS: &[Plan] = &[
     },
     Plan {
         how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring cdi write --domain pc --link eth0")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "--device vecring.dev/link=pc-eth0 vecring-tool")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
+        ..run(CTR, "vecring txonly --role master --domain pc ")
+    },
+    Plan {
+        how: How::Excluded(PODMAN_EXCLUDED),
         ..run(CTR, "vecring prepare --domain pg --owner 1001:1001")
     },
     Plan {
@@ -466,6 +478,8 @@ const PLANS: &[Plan] = &[
         "$ vecring prepare --domain app --owner 100000:100000 --persist",
     ),
     run("docs/operations.md", "$ vecring prepare --domain app --forget"),
+    // The spec goes to the sandbox's /run (/var/run/cdi).
+    run("docs/operations.md", "$ vecring cdi write --domain app --link eth0"),
     Plan {
         after: &[
             Interrupt("web master"),

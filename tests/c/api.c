@@ -3,7 +3,8 @@
  * opens both ends of a link: every error code a caller can provoke, null
  * pointers, too-small buffers, invalid handles, calls out of sequence,
  * full and empty rings, zero-copy frames that wrap around the end of the
- * ring, counters and the state callback.
+ * ring, counters and the state callback; the options' names from the
+ * environment.
  *
  * usage: api RUN_DIR        (prints "api: all N checks passed"; exits 1 at the
  *                           first failed check, naming it)
@@ -11,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +82,57 @@ static void test_strerror(void)
 	}
 	CHECK(vecring_last_error_message() != NULL, "never NULL");
 	CHECK(vecring_version() && *vecring_version(), "version");
+}
+
+/* vecring_options_from_env: the names a CDI device sets, only into fields
+ * left NULL; vecring_open takes them. */
+static void test_options_from_env(void)
+{
+	vecring_options_t o;
+	vecring_link_t *l = NULL;
+	char sock[4096];
+	EXPECT(vecring_options_from_env(NULL), VECRING_E_INVAL);
+	memset(&o, 0, sizeof o);
+	EXPECT(vecring_options_from_env(&o), VECRING_E_INVAL);
+	CHECK(last_error_contains("vecring_options_init"), "says what to do");
+	unsetenv("VECRING_DOMAIN");
+	unsetenv("VECRING_LINK");
+	unsetenv("VECRING_RUN_DIR");
+	unsetenv("VECRING_NETNS");
+	vecring_options_init(&o);
+	EXPECT(vecring_options_from_env(&o), 0);
+	CHECK(o.domain == NULL && o.link == NULL && o.run_dir == NULL && o.netns == NULL,
+	      "nothing set without the variables");
+	/* A device in network-namespace mode; a program built against a
+	 * layout without netns does not get it. */
+	setenv("VECRING_NETNS", "self", 1);
+	EXPECT(vecring_options_from_env(&o), 1);
+	CHECK(o.netns && strcmp(o.netns, "self") == 0, "netns from VECRING_NETNS");
+	vecring_options_init(&o);
+	o.size = (uint32_t)offsetof(vecring_options_t, netns);
+	EXPECT(vecring_options_from_env(&o), 0);
+	CHECK(o.netns == NULL, "not written past the caller's layout");
+	unsetenv("VECRING_NETNS");
+	setenv("VECRING_DOMAIN", "api", 1);
+	setenv("VECRING_LINK", "env", 1);
+	setenv("VECRING_RUN_DIR", run_dir, 1);
+	vecring_options_init(&o);
+	o.link = "mine";
+	EXPECT(vecring_options_from_env(&o), 2);
+	CHECK(o.domain && strcmp(o.domain, "api") == 0 && strcmp(o.link, "mine") == 0 && o.run_dir &&
+		      strcmp(o.run_dir, run_dir) == 0,
+	      "a field already set stays, the others come from the environment");
+	vecring_options_init(&o);
+	EXPECT(vecring_options_from_env(&o), 3);
+	o.role = VECRING_ROLE_MASTER;
+	o.hugepages = VECRING_HUGEPAGES_NEVER;
+	EXPECT(vecring_open(&o, &l), VECRING_OK);
+	snprintf(sock, sizeof sock, "%s/api/env.sock", run_dir);
+	CHECK(access(sock, F_OK) == 0, "the master listens at %s", sock);
+	EXPECT(vecring_close(l), VECRING_OK);
+	unsetenv("VECRING_DOMAIN");
+	unsetenv("VECRING_LINK");
+	unsetenv("VECRING_RUN_DIR");
 }
 
 static void test_options_and_open_errors(void)
@@ -516,6 +569,7 @@ int main(int argc, char **argv)
 	alarm(120); /* watchdog */
 	test_strerror();
 	test_options_and_open_errors();
+	test_options_from_env();
 	test_invalid_handles();
 	test_meeting();
 	test_copies();

@@ -38,6 +38,29 @@
 #                               uid may attach; the master keeps waiting
 #             mistake_mount     a container without the -v: the slave says
 #                               it found no master at the socket's path
+#   cdi       cdi_rootful       the link as a CDI device (`vecring cdi
+#                               write`, podman run --device
+#                               vecring.dev/link=NAME): no -v, no link
+#                               option in the container; a rootful
+#                               container and a root master
+#             cdi_rootless      the same in the user's rootless container,
+#                               the user's master
+#             cdi_owner         a root master with --owner, the user's
+#                               rootless container
+#             cdi_testpmd       dpdk-testpmd in a rootful container, its
+#                               port's devargs env=1 (names from the
+#                               device's variables)
+#             cdi_netns_rootful  a device of network-namespace mode
+#                               (nothing mounted, VECRING_NETNS=self), the
+#                               root master in the container's namespace
+#             cdi_netns_rootless  the same, the user's rootless container
+#             cdi_unknown       a device no spec defines: podman's error,
+#                               no container left
+#             cdi_missing       a device whose domain directory is missing:
+#                               the error names it, no container left
+#             cdi_spec          the spec file: mode 0644, cdi list --json,
+#                               cdi remove (the file goes with its last
+#                               device)
 #   pktgen    pktgen_rootless   pktgen-dpdk on both ends: the host's pktgen
 #                               a root master with owner= the user, the
 #                               slave a pktgen in the user's rootless
@@ -116,6 +139,8 @@ group() {
 . "$HERE/minimal.sh"
 # shellcheck source=podman/mistakes.sh
 . "$HERE/mistakes.sh"
+# shellcheck source=podman/cdi.sh
+. "$HERE/cdi.sh"
 # shellcheck source=podman/pktgen.sh
 . "$HERE/pktgen.sh"
 # shellcheck source=podman/netns.sh
@@ -156,6 +181,7 @@ cleanup() {
 	fi
 	user_cleanup
 	cni_podman_stop
+	cdi_cleanup
 	# Anything still mounted below the work directory (the rootful overlay).
 	awk -v w="$WORK/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
 	# The containers' cgroups, in every hierarchy; then hugetlb off where
@@ -256,6 +282,12 @@ left=$(for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mou
 	fail "hugetlb still on in ${HUGETLB_ENABLED[*]}"
 for p in "${CREATED_GLOBAL[@]}"; do
 	[ -e "$p" ] && fail "$p (made by podman) remains"
+done
+for p in "$CDI_SPEC" "$CDI_SPEC_2" "$CDI_SPEC_ETC"; do
+	[ -e "$p" ] && fail "$p (the cdi group's spec) remains"
+done
+for p in "${CDI_MADE_DIRS[@]}"; do
+	[ -e "$p" ] && fail "$p (made by the cdi group) remains"
 done
 for m in "${CREATED_CG[@]}"; do
 	[ -e "$m" ] && fail "$m (podman's default cgroup parent) appeared: a container ran outside $PODMAN_CG"

@@ -12,7 +12,9 @@
 //!   the host and a container's configuration ([`doctor`]); `prepare`
 //!   creates a domain directory for a container's bind mount and says
 //!   what the runtime needs for it ([`prepare`], ids from [`userns`]),
-//!   and declares it to systemd-tmpfiles for every boot ([`persist`]).
+//!   and declares it to systemd-tmpfiles for every boot ([`persist`]);
+//!   `cdi` writes CDI devices that give a container a domain without a
+//!   bind-mount flag ([`cdi`]).
 //! - Every option is checked against vecring-core's limits before a link
 //!   opens; `--json` gives scripts the same figures.
 //!
@@ -21,6 +23,7 @@
 
 mod agent;
 mod bench;
+mod cdi;
 mod cpus;
 mod doctor;
 mod escape;
@@ -127,6 +130,14 @@ enum Command {
     /// --owner. With --persist, also a systemd-tmpfiles entry that makes the
     /// directory again at every boot; --forget removes it.
     Prepare(prepare::PrepareArgs),
+    /// Write, remove and list CDI devices that give a container a domain
+    ///
+    /// Write, remove and list devices of the Container Device Interface
+    /// (kind vecring.dev/link) that give a container a domain: the domain
+    /// directory bound in and VECRING_DOMAIN, VECRING_LINK and
+    /// VECRING_RUN_DIR, which the link options default to (`podman run
+    /// --device vecring.dev/link=NAME`, no -v).
+    Cdi(cdi::CdiArgs),
     /// Benchmark a host<->container link: pps, Mbit/s, throughput, zero loss
     ///
     /// Start a slave in its own namespaces (standing in for a container),
@@ -196,13 +207,13 @@ pub struct LinkArgs {
     #[arg(long, value_parser = parse_role, default_value = "slave")]
     role: Role,
     /// Domain (typically the container's name).
-    #[arg(long)]
+    #[arg(long, env = "VECRING_DOMAIN")]
     domain: String,
     /// Link name within the domain.
-    #[arg(long)]
+    #[arg(long, env = "VECRING_LINK")]
     link: String,
     /// Parent of the domain directories (an absolute path).
-    #[arg(long, default_value = vecring_core::link::DEFAULT_RUN_DIR)]
+    #[arg(long, env = "VECRING_RUN_DIR", default_value = vecring_core::link::DEFAULT_RUN_DIR)]
     run_dir: PathBuf,
     /// NUMA node of the link memory.
     #[arg(long)]
@@ -233,7 +244,12 @@ pub struct LinkArgs {
     /// processes; a slave connects from inside it (a container's
     /// application: --netns self, nothing mounted). Entering another
     /// namespace needs CAP_SYS_ADMIN over it.
-    #[arg(long, value_name = "PATH|self", conflicts_with = "owner")]
+    #[arg(
+        long,
+        value_name = "PATH|self",
+        conflicts_with = "owner",
+        env = "VECRING_NETNS"
+    )]
     netns: Option<PathBuf>,
     /// Only this uid may attach (master; repeatable).
     #[arg(long)]
@@ -449,6 +465,7 @@ fn main() -> ExitCode {
             interrupt,
         } => traffic::rxonly(&link, interval, interrupt),
         Command::Prepare(args) => prepare::run(&args),
+        Command::Cdi(args) => cdi::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Agent(args) => agent::command::run(&args),
         Command::Tap(args) => tap::run(&args),

@@ -299,6 +299,20 @@ void (vecring_options_init)(vecring_options_t *opts);
 #define vecring_options_init(opts) vecring_options_init_size((opts), sizeof *(opts))
 
 /**
+ * Sets domain, link, run_dir and netns of *opts that are NULL to the values
+ * of VECRING_DOMAIN, VECRING_LINK, VECRING_RUN_DIR and VECRING_NETNS that
+ * are set: the variables a CDI device (`vecring cdi write`) gives a
+ * container. The pointers are the environment's own strings (getenv's);
+ * vecring_open copies them. Call it after vecring_options_init and after
+ * setting the fields the program decides itself. Returns how many fields it
+ * set (0 to 4). Any thread, while no other changes the environment (as for
+ * getenv).
+ *
+ * Errors: VECRING_E_INVAL (opts NULL, or not initialised).
+ */
+int vecring_options_from_env(vecring_options_t *opts);
+
+/**
  * Opens a link and stores its handle in *link (NULL on failure). A master
  * claims the link and listens; a slave starts trying to attach. Neither
  * waits for the peer: see vecring_wait_up. Any thread.

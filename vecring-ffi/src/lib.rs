@@ -11,7 +11,7 @@
 //!   and the guard that turns a panic into `VECRING_E_PANIC` in every
 //!   exported function;
 //! - [`options`]: `vecring_options_t`, everything the Rust `LinkBuilder`
-//!   can set;
+//!   can set; [`env`]: its names from the environment a CDI device sets;
 //! - `handle`: the `vecring_link_t` behind the pointer: the link, its
 //!   sender and receiver each behind a try-lock (`VECRING_E_BUSY` instead of
 //!   a data race), and the zero-copy chunk C holds open between calls;
@@ -32,6 +32,7 @@
 #![allow(non_camel_case_types)]
 
 mod closing;
+pub mod env;
 pub mod error;
 mod handle;
 pub mod link;
@@ -41,6 +42,7 @@ mod table;
 pub mod tx;
 pub mod wait;
 
+pub use env::*;
 pub use error::*;
 pub use handle::vecring_link;
 pub use link::*;
@@ -83,6 +85,7 @@ pub struct vecring_buf_t {
 pub const EXPORTED_FUNCTIONS: &[&str] = &[
     "vecring_options_init_size",
     "vecring_options_init",
+    "vecring_options_from_env",
     "vecring_open",
     "vecring_close",
     "vecring_state",

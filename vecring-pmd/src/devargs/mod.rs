@@ -25,6 +25,7 @@
 //! | `master_uid` | `uid[:uid...]`: the uids the master may run as (slave only) | root, or the run or domain directory's owner |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
 //! | `netns` | `self` or the absolute path of a network namespace file (`/proc/PID/ns/net`, `/run/netns/NAME`): meet there, on the abstract name `@vecring/1/<domain>/<link>`, with no directory shared; not with `owner` or `socket_mode` | the run directory's socket |
+//! | `env` | bool: `domain`, `link`, `run_dir` and `netns`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK`, `VECRING_RUN_DIR` and `VECRING_NETNS` (what a CDI device sets: [`env`]) | `false` |
 //!
 //! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
 //! starting with `.` or `-`, without `..` (the rules of vecring-core, checked
@@ -34,6 +35,8 @@
 
 use std::fmt;
 use std::path::PathBuf;
+
+pub mod env;
 pub use vecring_core::internal::mac::default_mac;
 use vecring_core::HugepagePolicy;
 use vecring_core::MAX_QUEUES;
@@ -57,6 +60,7 @@ pub const VALID_KEYS: &[&str] = &[
     KEY_MASTER_UID,
     KEY_SOCKET_MODE,
     KEY_NETNS,
+    KEY_ENV,
 ];
 /// Domain name (required): the directory under `run_dir`.
 pub const KEY_DOMAIN: &str = "domain";
@@ -93,6 +97,8 @@ pub const KEY_MASTER_UID: &str = "master_uid";
 pub const KEY_SOCKET_MODE: &str = "socket_mode";
 /// `netns=self|/path`: the network namespace the link meets in.
 pub const KEY_NETNS: &str = "netns";
+/// The names from the environment ([`env`]).
+pub const KEY_ENV: &str = "env";
 
 /// Largest accepted `slots`: the ring format's limit (vecring-core's
 /// `abi::MAX_SLOT_COUNT`; the geometry may bound it further).
@@ -175,6 +181,13 @@ pub enum DevargsError {
         /// The key.
         key: &'static str,
     },
+    /// A required key that is absent, and so is its variable (`env=1`).
+    MissingFromEnv {
+        /// The key.
+        key: &'static str,
+        /// The variable that would have given it.
+        var: &'static str,
+    },
     /// A key only the master may set, given to a slave.
     MasterOnly {
         /// The key.
@@ -212,6 +225,7 @@ impl DevargsError {
             Self::UnknownKey { key } => Some(key),
             Self::Duplicate { key }
             | Self::Missing { key }
+            | Self::MissingFromEnv { key, .. }
             | Self::MasterOnly { key }
             | Self::SlaveOnly { key }
             | Self::Conflict { key, .. }
@@ -233,6 +247,10 @@ impl fmt::Display for DevargsError {
             ),
             Self::Duplicate { key } => write!(f, "key '{key}' given more than once"),
             Self::Missing { key } => write!(f, "missing required key '{key}'"),
+            Self::MissingFromEnv { key, var } => write!(
+                f,
+                "missing required key '{key}', and {var} is not set (env=1)"
+            ),
             Self::SlaveOnly { key } => write!(
                 f,
                 "key '{key}' applies to a slave only (drop it or master=true)"
@@ -262,12 +280,26 @@ impl fmt::Display for DevargsError {
 impl std::error::Error for DevargsError {}
 
 impl Devargs {
-    /// Parses and validates the raw devargs string (`key=value,key=value`).
+    /// Parses and validates the raw devargs string (`key=value,key=value`);
+    /// with `env=1`, names not given come from this process's environment
+    /// ([`env`]).
     ///
     /// # Errors
     ///
     /// A [`DevargsError`] naming the first offending key.
     pub fn parse(args: &str) -> Result<Self, DevargsError> {
+        Self::parse_with_env(args, &|var| std::env::var(var).ok())
+    }
+
+    /// [`Devargs::parse`], the environment's variables found by `lookup`.
+    ///
+    /// # Errors
+    ///
+    /// A [`DevargsError`] naming the first offending key.
+    pub fn parse_with_env(
+        args: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, DevargsError> {
         let mut domain = None;
         let mut link = None;
         let mut master = None;
@@ -285,6 +317,7 @@ impl Devargs {
         let mut master_uids = None;
         let mut socket_mode = None;
         let mut netns = None;
+        let mut from_env = None;
 
         for arg in args.split(',').filter(|a| !a.is_empty()) {
             let (key, value) = arg.split_once('=').ok_or_else(|| DevargsError::Malformed {
@@ -311,10 +344,19 @@ impl Devargs {
                 KEY_MASTER_UID => set_once(&mut master_uids, key, parse_uids(key, value)?)?,
                 KEY_SOCKET_MODE => set_once(&mut socket_mode, key, parse_mode(key, value)?)?,
                 KEY_NETNS => set_once(&mut netns, key, parse_netns(key, value)?)?,
+                KEY_ENV => set_once(&mut from_env, key, parse_bool(key, value)?)?,
                 _ => unreachable!("canonical_key returns only VALID_KEYS"),
             }
         }
 
+        let from_env = from_env.unwrap_or(false);
+        if from_env {
+            env::fill(&mut domain, &mut link, &mut run_dir, &mut netns, lookup)?;
+        }
+        let missing = |key: &'static str| match env::variable_of(key) {
+            Some(var) if from_env => DevargsError::MissingFromEnv { key, var },
+            _ => DevargsError::Missing { key },
+        };
         let master = master.unwrap_or(false);
         if !master {
             // These shape what the master creates and whom it accepts; a
@@ -348,8 +390,8 @@ impl Devargs {
             }
         }
         Ok(Self {
-            domain: domain.ok_or(DevargsError::Missing { key: KEY_DOMAIN })?,
-            link: link.ok_or(DevargsError::Missing { key: KEY_LINK })?,
+            domain: domain.ok_or_else(|| missing(KEY_DOMAIN))?,
+            link: link.ok_or_else(|| missing(KEY_LINK))?,
             master,
             mac,
             socket,

@@ -465,3 +465,88 @@ fn netns_names_a_namespace_and_excludes_the_socket_file_keys() {
         assert!(e.to_string().contains("no socket file"), "{e}");
     }
 }
+
+/// `env=1`: names not given come from VECRING_DOMAIN, VECRING_LINK and
+/// VECRING_RUN_DIR; given keys win; values are checked and the error names
+/// the variable; without `env=1` the environment is never read.
+#[test]
+fn names_from_the_environment_with_env() {
+    let vars = |list: &'static [(&'static str, &'static str)]| {
+        move |var: &str| {
+            list.iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let cdi = vars(&[
+        ("VECRING_DOMAIN", "pd"),
+        ("VECRING_LINK", "eth0"),
+        ("VECRING_RUN_DIR", "/srv/vr"),
+    ]);
+    let d = Devargs::parse_with_env("env=1", &cdi).unwrap();
+    assert_eq!((d.domain.as_str(), d.link.as_str()), ("pd", "eth0"));
+    assert_eq!(d.run_dir, Some(PathBuf::from("/srv/vr")));
+    let d = Devargs::parse_with_env("env=yes,link=eth1,run_dir=/run/x", &cdi).unwrap();
+    assert_eq!((d.domain.as_str(), d.link.as_str()), ("pd", "eth1"));
+    assert_eq!(d.run_dir, Some(PathBuf::from("/run/x")));
+    assert_eq!(
+        Devargs::parse_with_env("link=eth0", &cdi).unwrap_err(),
+        DevargsError::Missing { key: KEY_DOMAIN },
+        "the environment is read only with env=1"
+    );
+    let domain_only = vars(&[("VECRING_DOMAIN", "pd"), ("VECRING_RUN_DIR", "/srv/vr")]);
+    let e = Devargs::parse_with_env("env=1", &domain_only).unwrap_err();
+    assert_eq!(e.key(), Some(KEY_LINK));
+    assert_eq!(
+        e.to_string(),
+        "missing required key 'link', and VECRING_LINK is not set (env=1)"
+    );
+    assert!(Devargs::parse_with_env("env=1,link=a", &domain_only).is_ok());
+    for (bad, key, var) in [
+        (
+            vars(&[("VECRING_DOMAIN", "../x"), ("VECRING_LINK", "l")]),
+            KEY_DOMAIN,
+            "VECRING_DOMAIN",
+        ),
+        (
+            vars(&[("VECRING_DOMAIN", "d"), ("VECRING_LINK", "")]),
+            KEY_LINK,
+            "VECRING_LINK",
+        ),
+        (
+            vars(&[
+                ("VECRING_DOMAIN", "d"),
+                ("VECRING_LINK", "l"),
+                ("VECRING_RUN_DIR", "rel"),
+            ]),
+            KEY_RUN_DIR,
+            "VECRING_RUN_DIR",
+        ),
+    ] {
+        let e = Devargs::parse_with_env("env=1", &bad).unwrap_err();
+        assert_eq!(e.key(), Some(key), "{e}");
+        assert!(
+            e.to_string().contains(&format!("(from {var}, env=1)")),
+            "{e}"
+        );
+    }
+    // A device in network-namespace mode: VECRING_NETNS=self.
+    let netns = vars(&[
+        ("VECRING_DOMAIN", "pd"),
+        ("VECRING_LINK", "eth0"),
+        ("VECRING_NETNS", "self"),
+    ]);
+    let d = Devargs::parse_with_env("env=1", &netns).unwrap();
+    assert_eq!((d.netns, d.run_dir), (Some(Netns::Own), None));
+    let e = Devargs::parse_with_env("env=1,master=1,owner=1:1", &netns).unwrap_err();
+    assert_eq!(e.key(), Some(KEY_NETNS), "{e}");
+    let bad = vars(&[
+        ("VECRING_DOMAIN", "d"),
+        ("VECRING_LINK", "l"),
+        ("VECRING_NETNS", "pod"),
+    ]);
+    let e = Devargs::parse_with_env("env=1", &bad).unwrap_err();
+    assert!(e.to_string().contains("(from VECRING_NETNS, env=1)"), "{e}");
+    assert_eq!(err("domain=d,link=l,env=1,env=0").key(), Some(KEY_ENV));
+    assert_eq!(err("domain=d,link=l,env=maybe").key(), Some(KEY_ENV));
+}

@@ -173,4 +173,5 @@ RTE_PMD_REGISTER_PARAM_STRING(net_vecring,
 	"allow_uid=<uid[:uid...]> "
 	"master_uid=<uid[:uid...]> "
 	"socket_mode=<octal> "
-	"netns=<self|path>");
+	"netns=<self|path> "
+	"env=<bool>");

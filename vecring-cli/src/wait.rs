@@ -40,7 +40,7 @@ impl LinkArgs {
     ///
     /// # Errors
     /// A bad option, or a link that cannot open.
-    pub fn open(&self) -> Result<Link, String> {
+    pub(crate) fn open(&self) -> Result<Link, String> {
         self.check()?;
         self.builder()?.open().map_err(|e| e.to_string())
     }
@@ -52,7 +52,7 @@ impl LinkArgs {
     /// # Errors
     /// No peer in time (saying how many were refused, if any), or the
     /// link refused for good.
-    pub fn wait_for_peer(
+    pub(crate) fn wait_for_peer(
         &self,
         link: &Link,
         stop: &dyn Fn() -> Option<&'static str>,

@@ -1,4 +1,4 @@
-//! `vecring bench`: a master (the host side) sends to a slave running in
+//! `vecring-bench host-container`: a master (the host side) sends to a slave running in
 //! its own namespaces (standing in for a container), size by size, and
 //! prints per size pps and Mbit/s sent and received and the throughput
 //! (received over sent): the rate with the sender never waiting, then the
@@ -20,9 +20,6 @@ mod report;
 mod search;
 mod slave;
 
-use crate::cpus;
-use crate::traffic::frame::{ethernet, Addresses};
-use crate::traffic::{on_each_queue, send_for, send_paced, Failure};
 use clap::Args;
 use report::{Count, Row, Setup};
 use search::search;
@@ -31,10 +28,13 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use vecring_cli::cpus;
+use vecring_cli::traffic::frame::{ethernet, Addresses};
+use vecring_cli::traffic::{on_each_queue, send_for, send_paced, Failure};
 use vecring_core::geometry::check_queues;
 use vecring_core::{HugepagePolicy, Link, Role, Sender};
 
-/// Options of `vecring bench`.
+/// Options of `vecring-bench host-container`.
 #[derive(Args)]
 pub struct BenchArgs {
     /// Frame sizes in bytes [default: 64,128,256,512,1024,1514; with
@@ -207,7 +207,7 @@ fn measure(
     for size in args.sizes() {
         if progress {
             eprint!(
-                "\r\x1b[Kvecring bench: {size} B: sending for {:.1} s",
+                "\r\x1b[Kvecring-bench: {size} B: sending for {:.1} s",
                 args.seconds
             );
         }
@@ -240,7 +240,7 @@ fn measure(
         });
         let (zero_loss_pps, low_loss_pps) = if args.trial_seconds() > 0.0 {
             if progress {
-                eprint!("\r\x1b[Kvecring bench: {size} B: searching the zero-loss rates");
+                eprint!("\r\x1b[Kvecring-bench: {size} B: searching the zero-loss rates");
             }
             let trial = Duration::from_secs_f64(args.trial_seconds());
             let ceiling = total.sent as f64 / secs.max(1e-9);

@@ -113,10 +113,11 @@ impl LinkArgs {
         }
     }
 
-    /// Opens the link and waits for the peer (see [`Self::wait_for_peer`]).
+    /// Checks the options, opens the link and waits for the peer (its
+    /// socket path said at once and every 10 s).
     ///
     /// # Errors
-    /// As [`Self::open`] and [`Self::wait_for_peer`].
+    /// A bad option, a link refused, or no peer within `--up-timeout`.
     pub fn open_up(&self) -> Result<Link, String> {
         let link = self.open()?;
         self.wait_for_peer(&link, &|| None)?;

@@ -1,5 +1,5 @@
-//! Traffic modes: checked stress both ways ([`stress`]), send-only
-//! ([`txonly`]) and receive-only ([`rxonly`]), on every queue pair of a
+//! Traffic modes: checked stress both ways (`stress`), send-only
+//! (`txonly`) and receive-only ([`rxonly`]), on every queue pair of a
 //! link at once, one thread per queue and direction, each with its own
 //! endpoint of its queue; and the sending loops they and the benchmark
 //! harness (`vecring-bench host-container`) share ([`send_for`],

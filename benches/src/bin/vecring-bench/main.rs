@@ -10,7 +10,7 @@
 //! - `agent`: one end of a link driven over stdin and stdout by the
 //!   forwarding benchmark ([`agent`]).
 //! - `slave` (hidden): the tool's `rxonly`, the slave `host-container`
-//!   starts ([`host_container::slave`]).
+//!   starts (`host_container/slave.rs`).
 //!
 //! `benches/README.md` indexes it with the other benchmarks;
 //! `docs/benchmarks/README.md` gives the figures and how they were made.

@@ -47,6 +47,11 @@ use vecring_core::geometry::{
 use vecring_core::MAX_QUEUES;
 use vecring_core::{Geometry, HugepagePolicy, Link, LinkBuilder, RegionBudget, Role};
 
+/// The log target of every line the tool writes: `vecring`, as the guides
+/// show them (`INFO  vecring] waiting for the master on ...`), whichever
+/// module writes it (the module paths are the library's, `vecring_cli`).
+const LOG_TARGET: &str = "vecring";
+
 /// The text after `--help`: logging and how the modes end.
 const AFTER_HELP: &str = "\
 Logging: on by default at level info (link up and down, the peer's pid and

@@ -3,14 +3,10 @@
 //! the caller asks (stdin closed, Ctrl-C), and a timeout that says whether
 //! peers came and were refused.
 
-use crate::LinkArgs;
+use crate::{LinkArgs, LOG_TARGET};
 use std::time::{Duration, Instant};
 use vecring_core::memory::AttachError;
 use vecring_core::{Link, LinkError, Role};
-
-/// The log target of the waiting lines: the tool's own, as the guides show
-/// them (`INFO  vecring] waiting for the master on ...`).
-const LOG_TARGET: &str = "vecring";
 
 /// How often a side waiting for its peer says so.
 const WAIT_REPORT: Duration = Duration::from_secs(10);

@@ -1,8 +1,9 @@
 //! `vecring-bench host-container` end to end: a master and a slave process
 //! (the slave in its own namespaces when run as root) print the table of
 //! rates per frame size with the zero-loss columns, and nothing sent is
-//! lost; on two queues each queue is reported; a queue count or CPU out of
-//! range is refused before a link opens.
+//! lost; on two queues each queue is reported; a run leaves no directory
+//! it made behind; a queue count or CPU out of range is refused before a
+//! link opens.
 
 use serde_json::Value;
 use std::io::Read;
@@ -254,4 +255,32 @@ fn queue_counts_and_cpus_out_of_range_are_refused_before_the_link_opens() {
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("1..=16"), "host-container --help:\n{help}");
+}
+
+#[test]
+fn host_container_removes_the_domain_directory_it_made_and_keeps_the_run_directory_given() {
+    let run_dir = std::env::temp_dir().join(format!("vecring-bench-hc-{}", std::process::id()));
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let (ok, out) = run_with_watchdog(
+        &[
+            "host-container",
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            "--sizes",
+            "64",
+            "--seconds",
+            "0.1",
+            "--trial-seconds",
+            "0",
+        ],
+        Duration::from_secs(120),
+    );
+    let left: Vec<_> = std::fs::read_dir(&run_dir)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let kept = run_dir.is_dir();
+    let _ = std::fs::remove_dir_all(&run_dir);
+    assert!(ok, "vecring-bench host-container failed:\n{out}");
+    assert!(kept, "the run directory given was removed");
+    assert!(left.is_empty(), "left in the run directory: {left:?}");
 }

@@ -25,7 +25,7 @@ use report::{Count, Row, Setup};
 use search::search;
 use slave::Slave;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use vecring_cli::cpus;
@@ -93,6 +93,10 @@ pub struct BenchArgs {
     fwd: forward::ForwardArgs,
 }
 
+/// The domain and link of the benchmarked link.
+const DOMAIN: &str = "bench";
+const LINK: &str = "l0";
+
 /// The termination bench's default trial length.
 const TRIAL_SECONDS: f64 = 0.25;
 
@@ -155,20 +159,38 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let queues = check_queues(args.queues).map_err(|e| format!("--queues {}: {e}", args.queues))?;
     cpus::check("--master-cpu", &args.master_cpu)?;
     cpus::check("--slave-cpu", &args.slave_cpu)?;
-    let run_dir = args.run_dir.clone().unwrap_or_else(default_run_dir);
-    let link = Link::builder("bench", "l0")
+    let (run_dir, made_run_dir) = match &args.run_dir {
+        Some(dir) => (dir.clone(), false),
+        None => (default_run_dir(), true),
+    };
+    let domain_dir = run_dir.join(DOMAIN);
+    let made_domain_dir = !domain_dir.exists();
+    let result = bench(args, queues, &run_dir);
+    // What the run made goes, once the link has closed: its domain
+    // directory and a run directory of its own (each only if empty).
+    if made_domain_dir {
+        let _ = std::fs::remove_dir(&domain_dir);
+    }
+    if made_run_dir {
+        let _ = std::fs::remove_dir(&run_dir);
+    }
+    result
+}
+
+/// Opens the link in `run_dir`, starts the slave, measures, and waits for
+/// the slave to end.
+fn bench(args: &BenchArgs, queues: u16, run_dir: &Path) -> Result<(), String> {
+    let link = Link::builder(DOMAIN, LINK)
         .role(Role::Master)
-        .run_dir(&run_dir)
+        .run_dir(run_dir)
         .hugepages(args.hugepages)
         .queues(queues)
         .open()
         .map_err(|e| e.to_string())?;
-    let (mut slave, where_) = slave::spawn(args, queues, &run_dir)?;
+    let (mut slave, where_) = slave::spawn(args, queues, run_dir)?;
     let result = measure(args, &link, &mut slave, where_);
     drop(slave.stdin);
     let status = slave.child.wait().map_err(|e| e.to_string())?;
-    drop(link);
-    let _ = std::fs::remove_dir(&run_dir);
     result?;
     if !status.success() {
         return Err(format!("slave exited with {status}"));

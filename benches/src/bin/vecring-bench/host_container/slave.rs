@@ -87,9 +87,10 @@ impl Slave {
     }
 }
 
-/// Starts the slave (`vecring-bench slave` on link `bench/l0` of `run_dir`, its
-/// `queues` queues' threads on `--slave-cpu`), in new namespaces when run
-/// as root with `unshare` at hand; returns it and where it runs.
+/// Starts the slave (`vecring-bench slave` on link `DOMAIN/LINK` of
+/// `run_dir`, its `queues` queues' threads on `--slave-cpu`), in new
+/// namespaces when run as root with `unshare` at hand; returns it and where
+/// it runs.
 pub fn spawn(
     args: &BenchArgs,
     queues: u16,
@@ -99,8 +100,8 @@ pub fn spawn(
     let mut slave_args: Vec<String> = vec![
         "slave".into(),
         "--role=slave".into(),
-        "--domain=bench".into(),
-        "--link=l0".into(),
+        format!("--domain={}", super::DOMAIN),
+        format!("--link={}", super::LINK),
         format!("--run-dir={}", run_dir.display()),
         format!("--queues={queues}"),
         format!("--cpu={}", cpus::list(&args.slave_cpu)),

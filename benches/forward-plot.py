@@ -4,7 +4,7 @@
     python3 benches/forward-plot.py CSV... [--out-dir DIR] [--title-suffix TEXT]
                                     [--placement all|near|far]
 
-Input: CSV files written by `vecring bench --forward --csv`, columns HEADER
+Input: CSV files written by `vecring-bench host-container --forward --csv`, columns HEADER
 below, a row per port (link, eth_vecring, net_memif), direction (both,
 to-ctr, from-ctr), frame size and round. An empty cell means "not
 measured". c2c_ns is the one-way core-to-core latency of the row's vCPU
@@ -48,7 +48,7 @@ HEADER = ("port,direction,frame_size,round,c2c_ns,gen_tx_pps,delivered_pps,conta
           "container_tx_pps,throughput_percent,lost,reordered,duplicated,bad,zero_loss_pps,"
           "low_loss_pps").split(",") + [f"lat{lv}_{f}" for lv in (50, 90, 100) for f in LEVEL_FIELDS]
 TEXT_COLUMNS = ("port", "direction")  # the first columns; the others are numbers
-NEAR_NS = 100  # as NEAR_NS in vecring-cli/src/bench/forward/table.rs
+NEAR_NS = 100  # as NEAR_NS in benches/src/bin/vecring-bench/host_container/forward/table.rs
 BASE = "net_memif"  # the port the others are compared with
 PORTS = ["link", "eth_vecring", "net_memif"]  # order in plots and tables
 COLOURS = {"link": "#1f5f9f", "eth_vecring": "#d07000", "net_memif": "#3a8a3a"}
@@ -77,7 +77,7 @@ def load(path):
                        "; ".join(f"{what} {', '.join(cols[:3])}{' ...' if len(cols) > 3 else ''}"
                                  for what, cols in (("missing", missing), ("unknown", unknown)) if cols)
                        or "columns in another order")
-                fail(f"{path}: not `vecring bench --forward --csv` output: {why}")
+                fail(f"{path}: not `vecring-bench host-container --forward --csv` output: {why}")
             for cells in reader:
                 where, cells = f"{path}:{reader.line_num}", [c.strip() for c in cells]
                 if not any(cells):
@@ -345,7 +345,7 @@ def rounds(counts):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("csv", nargs="+", type=pathlib.Path, help="`vecring bench --forward --csv` output")
+    p.add_argument("csv", nargs="+", type=pathlib.Path, help="`vecring-bench host-container --forward --csv` output")
     p.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("docs/benchmarks"))
     p.add_argument("--title-suffix", default="")
     p.add_argument("--placement", choices=["all", "near", "far"], default="all")

@@ -10,7 +10,7 @@ RESULTS_DIR holds what `benches/report.sh` writes:
   (bench,group,candidate,frame,pair,metric,value,c2c_ns);
 - or summaries (`summary.csv`: one row per comparison, columns
   SUMMARY below), e.g. figures transcribed from an earlier report;
-- `bench.csv`, the output of `vecring bench --csv`;
+- `bench.csv`, the output of `vecring-bench host-container --csv`;
 - `meta.txt`, `key: value` lines about the run.
 
 Raw results are reduced to summaries: for every pair (round) in which both
@@ -216,7 +216,7 @@ def table(rows, bench):
 
 def bench_table(bench):
     if not bench:
-        return "_No `vecring bench` output in this results directory._\n"
+        return "_No `vecring-bench host-container` output in this results directory._\n"
     lines = ["| frame | TX pps | RX pps | Mbit/s | throughput | 0-loss pps | 0.002 % loss pps |",
              "|---|---|---|---|---|---|---|"]
 

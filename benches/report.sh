@@ -11,7 +11,8 @@
 #            latency against the cache-line ping-pong floor
 #   dpdk     dpdk-compare.sh: eth_vecring against net_memif in two
 #            dpdk-testpmd processes, 64 and 1514 bytes, 5 alternated pairs
-#   bench    vecring bench: the link alone, rates and zero-loss throughput
+#   bench    vecring-bench host-container: the link alone, rates and
+#            zero-loss throughput
 #
 # Each writes CSV into the results directory (ring.csv, link.csv, dpdk.csv,
 # bench.csv) beside the tool's own table (*.txt); meta.txt records the
@@ -55,7 +56,7 @@ BIN=target/release
 step "build (sequential, -j 2)"
 # One invocation: separate ones resolve features differently and rebuild
 # vecring-core each time.
-cargo build --release -j 2 -p vecring-benches -p vecring-pmd -p vecring-cli \
+cargo build --release -j 2 -p vecring-benches -p vecring-pmd \
 	--features vecring-benches/iceoryx2
 
 {
@@ -86,12 +87,12 @@ if [ "$QUICK" = 1 ]; then
 	measure ring "$OUT/ring.txt" "$BIN/ring-compare" --pairs 2 --secs 0.02 --sizes 64,1514 --csv "$OUT/ring.csv"
 	measure link "$OUT/link.txt" "$BIN/link-compare" 2 --quick --csv "$OUT/link.csv"
 	measure dpdk "$OUT/dpdk.txt" bash benches/dpdk-compare.sh -s 64 -p 1 -t 8 -o "$OUT/dpdk.csv"
-	measure bench "$OUT/bench.csv" "$BIN/vecring" -q bench --sizes 64 --seconds 0.2 --trial-seconds 0.02 --csv
+	measure bench "$OUT/bench.csv" "$BIN/vecring-bench" -q host-container --sizes 64 --seconds 0.2 --trial-seconds 0.02 --csv
 else
 	measure ring "$OUT/ring.txt" "$BIN/ring-compare" --pairs 7 --secs 0.3 --sizes 64,256,1514,9000 --csv "$OUT/ring.csv"
 	measure link "$OUT/link.txt" "$BIN/link-compare" 9 --csv "$OUT/link.csv"
 	measure dpdk "$OUT/dpdk.txt" bash benches/dpdk-compare.sh -s "64 1514" -p 5 -t 8 -o "$OUT/dpdk.csv"
-	measure bench "$OUT/bench.csv" "$BIN/vecring" -q bench --csv
+	measure bench "$OUT/bench.csv" "$BIN/vecring-bench" -q host-container --csv
 fi
 {
 	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

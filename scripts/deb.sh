@@ -18,6 +18,9 @@
 #                           line only (the driver uses ethdev's internal
 #                           driver interface, which DPDK keeps within a line)
 #
+# The lab is not packaged: the benchmark harness vecring-bench and the other
+# binaries of benches/ stay in the checkout.
+#
 # Debian's own tools build them, not cargo-deb (one package per crate): this
 # one workspace gives four binary packages of three kinds, a tool, a C
 # library split into runtime and -dev with a SONAME, shlibs and symbols

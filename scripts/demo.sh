@@ -7,16 +7,18 @@
 # real LXC container and sends every frame back, with RFC 2544 searches and
 # latency histograms; add --ports vecring,memif to compare DPDK's
 # eth_vecring with net_memif in the same harness. Every other option is
-# `vecring bench`'s (see `vecring bench --help`).
+# `vecring-bench host-container`'s (see `vecring-bench host-container
+# --help`): the benchmark harness, a binary of the lab's crate (benches/),
+# not of the shipped tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CARGO_TERM_COLOR=never
-cargo build --release -q -p vecring-cli
+cargo build --release -q -p vecring-benches --bin vecring-bench
 if [[ " $* " == *" --forward "* ]]; then
 	# The DPDK side of the forwarding benchmark: the driver where EAL's -d
-	# accepts it, and the DPDK traffic agent beside the tool.
+	# accepts it, and the DPDK traffic agent beside the harness.
 	bash scripts/build-pmd.sh /usr >/dev/null
 	bash benches/dpdk-agent/build.sh >/dev/null
 fi
-exec ./target/release/vecring bench "$@"
+exec ./target/release/vecring-bench host-container "$@"

@@ -38,7 +38,8 @@ cargo build --release --workspace
 # directory (also /usr/local/lib/vecring/librte_net_vecring.so).
 export VECRING_PMD_SO
 VECRING_PMD_SO=$(bash scripts/build-pmd.sh /usr)
-# The DPDK agent of the forwarding benchmark (beside the vecring tool).
+# The DPDK agent of the forwarding benchmark (beside the benchmark harness,
+# target/release/vecring-bench).
 bash benches/dpdk-agent/build.sh
 # pktgen-dpdk for DPDK 22.11, built once from its release source
 # (VECRING_PKTGEN_SOURCES: a directory of pktgen-<tag>.tar.xz) into

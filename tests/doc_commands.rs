@@ -305,7 +305,7 @@ const PLANS: &[Plan] = &[
         how: How::Excluded(
             "a benchmark: it busy-polls both CPUs, and the container's image is made from the build tree; tests/containers/docker.sh (case forward_table) runs this command with a private dockerd and checks the table and every count",
         ),
-        ..run(CTR, "bash benches/dpdk-agent/build.sh\ntarget/release/vecring bench --forward --container docker")
+        ..run(CTR, "bash benches/dpdk-agent/build.sh\ntarget/release/vecring-bench host-container --forward --container docker")
     },
     // docs/containers.md, "Podman": the same commands and flags run in
     // tests/containers/podman.sh (scripts/test.sh), with Podman's storage
@@ -373,7 +373,7 @@ const PLANS: &[Plan] = &[
     // README.md
     Plan {
         how: How::Excluded(
-            "scripts/demo.sh is the demonstration: it installs packages, builds, and benchmarks a host<->container link for minutes (its parts are tested: tests/lxc.rs, vecring-cli/tests/bench.rs); scripts/test.sh is the test suite, which runs this test",
+            "scripts/demo.sh is the demonstration: it installs packages, builds, and benchmarks a host<->container link for minutes (its parts are tested: tests/lxc.rs, benches/tests/host_container.rs); scripts/test.sh is the test suite, which runs this test",
         ),
         ..run("README.md", "scripts/demo.sh")
     },

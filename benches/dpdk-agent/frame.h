@@ -1,6 +1,6 @@
 /*
  * The frames agents send: the layout shared with the Rust agent
- * (vecring-cli/src/agent/frame.rs), which must not change:
+ * (benches/src/bin/vecring-bench/agent/frame.rs), which must not change:
  *
  *   0  Ethernet: dst, src, type 0x0800
  *  14  IPv4: 20 bytes, no options, TTL 64, proto 17, total length = size-14

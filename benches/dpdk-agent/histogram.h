@@ -1,7 +1,8 @@
 /*
  * The latency histogram, log-linear with 16 buckets per power of two: the
- * same buckets as the Rust agent's (vecring-cli/src/agent/histogram.rs),
- * whose harness merges both kinds of agents' replies.
+ * same buckets as the Rust agent's
+ * (benches/src/bin/vecring-bench/agent/histogram.rs), whose harness merges
+ * both kinds of agents' replies.
  */
 #ifndef VECRING_DPDK_AGENT_HISTOGRAM_H
 #define VECRING_DPDK_AGENT_HISTOGRAM_H

@@ -9,10 +9,10 @@
  * histogram. In `sink` mode it only receives and counts (one-way latency:
  * both ends read the same host's CLOCK_MONOTONIC).
  *
- * The harness (`vecring bench --forward`) drives it over stdin/stdout with
- * the agent protocol, as it drives the Rust agent (`vecring agent`,
- * vecring-cli/src/agent/protocol.rs): one command line in and exactly one
- * reply line out. `--once` runs a single trial from the command line instead
+ * The harness (`vecring-bench host-container --forward`) drives it over
+ * stdin/stdout with the agent protocol, as it drives the Rust agent
+ * (`vecring-bench agent`, benches/src/bin/vecring-bench/agent/protocol.rs):
+ * one command line in and exactly one reply line out. `--once` runs a single trial from the command line instead
  * (by hand, like the kernel's pktgen). The frame layout (frame.h) and the
  * histogram (histogram.h) are the Rust agent's too.
  *

@@ -37,8 +37,8 @@
 #   ovs          Docker -> Open vSwitch -> Docker: two such containers on
 #                two eth_vecring ports of a private OVS, frames both ways,
 #                counts exact (docker_ovs.sh)
-#   forward_table  "forward traffic in Docker": `vecring bench --forward
-#                --container docker`, a generator on the host, testpmd
+#   forward_table  "forward traffic in Docker": `vecring-bench
+#                host-container --forward --container docker`, a generator on the host, testpmd
 #                forwarding in a container; its table has the guide's
 #                columns with numbers, and every count adds up
 #                (docker_forward.sh)

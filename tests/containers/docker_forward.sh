@@ -1,13 +1,14 @@
 # shellcheck shell=bash
 # Case "forward_table", sourced by tests/containers/docker.sh: "forward
 # traffic in Docker", the NFV platform guides' benchmark, by the project's
-# benchmark tooling. `vecring bench --forward --container docker`: a
-# generator on the host (vecring-dpdk-agent, the master, hugepages) sends
-# to testpmd in a Docker container of the private dockerd (--network none,
-# --cap-drop ALL, no-new-privileges, --no-huge), which forwards each frame
-# back (macswap), for 1 s unthrottled, at 64 and 1514 bytes.
+# benchmark tooling. `vecring-bench host-container --forward --container
+# docker`: a generator on the host (vecring-dpdk-agent, the master,
+# hugepages) sends to testpmd in a Docker container of the private dockerd
+# (--network none, --cap-drop ALL, no-new-privileges, --no-huge), which
+# forwards each frame back (macswap), for 1 s unthrottled, at 64 and 1514
+# bytes.
 #
-# Run twice: with the image the tool makes for the run (scripts/image.sh)
+# Run twice: with the image the harness makes for the run (scripts/image.sh)
 # and its table (testpmd in macswap mode), which must have the guide's columns (generator TX and RX
 # in pps and Mbit/s, container RX and TX in pps, throughput %) filled with
 # numbers, the container's RX rate the generator's TX rate and the
@@ -24,11 +25,11 @@
 table_cell() { awk -F'|' -v n="$2" '{ gsub(/^ +| +$/, "", $n); print $n }' <<<"$1"; }
 
 test_forward_table() {
-	local vecring=$ROOT/target/release/vecring agent out json head rows r size
+	local harness=$ROOT/target/release/vecring-bench agent out json head rows r size
 	agent=$ROOT/target/release/vecring-dpdk-agent
 	[ -x "$agent" ] || { fail "forward_table: $agent missing (benches/dpdk-agent/build.sh)"; return; }
 	out=$WORK/forward-table.out
-	DOCKER_HOST=unix://$WORK/no-such.sock timeout 60 "$vecring" bench --forward --container docker \
+	DOCKER_HOST=unix://$WORK/no-such.sock timeout 60 "$harness" host-container --forward --container docker \
 		--ports vecring --sizes 64 --seconds 1 --trial-seconds 0 >"$out" 2>&1
 	if [ $? -ne 0 ] && grep -q "no Docker daemon answers (DOCKER_HOST=unix://$WORK/no-such.sock)" "$out"; then
 		pass "forward_table: without a daemon, the benchmark says so"
@@ -37,10 +38,10 @@ test_forward_table() {
 		sed 's/^/    /' "$out"
 	fi
 	DOCKER_HOST=unix://$DOCKER_DIR/docker.sock timeout --kill-after=5 120 \
-		"$vecring" bench --forward --container docker --ports vecring --sizes 64,1514 \
+		"$harness" host-container --forward --container docker --ports vecring --sizes 64,1514 \
 		--seconds 1 --trial-seconds 0 >"$out" 2>&1
 	if [ $? -ne 0 ]; then
-		fail "forward_table: vecring bench --forward --container docker failed"
+		fail "forward_table: vecring-bench host-container --forward --container docker failed"
 		sed 's/^/    /' "$out"
 		return
 	fi
@@ -82,10 +83,10 @@ test_forward_table() {
 	# The counts, exact, with the image of docs/containers.md, in io mode.
 	json=$WORK/forward-table.json
 	DOCKER_HOST=unix://$DOCKER_DIR/docker.sock timeout --kill-after=5 120 \
-		"$vecring" bench --forward --container docker --docker-image vecring-testpmd:import \
+		"$harness" host-container --forward --container docker --docker-image vecring-testpmd:import \
 		--forward-mode io --ports vecring --sizes 64 --seconds 1 --trial-seconds 0 --json >"$json" 2>"$WORK/forward-table.err"
 	if [ $? -ne 0 ]; then
-		fail "forward_table: vecring bench --forward --docker-image vecring-testpmd:import failed"
+		fail "forward_table: vecring-bench host-container --forward --docker-image vecring-testpmd:import failed"
 		sed 's/^/    /' "$WORK/forward-table.err"
 		return
 	fi

@@ -58,6 +58,7 @@ pub fn pin(cpu: Option<usize>) {
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             log::warn!(
+                target: crate::LOG_TARGET,
                 "cannot pin to CPU {cpu}: {}",
                 std::io::Error::last_os_error()
             );

@@ -131,7 +131,7 @@ pub fn run(args: &PrepareArgs) -> Result<(), String> {
     // Through descriptors (vecring_core::internal::dirs): a racing rename or symlink
     // in a writable run directory cannot make this chmod another path.
     if prepare_domain(&args.run_dir, &args.domain, mode).map_err(|e| e.to_string())? {
-        log::info!("created {}", dir.display());
+        log::info!(target: crate::LOG_TARGET, "created {}", dir.display());
     }
     let persisted = match &persist_at {
         Some(run_dir) => {

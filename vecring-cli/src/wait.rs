@@ -3,14 +3,10 @@
 //! the caller asks (stdin closed, Ctrl-C), and a timeout that says whether
 //! peers came and were refused.
 
-use crate::LinkArgs;
+use crate::{LinkArgs, LOG_TARGET};
 use std::time::{Duration, Instant};
 use vecring_core::memory::AttachError;
 use vecring_core::{Link, LinkError, Role};
-
-/// The log target of the waiting lines: the tool's own, as the guides show
-/// them (`INFO  vecring] waiting for the master on ...`).
-const LOG_TARGET: &str = "vecring";
 
 /// How often a side waiting for its peer says so.
 const WAIT_REPORT: Duration = Duration::from_secs(10);
@@ -40,7 +36,7 @@ impl LinkArgs {
     ///
     /// # Errors
     /// A bad option, or a link that cannot open.
-    pub fn open(&self) -> Result<Link, String> {
+    pub(crate) fn open(&self) -> Result<Link, String> {
         self.check()?;
         self.builder()?.open().map_err(|e| e.to_string())
     }
@@ -52,7 +48,7 @@ impl LinkArgs {
     /// # Errors
     /// No peer in time (saying how many were refused, if any), or the
     /// link refused for good.
-    pub fn wait_for_peer(
+    pub(crate) fn wait_for_peer(
         &self,
         link: &Link,
         stop: &dyn Fn() -> Option<&'static str>,
@@ -119,10 +115,11 @@ impl LinkArgs {
         }
     }
 
-    /// Opens the link and waits for the peer (see [`Self::wait_for_peer`]).
+    /// Checks the options, opens the link and waits for the peer (its
+    /// socket path said at once and every 10 s).
     ///
     /// # Errors
-    /// As [`Self::open`] and [`Self::wait_for_peer`].
+    /// A bad option, a link refused, or no peer within `--up-timeout`.
     pub fn open_up(&self) -> Result<Link, String> {
         let link = self.open()?;
         self.wait_for_peer(&link, &|| None)?;

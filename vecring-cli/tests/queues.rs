@@ -1,10 +1,11 @@
 //! The tool on links of several queue pairs (`--queues N`): txonly on four
 //! queues to rxonly on four, every queue's count exact on both sides and
 //! every frame whole; stress checking every frame of three queues both
-//! ways; bench on two queues reporting each; `list` and `stats` showing the
-//! count; and the refusals (a count out of range, rings too large for the
-//! count, a slave requiring a count the master does not have), each a
-//! message naming the option and exit status 1, never a panic.
+//! ways; `list` and `stats` showing the count; and the refusals (a count
+//! out of range, rings too large for the count, a slave requiring a count
+//! the master does not have), each a message naming the option and exit
+//! status 1, never a panic. The benchmark harness on several queues:
+//! benches/tests/host_container.rs.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -244,71 +245,6 @@ fn stress_checks_every_frame_of_three_queues_both_ways() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn bench_on_two_queues_reports_each_queue_and_loses_nothing_sent() {
-    let _w = Watchdog::new("bench", Duration::from_secs(240));
-    let common = [
-        "bench",
-        "--queues",
-        "2",
-        "--master-cpu",
-        "0,1",
-        "--slave-cpu",
-        "1,0",
-        "--seconds",
-        "0.2",
-        "--trial-seconds",
-        "0",
-    ];
-    let mut args = common.to_vec();
-    args.extend(["--sizes", "64,1514", "--json"]);
-    let (code, out, err) = run(&args);
-    assert_eq!(code, 0, "{err}");
-    let doc: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
-    assert_eq!(doc["schema"], "vecring-bench");
-    assert_eq!(doc["queues"], 2, "{doc}");
-    assert_eq!(doc["master_cpu"], 0, "{doc}");
-    assert_eq!(doc["master_cpus"], serde_json::json!([0, 1]), "{doc}");
-    assert_eq!(doc["slave_cpus"], serde_json::json!([1, 0]), "{doc}");
-    let rows = doc["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{doc}");
-    for row in rows {
-        let queues = row["queues"].as_array().unwrap();
-        assert_eq!(queues.len(), 2, "{row}");
-        let (mut sent, mut received) = (0, 0);
-        for (q, queue) in queues.iter().enumerate() {
-            assert_eq!(queue["queue"], q, "{row}");
-            let s = queue["frames_sent"].as_u64().unwrap();
-            assert!(s > 0, "queue {q} sent nothing: {row}");
-            // The senders wait for room: every frame sent arrives, on
-            // its own queue.
-            assert_eq!(queue["frames_received"], s, "{row}");
-            sent += s;
-            received += queue["frames_received"].as_u64().unwrap();
-        }
-        assert_eq!(row["frames_sent"], sent, "{row}");
-        assert_eq!(row["frames_received"], received, "{row}");
-    }
-
-    // The table: a row per size, then a row per queue under it.
-    let mut args = common.to_vec();
-    args.extend(["--sizes", "128"]);
-    let (code, out, err) = run(&args);
-    assert_eq!(code, 0, "{err}");
-    let cells: Vec<Vec<String>> = out
-        .lines()
-        .map(|l| l.split('|').map(|c| c.trim().replace(',', "")).collect())
-        .filter(|c: &Vec<String>| c.len() == 7)
-        .collect();
-    let names: Vec<&str> = cells.iter().map(|c| c[0].as_str()).collect();
-    assert_eq!(names, ["frame", "128", "q0", "q1"], "{out}");
-    for c in &cells[1..] {
-        assert!(c[1].parse::<u64>().unwrap() > 0, "{out}");
-        assert_eq!(c[1], c[2], "TX and RX pps of {}: {out}", c[0]);
-        assert_eq!(c[4], "100.00 %", "{out}");
-    }
-}
-
 /// A refused option: exit 1, `want` in the message, no link opened, no
 /// panic.
 fn refused(args: &[&str], want: &str) {
@@ -344,14 +280,6 @@ fn queue_counts_out_of_range_are_refused_before_the_link_opens() {
             }
         }
     }
-    refused(
-        &["bench", "--queues", "17"],
-        "--queues 17: queue count 17 is not between 1 and 16",
-    );
-    refused(
-        &["bench", "--queues", "2", "--master-cpu", "0,4000"],
-        "--master-cpu 4000: no such CPU",
-    );
     // Sixteen queues of rings that large make a region no slave accepts.
     let mut args = vec![
         "txonly",
@@ -370,7 +298,7 @@ fn queue_counts_out_of_range_are_refused_before_the_link_opens() {
         "--queues/--slots/--slot-size: 16 queue pairs of 262144 slots of 1024 bytes need a region of",
     );
     // The help states the range.
-    for mode in ["txonly", "rxonly", "stress", "bench"] {
+    for mode in ["txonly", "rxonly", "stress"] {
         let (code, out, _) = run(&[mode, "--help"]);
         assert_eq!(code, 0);
         assert!(out.contains("1..=16"), "{mode} --help:\n{out}");

@@ -201,6 +201,7 @@ fn write(args: &WriteArgs) -> Result<(), String> {
     let dir = args.run_dir.join(&args.domain);
     if !args.netns && !dir.is_dir() {
         log::warn!(
+            target: crate::LOG_TARGET,
             "{} does not exist yet: a container with the device does not start until it does (vecring prepare --domain {}{})",
             dir.display(),
             args.domain,

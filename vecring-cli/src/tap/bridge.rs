@@ -332,7 +332,7 @@ impl Queue {
                     if !once.write {
                         once.write = true;
                         log::warn!(
-                            target: "vecring",
+                            target: crate::LOG_TARGET,
                             "tap queue {}: the interface refused a frame of {len} bytes from the link: {e} (counted; said once)",
                             self.q
                         );

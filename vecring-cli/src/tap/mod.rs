@@ -27,6 +27,7 @@ mod vnet;
 
 pub use options::TapArgs;
 
+use crate::LOG_TARGET;
 use bridge::{Queue, Shared, Tally};
 use dev::mac_text;
 use epoll::{Epoll, Event};
@@ -41,9 +42,6 @@ use vnet::ETH_HLEN;
 /// Bytes a VLAN tag adds to a frame: a frame from the link may carry one
 /// on top of the MTU.
 const VLAN_HLEN: usize = 4;
-
-/// The log target of the tool's own lines.
-const LOG_TARGET: &str = "vecring";
 
 /// A signalfd for SIGINT and SIGTERM, which are blocked in this thread and
 /// every thread started after (the link's and the bridge's): they end the

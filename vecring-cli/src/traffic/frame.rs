@@ -1,6 +1,6 @@
-//! The Ethernet frames `txonly` and `bench` send: a real header, so that a
-//! learning switch (OVS's `NORMAL`) or a DPDK port with promiscuous mode
-//! off takes them, and a filler payload.
+//! The Ethernet frames `txonly` and `vecring-bench host-container` send:
+//! a real header, so that a learning switch (OVS's `NORMAL`) or a DPDK
+//! port with promiscuous mode off takes them, and a filler payload.
 //!
 //! - bytes 0..6: destination MAC; by default the address the DPDK driver
 //!   gives the other end of the link (`--dst-mac`);
@@ -31,7 +31,8 @@ pub struct Addresses {
 }
 
 impl Addresses {
-    /// The addresses `bench` sends with (it makes its own link).
+    /// The addresses `vecring-bench host-container` sends with (it makes
+    /// its own link).
     pub const BENCH: Addresses = Addresses {
         src: [0x02, 0, 0, 0, 0, 0x01],
         dst: [0x02, 0, 0, 0, 0, 0x02],

@@ -1,8 +1,10 @@
-//! Traffic modes: checked stress both ways ([`stress`]), send-only
-//! ([`txonly`]) and receive-only ([`rxonly`]), on every queue pair of a
+//! Traffic modes: checked stress both ways (`stress`), send-only
+//! (`txonly`) and receive-only ([`rxonly`]), on every queue pair of a
 //! link at once, one thread per queue and direction, each with its own
-//! endpoint of its queue; and the sending loops they and `bench` share
-//! ([`send`]).
+//! endpoint of its queue; and the sending loops they and the benchmark
+//! harness (`vecring-bench host-container`) share ([`send_for`],
+//! [`send_paced`]). The harness uses what is public here: the frames, the
+//! sending loops, [`on_each_queue`] and [`rxonly`] (its slave).
 //!
 //! Each mode reports per queue (when the link has more than one) and in
 //! total; a link of one queue prints what it always printed.
@@ -16,8 +18,8 @@ mod txonly;
 
 pub use rxonly::rxonly;
 pub use send::{send_for, send_paced, Burst};
-pub use stress::stress;
-pub use txonly::{txonly, TxonlyArgs};
+pub(crate) use stress::stress;
+pub(crate) use txonly::{txonly, TxonlyArgs};
 
 use crate::cpus;
 use std::sync::atomic::{AtomicBool, Ordering};

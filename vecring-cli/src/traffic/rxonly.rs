@@ -59,8 +59,8 @@ fn answer(tallies: &[Tally]) -> String {
 }
 
 /// Receives and counts frames on every queue until stdin closes or
-/// Ctrl-C. Each line read on stdin is answered on stdout (see
-/// [`answer`]); every `interval` seconds (0: never) and on link up/down a
+/// Ctrl-C. Each line read on stdin is answered on stdout (`rx <frames>
+/// <bytes>`, then each queue's on a link of several); every `interval` seconds (0: never) and on link up/down a
 /// labelled report goes to stderr, and a summary at the end.
 ///
 /// # Errors

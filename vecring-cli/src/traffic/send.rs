@@ -1,5 +1,6 @@
-//! The sending loops of `txonly` and `bench`: as fast as the ring takes
-//! frames ([`send_for`]), and at a constant offered rate ([`send_paced`]).
+//! The sending loops of `txonly` and `vecring-bench host-container`: as
+//! fast as the ring takes frames ([`send_for`]), and at a constant offered
+//! rate ([`send_paced`]).
 //! Every frame of a run is the same buffer (`frame.rs`): the loops measure
 //! the link, not the making of frames.
 

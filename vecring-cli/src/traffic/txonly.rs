@@ -194,6 +194,7 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
     };
     let frame = frame::ethernet(a.size, &addrs);
     log::debug!(
+        target: crate::LOG_TARGET,
         "frames of {} bytes from {} to {}, ethertype {:#06x}",
         a.size,
         frame::format_mac(&addrs.src),
@@ -255,7 +256,7 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
         if interrupt::interrupted() || !peer_left || left.is_zero() {
             break;
         }
-        log::info!(target: "vecring", "the peer left: waiting for the next one");
+        log::info!(target: crate::LOG_TARGET, "the peer left: waiting for the next one");
     }
     report(&per_queue, &total, a.size, a.drain);
     outcome

@@ -1,4 +1,4 @@
-//! `vecring agent`: one end of a link driven over stdin and stdout by the
+//! `vecring-bench agent`: one end of a link driven over stdin and stdout by the
 //! forwarding benchmark's harness ([`super::protocol`]): a generator that
 //! sends trials of numbered, time-stamped frames and counts what comes
 //! back, a forwarder that swaps MACs and sends each frame back (as
@@ -10,11 +10,11 @@
 use super::frame::{self, Flows, Mac};
 use super::protocol::latency_fields;
 use super::tally::{Tally, MAX_SEQ};
-use crate::{cpus, LinkArgs};
 use clap::{Args, ValueEnum};
 use std::io::{BufRead, Write};
 use std::sync::mpsc::{self, Receiver as Lines, TryRecvError};
 use std::time::{Duration, Instant};
+use vecring_cli::{cpus, LinkArgs};
 use vecring_core::MAX_FRAME_LEN;
 use vecring_core::{LinkRecvError, LinkSendError, PushError, Receiver, Sender};
 
@@ -29,7 +29,7 @@ pub enum Mode {
     Sink,
 }
 
-/// Options of `vecring agent`.
+/// Options of `vecring-bench agent`.
 #[derive(Args)]
 pub struct AgentArgs {
     #[command(flatten)]
@@ -155,13 +155,13 @@ struct Agent {
 /// # Errors
 /// A bad option, a link that does not come up, or one that broke.
 pub fn run(args: &AgentArgs) -> Result<(), String> {
-    cpus::check("--cpu", &args.link.cpu)?;
+    cpus::check("--cpu", args.link.cpus())?;
     let link = args.link.open_up()?;
     let (tx, rx) = (
         link.sender().map_err(|e| e.to_string())?,
         link.receiver().map_err(|e| e.to_string())?,
     );
-    cpus::pin(cpus::for_queue(&args.link.cpu, 0));
+    cpus::pin(cpus::for_queue(args.link.cpus(), 0));
     let lines = read_lines();
     let mut agent = Agent {
         mode: args.mode,

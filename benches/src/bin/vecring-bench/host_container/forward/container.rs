@@ -216,9 +216,10 @@ impl Drop for Container {
 }
 
 /// A scratch directory the container's root can reach (mode 0755), with a
-/// copy of the running `vecring` tool in it (an unprivileged container's
-/// root may not reach the build tree). Copied by `cp`, so that no write
-/// descriptor of it is open in this process when a child runs it.
+/// copy of the running harness, `vecring-bench`, in it (an unprivileged
+/// container's root may not reach the build tree). Copied by `cp`, so
+/// that no write descriptor of it is open in this process when a child
+/// runs it.
 ///
 /// # Errors
 /// The directory or the copy could not be made.
@@ -227,7 +228,7 @@ pub fn scratch_with_tool(dir: &Path) -> Result<PathBuf, String> {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let tool = dir.join("vecring");
+    let tool = dir.join("vecring-bench");
     let ok = Command::new("cp")
         .arg(&exe)
         .arg(&tool)

@@ -1,4 +1,4 @@
-//! What `vecring bench --forward` prints: a table row per port,
+//! What `vecring-bench host-container --forward` prints: a table row per port,
 //! direction, size and round as each completes, with its latency levels
 //! under it, then the ratios of each port to net_memif (when both ran);
 //! or one JSON document (schema `vecring-bench-forward`, version 1) or CSV
@@ -7,8 +7,8 @@
 use super::rig::{Context, Direction, Port, Trial};
 use super::{ForwardArgs, Plan, Row, LEVELS};
 use crate::agent::histogram::Histogram;
-use crate::bench::report::group;
-use crate::bench::BenchArgs;
+use crate::host_container::report::group;
+use crate::host_container::BenchArgs;
 
 fn is_table(args: &BenchArgs) -> bool {
     !args.json && !args.csv
@@ -49,14 +49,14 @@ pub fn heading(args: &BenchArgs, fwd: &ForwardArgs, cx: &Context, plan: &Plan) {
         return;
     }
     println!(
-        "vecring bench --forward: host side on CPU {}, container side on CPU {}",
+        "vecring-bench host-container --forward: host side on CPU {}, container side on CPU {}",
         cx.host_cpu, cx.far_cpu
     );
     for port in &fwd.ports {
         let (host, far, iso) = match port {
             Port::Link => (
-                "vecring agent (Rust, master)",
-                "vecring agent (slave)",
+                "vecring-bench agent (Rust, master)",
+                "vecring-bench agent (slave)",
                 cx.link_isolation,
             ),
             Port::Vecring => (

@@ -25,7 +25,7 @@ pub struct Programs<'a> {
     pub dpdk: bool,
     pub testpmd: &'a str,
     pub dpdk_agent: &'a Path,
-    /// The `vecring` tool (the agent of `link` ports).
+    /// The harness, `vecring-bench` (the agent of `link` ports).
     pub tool: &'a Path,
 }
 
@@ -52,8 +52,8 @@ pub fn docker(args: &[&str]) -> Result<String, String> {
     }
 }
 
-/// `scripts/image.sh` of the source tree this tool was built from, or of
-/// the checkout it runs in (`target/release/vecring`).
+/// `scripts/image.sh` of the source tree this harness was built from, or of
+/// the checkout it runs in (`target/release/vecring-bench`).
 fn builder() -> Result<PathBuf, String> {
     let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/image.sh");
     let beside = std::env::current_exe()
@@ -64,7 +64,7 @@ fn builder() -> Result<PathBuf, String> {
         .flatten()
         .find(|p| p.is_file())
         .ok_or_else(|| {
-            "scripts/image.sh not found (this tool runs outside its checkout): make an image with it and give --docker-image".to_string()
+            "scripts/image.sh not found (this harness runs outside its checkout): make an image with it and give --docker-image".to_string()
         })
 }
 

@@ -1,19 +1,25 @@
-//! The forwarding benchmark end to end: `vecring agent` processes driven
-//! over their stdin and stdout (the agent protocol, bad commands
-//! included), and `vecring bench --forward` with the far side in a real
+//! The forwarding benchmark end to end: `vecring-bench agent` processes
+//! driven over their stdin and stdout (the agent protocol, bad commands
+//! included), and `vecring-bench host-container --forward` with the far
+//! side in a real
 //! unprivileged LXC container, every frame checked back intact (each
 //! payload byte), in order and exactly once, each way and both ways.
 //!
 //! The container test needs root and Debian's `lxc` with root's uid range
 //! in /etc/subuid and /etc/subgid (`scripts/setup.sh`).
 
-mod common;
-
-use common::{Proc, Watchdog, TOOL};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
+use vecring_tests::hostile::Proc;
+use vecring_tests::Watchdog;
+
+/// The harness under test.
+const HARNESS: &str = env!("CARGO_BIN_EXE_vecring-bench");
+
+/// The longest an agent takes to answer a command (a trial lasts at most
+/// a second here).
+const REPLY: Duration = Duration::from_secs(30);
 
 /// Rings of 16 MiB per direction (1860 frames of 9000 bytes): at the
 /// tests' 20 000 frames/s they ride out a stall of 90 ms of either side
@@ -24,51 +30,48 @@ const SLOTS: &[&str] = &["--slots=262144"];
 /// One busy pair of processes at a time on this two-CPU machine.
 static ONE_PAIR: Mutex<()> = Mutex::new(());
 
-/// An agent process and its pipes.
-struct Agent {
-    _proc: Proc,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
+/// An agent process, asked over its stdin, answering on its stdout (killed
+/// when dropped).
+struct Agent(Proc);
 
 impl Agent {
     fn start(run_dir: &std::path::Path, role: &str, mode: &str, cpu: usize) -> Self {
-        let mut child = Command::new(TOOL)
-            .args([
-                "agent",
-                "--domain=fwdtest",
-                "--link=l0",
-                "--up-timeout=20",
-                "--verify",
-                "-q",
-            ])
-            .args(if role == "master" { SLOTS } else { &[] })
-            .arg(format!("--role={role}"))
-            .arg(format!("--mode={mode}"))
-            .arg(format!("--cpu={cpu}"))
-            .arg("--run-dir")
-            .arg(run_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start vecring agent");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self {
-            _proc: Proc(child),
-            stdin,
-            stdout,
-        }
+        let mut cmd = Command::new(HARNESS);
+        cmd.args([
+            "agent",
+            "--domain=fwdtest",
+            "--link=l0",
+            "--up-timeout=20",
+            "--verify",
+            "-q",
+        ])
+        .args(if role == "master" { SLOTS } else { &[] })
+        .arg(format!("--role={role}"))
+        .arg(format!("--mode={mode}"))
+        .arg(format!("--cpu={cpu}"))
+        .arg("--run-dir")
+        .arg(run_dir);
+        Self(Proc::spawn(&format!("agent {mode}"), &mut cmd))
     }
 
+    /// Its next line.
     fn line(&mut self) -> String {
-        let mut l = String::new();
-        self.stdout.read_line(&mut l).expect("agent stdout");
+        let l = self.0.line("", REPLY).unwrap_or_else(|e| panic!("{e}"));
         l.trim().to_string()
     }
 
+    /// Its lines left once it has exited (within [`REPLY`]).
+    fn rest(&mut self) -> Vec<String> {
+        if self.0.wait(REPLY).is_none() {
+            panic!("still running: {}", self.0.output());
+        }
+        std::iter::from_fn(|| self.0.line("", Duration::from_millis(200)).ok())
+            .map(|l| l.trim().to_string())
+            .collect()
+    }
+
     fn ask(&mut self, cmd: &str) -> String {
-        writeln!(self.stdin, "{cmd}").expect("agent stdin");
+        self.0.say(cmd);
         self.line()
     }
 
@@ -92,7 +95,8 @@ struct RunDir(std::path::PathBuf);
 
 impl RunDir {
     fn new(name: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("vecring-cli-fwd-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("vecring-bench-fwd-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Self(d)
@@ -230,13 +234,11 @@ fn agents_answer_the_protocol_and_a_forwarded_trial_comes_back_whole() {
     assert!(field(&s, "ipackets") >= forwarded, "{s}");
     // quit ends the generator; its leaving takes the link down, which
     // ends the forwarder too, whether or not it read its own quit first.
-    writeln!(gen.stdin, "quit").unwrap();
-    assert_eq!(gen.line(), "ok");
-    assert_eq!(gen.line(), "", "gen exits on quit");
-    let _ = writeln!(fwd.stdin, "quit");
-    let last = fwd.line();
-    assert!(last == "ok" || last.is_empty(), "fwd: {last}");
-    assert_eq!(fwd.line(), "", "fwd exits");
+    gen.0.say("quit");
+    assert_eq!(gen.rest(), ["ok"], "gen exits on quit");
+    fwd.0.say("quit");
+    let rest = fwd.rest();
+    assert!(rest.is_empty() || rest == ["ok"], "fwd exits: {rest:?}");
 }
 
 #[test]
@@ -276,13 +278,13 @@ fn a_sink_counts_one_way_and_a_reset_starts_over() {
     assert_eq!((field(&c, "unique"), field(&c, "bad")), (0, 10_000), "{c}");
 }
 
-/// Runs `vecring bench --forward --rate=20000 --seconds=1 --verify
+/// Runs `vecring-bench host-container --forward --rate=20000 --seconds=1 --verify
 /// --json` with deep rings and `args`; returns the JSON document and the
 /// output it was read from (for messages).
 fn forward_json(args: &[&str]) -> (serde_json::Value, String) {
-    let out = Command::new(TOOL)
+    let out = Command::new(HARNESS)
         .args([
-            "bench",
+            "host-container",
             "--forward",
             "--rate=20000",
             "--seconds=1",
@@ -292,7 +294,7 @@ fn forward_json(args: &[&str]) -> (serde_json::Value, String) {
         .args(SLOTS)
         .args(args)
         .output()
-        .expect("run vecring bench --forward");
+        .expect("run vecring-bench host-container --forward");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -467,15 +469,15 @@ fn forward_bench_refuses_short_trials_and_bad_sizes() {
         ),
         (
             &["--forward-mode=io"][..],
-            "--forward-mode io: on link ports the container's side is the vecring agent",
+            "--forward-mode io: on link ports the container's side is vecring-bench's agent",
         ),
         (
             &["--docker-image=vecring-testpmd"][..],
             "--docker-image is for --container docker",
         ),
     ] {
-        let out = Command::new(TOOL)
-            .args(["bench", "--forward"])
+        let out = Command::new(HARNESS)
+            .args(["host-container", "--forward"])
             .args(args)
             .output()
             .unwrap();

@@ -1,4 +1,4 @@
-//! `vecring bench`: a master (the host side) sends to a slave running in
+//! `vecring-bench host-container`: a master (the host side) sends to a slave running in
 //! its own namespaces (standing in for a container), size by size, and
 //! prints per size pps and Mbit/s sent and received and the throughput
 //! (received over sent): the rate with the sender never waiting, then the
@@ -20,21 +20,21 @@ mod report;
 mod search;
 mod slave;
 
-use crate::cpus;
-use crate::traffic::frame::{ethernet, Addresses};
-use crate::traffic::{on_each_queue, send_for, send_paced, Failure};
 use clap::Args;
 use report::{Count, Row, Setup};
 use search::search;
 use slave::Slave;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use vecring_cli::cpus;
+use vecring_cli::traffic::frame::{ethernet, Addresses};
+use vecring_cli::traffic::{on_each_queue, send_for, send_paced, Failure};
 use vecring_core::geometry::check_queues;
 use vecring_core::{HugepagePolicy, Link, Role, Sender};
 
-/// Options of `vecring bench`.
+/// Options of `vecring-bench host-container`.
 #[derive(Args)]
 pub struct BenchArgs {
     /// Frame sizes in bytes [default: 64,128,256,512,1024,1514; with
@@ -92,6 +92,10 @@ pub struct BenchArgs {
     #[command(flatten)]
     fwd: forward::ForwardArgs,
 }
+
+/// The domain and link of the benchmarked link.
+const DOMAIN: &str = "bench";
+const LINK: &str = "l0";
 
 /// The termination bench's default trial length.
 const TRIAL_SECONDS: f64 = 0.25;
@@ -155,20 +159,38 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let queues = check_queues(args.queues).map_err(|e| format!("--queues {}: {e}", args.queues))?;
     cpus::check("--master-cpu", &args.master_cpu)?;
     cpus::check("--slave-cpu", &args.slave_cpu)?;
-    let run_dir = args.run_dir.clone().unwrap_or_else(default_run_dir);
-    let link = Link::builder("bench", "l0")
+    let (run_dir, made_run_dir) = match &args.run_dir {
+        Some(dir) => (dir.clone(), false),
+        None => (default_run_dir(), true),
+    };
+    let domain_dir = run_dir.join(DOMAIN);
+    let made_domain_dir = !domain_dir.exists();
+    let result = bench(args, queues, &run_dir);
+    // What the run made goes, once the link has closed: its domain
+    // directory and a run directory of its own (each only if empty).
+    if made_domain_dir {
+        let _ = std::fs::remove_dir(&domain_dir);
+    }
+    if made_run_dir {
+        let _ = std::fs::remove_dir(&run_dir);
+    }
+    result
+}
+
+/// Opens the link in `run_dir`, starts the slave, measures, and waits for
+/// the slave to end.
+fn bench(args: &BenchArgs, queues: u16, run_dir: &Path) -> Result<(), String> {
+    let link = Link::builder(DOMAIN, LINK)
         .role(Role::Master)
-        .run_dir(&run_dir)
+        .run_dir(run_dir)
         .hugepages(args.hugepages)
         .queues(queues)
         .open()
         .map_err(|e| e.to_string())?;
-    let (mut slave, where_) = slave::spawn(args, queues, &run_dir)?;
+    let (mut slave, where_) = slave::spawn(args, queues, run_dir)?;
     let result = measure(args, &link, &mut slave, where_);
     drop(slave.stdin);
     let status = slave.child.wait().map_err(|e| e.to_string())?;
-    drop(link);
-    let _ = std::fs::remove_dir(&run_dir);
     result?;
     if !status.success() {
         return Err(format!("slave exited with {status}"));
@@ -207,7 +229,7 @@ fn measure(
     for size in args.sizes() {
         if progress {
             eprint!(
-                "\r\x1b[Kvecring bench: {size} B: sending for {:.1} s",
+                "\r\x1b[Kvecring-bench: {size} B: sending for {:.1} s",
                 args.seconds
             );
         }
@@ -240,7 +262,7 @@ fn measure(
         });
         let (zero_loss_pps, low_loss_pps) = if args.trial_seconds() > 0.0 {
             if progress {
-                eprint!("\r\x1b[Kvecring bench: {size} B: searching the zero-loss rates");
+                eprint!("\r\x1b[Kvecring-bench: {size} B: searching the zero-loss rates");
             }
             let trial = Duration::from_secs_f64(args.trial_seconds());
             let ceiling = total.sent as f64 / secs.max(1e-9);

@@ -1,4 +1,4 @@
-//! `vecring bench --forward`: the forwarding benchmark. The host side
+//! `vecring-bench host-container --forward`: the forwarding benchmark. The host side
 //! generates numbered, time-stamped UDP frames on a port; the far side, in
 //! a real container ([`container`]: LXC, or Docker with an image made for
 //! the run, [`image`]), swaps MACs and sends each frame back
@@ -9,7 +9,7 @@
 //! the latency histogram under load at 50 %, 90 % and 100 % of the
 //! zero-loss rate.
 //!
-//! The same harness drives a Rust link (`vecring agent` at both ends) and
+//! The same harness drives a Rust link (`vecring-bench agent` at both ends) and
 //! DPDK ports (`benches/dpdk-agent` on the host, `dpdk-testpmd
 //! --forward-mode=macswap` or `io` in the container) of either kind, eth_vecring
 //! or net_memif; with several ports, each size is measured on each in
@@ -36,7 +36,7 @@ use std::path::PathBuf;
 use vecring_core::HugepagePolicy;
 use vecring_core::MAX_FRAME_LEN;
 
-/// Options of `vecring bench --forward`.
+/// Options of `vecring-bench host-container --forward`.
 #[derive(Args)]
 pub struct ForwardArgs {
     /// Ports to measure, in turn: link (two Rust agents), vecring
@@ -182,8 +182,8 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
             "frame size {bad}: the forwarding frames are {MIN_SIZE}..={MAX_FRAME_LEN} bytes"
         ));
     }
-    crate::cpus::check("--master-cpu", &args.master_cpu)?;
-    crate::cpus::check("--slave-cpu", &args.slave_cpu)?;
+    vecring_cli::cpus::check("--master-cpu", &args.master_cpu)?;
+    vecring_cli::cpus::check("--slave-cpu", &args.slave_cpu)?;
     let host_cpu = args.master_cpu.first().copied().unwrap_or(0);
     let far_cpu = args.slave_cpu.first().copied().unwrap_or(1);
     if host_cpu == far_cpu {
@@ -216,14 +216,16 @@ pub fn run(args: &BenchArgs, fwd: &ForwardArgs, sizes: &[usize]) -> Result<(), S
         return Err("--ports memif with --container docker: the far side's image holds eth_vecring only, and memif's client needs hugepages in its container; measure memif with --container privileged".into());
     }
     if fwd.forward_mode == FwdMode::Io && fwd.ports.contains(&Port::Link) {
-        return Err("--forward-mode io: on link ports the container's side is the vecring agent, which swaps MACs; give DPDK ports (--ports vecring,memif)".into());
+        return Err("--forward-mode io: on link ports the container's side is vecring-bench's agent, which swaps MACs; give DPDK ports (--ports vecring,memif)".into());
     }
     if !docker && fwd.docker_image.is_some() {
         return Err("--docker-image is for --container docker".into());
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("vecring bench --forward starts containers: run it as root".into());
+        return Err(
+            "vecring-bench host-container --forward starts containers: run it as root".into(),
+        );
     }
     let scratch = PathBuf::from(format!("/var/tmp/vecring-fwd-{}", std::process::id()));
     // A run directory of its own, removed at the end; a user's keeps all
@@ -334,7 +336,7 @@ fn measure_all(
                 for &port in &order {
                     if progress {
                         eprint!(
-                            "\r\x1b[Kvecring bench --forward: {} {} {size} B, round {}",
+                            "\r\x1b[Kvecring-bench --forward: {} {} {size} B, round {}",
                             port.name(),
                             direction.name(),
                             round + 1

@@ -5,9 +5,9 @@
 //! median round trip of a cache line passed back and forth by two pinned
 //! threads (the median over batches of 100 round trips; about 20 ms).
 
-use crate::cpus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+use vecring_cli::cpus;
 
 /// A cache line of its own.
 #[repr(align(128))]

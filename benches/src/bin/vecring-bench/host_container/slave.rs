@@ -1,12 +1,15 @@
-//! The slave of `vecring bench`: `vecring rxonly` started in its own
-//! namespaces (standing in for a container), asked for its receive counts
-//! over its stdin and stdout.
+//! The slave of `vecring-bench host-container`: `vecring-bench slave`,
+//! which is the tool's `rxonly` (the same code, from vecring-cli's
+//! library), started in its own namespaces (standing in for a container),
+//! asked for its receive counts over its stdin and stdout. The harness runs
+//! itself as the slave so that it needs no `vecring` beside it and always
+//! measures the receive path it was built with.
 
 use super::BenchArgs;
-use crate::cpus;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+use vecring_cli::cpus;
 use vecring_core::Sender;
 
 /// The slave process, its counts asked for on `stdin`, answered on
@@ -84,9 +87,10 @@ impl Slave {
     }
 }
 
-/// Starts the slave (`vecring rxonly` on link `bench/l0` of `run_dir`, its
-/// `queues` queues' threads on `--slave-cpu`), in new namespaces when run
-/// as root with `unshare` at hand; returns it and where it runs.
+/// Starts the slave (`vecring-bench slave` on link `DOMAIN/LINK` of
+/// `run_dir`, its `queues` queues' threads on `--slave-cpu`), in new
+/// namespaces when run as root with `unshare` at hand; returns it and where
+/// it runs.
 pub fn spawn(
     args: &BenchArgs,
     queues: u16,
@@ -94,14 +98,13 @@ pub fn spawn(
 ) -> Result<(Slave, &'static str), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut slave_args: Vec<String> = vec![
-        "rxonly".into(),
+        "slave".into(),
         "--role=slave".into(),
-        "--domain=bench".into(),
-        "--link=l0".into(),
+        format!("--domain={}", super::DOMAIN),
+        format!("--link={}", super::LINK),
         format!("--run-dir={}", run_dir.display()),
         format!("--queues={queues}"),
         format!("--cpu={}", cpus::list(&args.slave_cpu)),
-        "--interval=0".into(),
     ];
     if args.hold_back {
         slave_args.push("--hold-back".into());

@@ -4,7 +4,7 @@
 //!
 //! | port | host side | container side |
 //! |---|---|---|
-//! | `link` | `vecring agent` (master) | `vecring agent` (slave) |
+//! | `link` | `vecring-bench agent` (master) | `vecring-bench agent` (slave) |
 //! | `vecring`, `memif` | `vecring-dpdk-agent` on `eth_vecring` / `net_memif` | `dpdk-testpmd --forward-mode=macswap` (or `io`), or `vecring-dpdk-agent` for one-way runs |
 //!
 //! Direction `both`: the host generates, the container swaps MACs and
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// The kind of port both sides use.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug, Hash)]
 pub enum Port {
-    /// A vecring link between two `vecring agent` processes (Rust).
+    /// A vecring link between two `vecring-bench agent` processes (Rust).
     Link,
     /// DPDK's eth_vecring (this project's driver) between DPDK programs.
     Vecring,
@@ -95,9 +95,9 @@ impl Direction {
 pub struct Context {
     /// Parent of the link's domain directory (the host's side).
     pub run_dir: PathBuf,
-    /// The container's scratch directory (configurations, the tool).
+    /// The container's scratch directory (configurations, the harness).
     pub scratch: PathBuf,
-    /// The copy of `vecring` the agents run.
+    /// The copy of `vecring-bench` the agents run.
     pub tool: PathBuf,
     pub dpdk_agent: PathBuf,
     pub pmd: PathBuf,

@@ -1,10 +1,13 @@
-//! What `vecring bench` prints: the table of rates per frame size (a row
-//! per size, and on a link of several queues a row per queue under it), one
-//! JSON document (schema `vecring-bench`, version 1: fields are only ever
-//! added), or CSV (a line per frame size, totals).
+//! What `vecring-bench host-container` prints: the table of rates per
+//! frame size (a row per size, and on a link of several queues a row per
+//! queue under it), one JSON document (schema `vecring-bench`, version 1:
+//! fields are only ever added), or CSV (a line per frame size, totals).
 
 use super::BenchArgs;
-use crate::cpus;
+use vecring_cli::cpus;
+
+/// The version of the JSON document's schema (`vecring-bench`).
+const JSON_VERSION: u32 = 1;
 
 /// Frames sent and received: a whole size's, or one queue's share.
 #[derive(Clone, Copy, Default)]
@@ -80,7 +83,7 @@ pub fn heading(args: &BenchArgs, setup: &Setup) {
         return;
     }
     println!(
-        "vecring bench: master (host side) on CPU {} -> slave ({}) on CPU {}",
+        "vecring-bench host-container: master (host side) on CPU {} -> slave ({}) on CPU {}",
         cpus::list(&args.master_cpu),
         setup.slave,
         cpus::list(&args.slave_cpu)
@@ -171,7 +174,7 @@ pub fn finish(args: &BenchArgs, setup: &Setup, rows: &[Row]) {
 fn json(args: &BenchArgs, setup: &Setup, rows: &[Row]) -> serde_json::Value {
     serde_json::json!({
         "schema": "vecring-bench",
-        "version": crate::ops::JSON_VERSION,
+        "version": JSON_VERSION,
         "master_cpu": args.master_cpu.first(),
         "slave_cpu": args.slave_cpu.first(),
         "master_cpus": args.master_cpu,

@@ -64,7 +64,7 @@ test_cni_podman() {
 		cni_podman_stop
 		return
 	fi
-	pass "cni_podman: podman network create vecnet (CNI), its chain: vecring-cni dpdk, vecring-cni tap ($SECONDS s)"
+	pass "cni_podman: podman network create vecnet (CNI), its chain: vecring-cni dpdk, vecring-cni tap"
 	for c in cni1 cni2; do
 		slave_start "$c" env CONTAINERS_CONF="$CNI_CONF" timeout 100 "${PM[@]}" --network-config-dir "$WORK/cni-net" run --rm -i --name "$c" \
 			--runtime "$RT" --network vecnet --cgroup-parent "$PODMAN_CG" \
@@ -118,10 +118,11 @@ test_cni_podman() {
 	[[ "${taken:-0}" -gt 0 ]] || { fail "cni_podman: txonly on net1 sent nothing"; tail -n 3 "$WORK/cni-tx.err" | sed 's/^/    /'; }
 	rx=$(port_stat "$port" rx_packets)
 	expect_eq "cni_podman: the switch's port ${port:-?} received every frame sent on the first container's net1" "$rx" "$taken"
-	log "cni_podman: traffic done at $SECONDS s"
+	# podman rm, not the end of their input: a container that had a
+	# `podman exec` keeps its `podman run -i` attached after stdin closes.
+	cpm rm -f -t 0 cni1 cni2 >/dev/null 2>&1
 	slave_stop cni1
 	slave_stop cni2
-	cpm rm -f -t 0 cni1 cni2 >/dev/null 2>&1
 	for ((i = 0; i < 100; i++)); do
 		[ -z "$(vsctl list-ports brc)" ] && break
 		sleep 0.1

@@ -19,6 +19,12 @@
 #                nothing left behind; DEL after the failed ADD succeeds
 #   cni_restart  ovs-vswitchd restarted under a container's port: CHECK
 #                passes again once it is back, DEL removes the port
+#   cni_ctr      containerd's `ctr run --cni` (a private containerd, the
+#                plugin chained twice in /etc/cni/net.d and /opt/cni/bin,
+#                removed after): two containers get net1 (mode dpdk) and
+#                net2 (mode tap), net2 pings 5/5, the switch counts every
+#                frame a `ctr task exec`'d txonly sends on net1, and the
+#                containers' ends (CNI DEL) leave nothing
 
 CNI=$ROOT/target/release/vecring-cni
 CNI_STATE=$WORK/cni-state
@@ -180,9 +186,139 @@ test_cni_restart() {
 	cni_clean "cni_restart: after DEL"
 }
 
+CTD=$WORK/containerd
+CTD_PID=
+CNI_MADE=()
+CNI_CONFLIST=/etc/cni/net.d/00-vecring-ovs-test-$$.conflist
+
+# actr ARGS...: ctr against this run's containerd.
+actr() { timeout --kill-after=5 60 ctr --address "$CTD/ctd.sock" "$@"; }
+
+# ctr_setup: a containerd of this run (its root, state and socket in
+# $CTD, no CRI), the image's root file system, and the plugin where ctr
+# looks for it, chained: mode dpdk (net1), mode tap (net2).
+ctr_setup() {
+	local d
+	mkdir -p "$CTD"
+	cat >"$CTD/config.toml" <<-EOF2
+		version = 2
+		root = "$CTD/root"
+		state = "$CTD/state"
+		disabled_plugins = ["io.containerd.grpc.v1.cri"]
+		[grpc]
+		  address = "$CTD/ctd.sock"
+	EOF2
+	containerd --config "$CTD/config.toml" >"$CTD/containerd.log" 2>&1 &
+	CTD_PID=$!
+	for ((d = 0; d < 100; d++)); do
+		ctr --address "$CTD/ctd.sock" version >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	bash "$ROOT/scripts/image.sh" vecring "$CTD/rootfs" --tool "$VECRING" >"$CTD/image.log" 2>&1 || return 1
+	for d in /opt/cni /opt/cni/bin /etc/cni /etc/cni/net.d; do
+		[ -d "$d" ] || { mkdir "$d" && CNI_MADE=("$d" "${CNI_MADE[@]}"); }
+	done
+	cp "$CNI" /opt/cni/bin/vecring-cni-test-$$ || return 1
+	printf '{"cniVersion":"1.0.0","name":"vecctr","plugins":[%s,%s]}\n' \
+		"$(cni_conf dpdk ',"link":"net1"' | sed "s/\"type\":\"vecring-cni\"/\"type\":\"vecring-cni-test-$$\"/")" \
+		"$(cni_conf tap ',"ifname":"net2"' | sed "s/\"type\":\"vecring-cni\"/\"type\":\"vecring-cni-test-$$\"/")" \
+		>"$CNI_CONFLIST"
+}
+
+ctr_stop() {
+	local c d
+	if [ -n "$CTD_PID" ]; then
+		for c in $(ctr --address "$CTD/ctd.sock" task ls -q 2>/dev/null); do
+			ctr --address "$CTD/ctd.sock" task kill -s SIGKILL "$c" >/dev/null 2>&1
+			ctr --address "$CTD/ctd.sock" task rm -f "$c" >/dev/null 2>&1
+		done
+		for c in $(ctr --address "$CTD/ctd.sock" containers ls -q 2>/dev/null); do
+			ctr --address "$CTD/ctd.sock" containers rm "$c" >/dev/null 2>&1
+		done
+		kill "$CTD_PID" 2>/dev/null
+		wait "$CTD_PID" 2>/dev/null
+		CTD_PID=
+		awk -v w="$CTD/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+	fi
+	rm -f "$CNI_CONFLIST" "/opt/cni/bin/vecring-cni-test-$$"
+	for d in "${CNI_MADE[@]}"; do
+		rmdir "$d" 2>/dev/null
+	done
+	CNI_MADE=()
+}
+
+test_cni_ctr() {
+	local c pid pid1 pid2 i got taken rx port ino p ns
+	cni_setup || { fail "cni_ctr: setup"; return; }
+	if ! ctr_setup; then
+		fail "cni_ctr: containerd, the image or the plugin's configuration"
+		tail -n 5 "$CTD/containerd.log" "$CTD/image.log" 2>/dev/null | sed 's/^/    /'
+		ctr_stop
+		return
+	fi
+	for c in ctr1 ctr2; do
+		timeout --kill-after=5 100 ctr --address "$CTD/ctd.sock" run --rm --cni --rootfs "$CTD/rootfs" "$c" \
+			/bin/sleep 90 >"$WORK/$c.out" 2>"$WORK/$c.err" &
+		PIDS+=($!)
+		printf -v "run_$c" '%s' "$!"
+	done
+	for c in ctr1 ctr2; do
+		pid=
+		for ((i = 0; i < 300; i++)); do
+			pid=$(actr task ls 2>/dev/null | awk -v c="$c" '$1 == c && $3 == "RUNNING" { print $2 }')
+			[ -n "$pid" ] && break
+			sleep 0.1
+		done
+		[ -n "$pid" ] || { fail "cni_ctr: $c did not run"; sed 's/^/    /' "$WORK/$c.err" | tail -n 3; }
+		printf -v "pid_$c" '%s' "$pid"
+	done
+	pid1=${pid_ctr1:-}
+	pid2=${pid_ctr2:-}
+	if [ -z "$pid1" ] || [ -z "$pid2" ]; then
+		ctr_stop
+		return
+	fi
+	nsenter --net="/proc/$pid1/ns/net" ip addr add 10.96.0.1/24 dev net2 &&
+		nsenter --net="/proc/$pid2/ns/net" ip addr add 10.96.0.2/24 dev net2 &&
+		pass "cni_ctr: both containers have net2" || fail "cni_ctr: no net2 in a container"
+	for ((i = 0; i < 100; i++)); do
+		nsenter --net="/proc/$pid1/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP &&
+			nsenter --net="/proc/$pid2/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP && break
+		sleep 0.1
+	done
+	got=$(timeout 30 nsenter --net="/proc/$pid1/ns/net" ping -c 5 -i 0.2 -W 2 10.96.0.2 2>&1 | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	expect_eq "cni_ctr: ping between the two containers' net2 through the switch" "$got" 5
+	ino=$(stat -L -c %i "/proc/$pid1/ns/net")
+	port=
+	for p in $(vsctl list-ports brc); do
+		ns=$(vsctl get Interface "$p" options:dpdk-devargs | sed -n 's/.*netns=\([^,"]*\).*/\1/p')
+		[ -n "$ns" ] && [ "$(stat -L -c %i "$ns" 2>/dev/null)" = "$ino" ] && port=$p
+	done
+	actr task exec --exec-id tx ctr1 /bin/vecring txonly --domain cni --link net1 --netns self \
+		--seconds 1 --up-timeout 30 >"$WORK/ctr-tx.out" 2>"$WORK/ctr-tx.err"
+	taken=$(sed -n 's/^txonly: sent .* taken by the peer \([0-9]*\);.*/\1/p' "$WORK/ctr-tx.out")
+	[[ "${taken:-0}" -gt 0 ]] || { fail "cni_ctr: txonly on net1 sent nothing"; tail -n 3 "$WORK/ctr-tx.err" | sed 's/^/    /'; }
+	rx=$(port_stat "$port" rx_packets)
+	expect_eq "cni_ctr: the switch's port ${port:-?} received every frame ctr1's txonly sent on net1" "$rx" "$taken"
+	for c in ctr1 ctr2; do
+		actr task kill -s SIGKILL "$c" >/dev/null 2>&1
+	done
+	for c in ctr1 ctr2; do
+		p=run_$c
+		wait "${!p}" 2>/dev/null
+	done
+	got="ports [$(cni_ports)], records $(find "$CNI_STATE" -name '*.json' | wc -l), bridges $(pgrep -f -- "--if-netns /proc/" | wc -l)"
+	expect_eq "cni_ctr: after the containers ended (CNI DEL)" "$got" "ports [], records 0, bridges 0"
+	ctr_stop
+	[ -e "$CNI_CONFLIST" ] || [ -e "/opt/cni/bin/vecring-cni-test-$$" ] &&
+		fail "cni_ctr: the plugin's files in /etc/cni or /opt/cni remain" ||
+		pass "cni_ctr: containerd stopped, the plugin's files in /etc/cni and /opt/cni removed"
+}
+
 # cni_cleanup: the namespaces and the bridge (run.sh's cleanup calls it).
 cni_cleanup() {
 	local n
+	ctr_stop
 	pkill -9 -f -- "--if-netns /run/netns/vrcni" 2>/dev/null
 	for n in "${CNI_NS[@]}"; do
 		ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null

@@ -515,7 +515,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ALL=(traffic peer_kill ovs_restart jumbo queues tap cni_dpdk cni_tap cni_errors cni_restart)
+ALL=(traffic peer_kill ovs_restart jumbo queues tap cni_dpdk cni_tap cni_errors cni_restart cni_ctr)
 TESTS=("$@")
 [ ${#TESTS[@]} -gt 0 ] || TESTS=("${ALL[@]}")
 for t in "${TESTS[@]}"; do

@@ -69,7 +69,13 @@ impl Ovs {
         };
         Err(CniError::new(
             c,
-            format!("ovs-vsctl {}: {err}", args.first().copied().unwrap_or("")),
+            format!(
+                "ovs-vsctl {}: {err}",
+                args.iter()
+                    .find(|a| !a.starts_with("--"))
+                    .copied()
+                    .unwrap_or("")
+            ),
             format!("database {}", self.db.as_deref().unwrap_or("(default)")),
         ))
     }

@@ -133,13 +133,11 @@ impl NetNs {
         &self.path
     }
 
-    /// Moves the calling thread into this namespace. Only for a thread of
-    /// vecring's own (a slave's control thread): never call it on a thread
-    /// an application owns.
+    /// Moves the calling thread into this namespace: only [`run`]'s
+    /// thread, never one an application owns.
     ///
-    /// # Errors
-    /// `EPERM` without `CAP_SYS_ADMIN` over the namespace.
-    pub fn enter(&self) -> io::Result<()> {
+    /// [`run`]: NetNs::run
+    fn enter(&self) -> io::Result<()> {
         // SAFETY: setns on our namespace descriptor; affects this thread.
         if unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
             return Err(io::Error::last_os_error());

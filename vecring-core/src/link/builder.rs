@@ -150,10 +150,13 @@ impl LinkBuilder {
     /// (`/proc/PID/ns/net`, `/run/netns/NAME`), with no directory shared:
     /// the master listens on the abstract socket name
     /// `@vecring/1/<domain>/<link>` inside that namespace, and admits only
-    /// processes of that namespace. A slave given a path connects from
-    /// inside it. Entering another namespace needs `CAP_SYS_ADMIN` over it
-    /// (root on the host has it for every container); only a short-lived
-    /// thread of vecring's own enters it, never the caller's.
+    /// processes of that namespace. Entering another namespace needs
+    /// `CAP_SYS_ADMIN` over it (root on the host has it for every
+    /// container); only a short-lived thread of vecring's own enters it,
+    /// never the caller's. A slave runs inside the namespace and uses
+    /// [`netns_self`](Self::netns_self): given a path, [`open`](Self::open)
+    /// refuses it, since the master judges the connecting process, not the
+    /// thread.
     ///
     /// The master still takes the link's lock in the run directory, as
     /// `<link>@ns<inode>` (so `vecring list` and `stats` see it, and two
@@ -392,6 +395,16 @@ impl LinkBuilder {
                 netns::MAX_ABSTRACT_LEN - netns::abstract_name("", "").len()
             )));
         }
+        if let (Role::Slave, NetnsChoice::Path(path)) = (self.role, choice) {
+            // The master admits processes of the namespace, judged by the
+            // process (its leader thread), not by the thread that connects.
+            return Err(LinkError::Options(format!(
+                "a slave meets its master from inside the network namespace: run it there \
+                 (nsenter --net={0}, ip netns exec) with netns_self (--netns self, netns=self); \
+                 a process outside it is refused by the master, whichever thread connects",
+                path.display()
+            )));
+        }
         let (ns, enter) = match choice {
             NetnsChoice::Own => (netns::NetNs::current(), false),
             NetnsChoice::Path(path) => (netns::NetNs::open(path), true),
@@ -422,4 +435,34 @@ impl LinkBuilder {
 enum NetnsChoice {
     Path(PathBuf),
     Own,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Link, LinkError, Role};
+
+    #[test]
+    fn netns_options_that_cannot_work_are_refused_before_anything_opens() {
+        let refused = |b: super::LinkBuilder, says: &str| match b.open() {
+            Err(LinkError::Options(m)) => assert!(m.contains(says), "{m}"),
+            other => panic!("not refused: {:?}", other.map(|_| ())),
+        };
+        // A slave is judged by its process's namespace: it must run there.
+        refused(
+            Link::builder("d", "l").netns("/proc/self/ns/net"),
+            "meets its master from inside",
+        );
+        refused(
+            Link::builder("d", "l")
+                .role(Role::Master)
+                .netns_self()
+                .socket_mode(0o666),
+            "owner and socket_mode",
+        );
+        let long = "x".repeat(60);
+        refused(
+            Link::builder(&long, &long).role(Role::Master).netns_self(),
+            "96 at most",
+        );
+    }
 }

@@ -308,8 +308,8 @@ pub(crate) struct Config {
 pub(crate) struct Meeting {
     /// The namespace, held open: its identity cannot change under us.
     pub(crate) ns: crate::netns::NetNs,
-    /// Whether this process's own threads are elsewhere and must enter it
-    /// (a path was given), or are in it already (`netns_self`).
+    /// Whether the master's threads are elsewhere and one must enter it to
+    /// listen (a path was given), or are in it already (`netns_self`).
     pub(crate) enter: bool,
     /// The abstract name, without its leading NUL.
     pub(crate) name: String,

@@ -35,20 +35,6 @@ enum Attempt {
 /// The slave's loop: connect (retrying while no master listens), attach,
 /// watch the connection, and start again when it ends.
 pub(super) fn run(shared: &LinkShared, config: &Config) {
-    // A link in another network namespace is reached from inside it: this
-    // thread, vecring's own, enters it for its life (`open` checked that
-    // it may).
-    if let Some(m) = config.netns.as_ref().filter(|m| m.enter) {
-        if let Err(e) = m.ns.enter() {
-            let msg = format!(
-                "cannot enter the network namespace {}: {e}",
-                m.ns.path().display()
-            );
-            log::error!("vecring: {}: {msg}", shared.label);
-            shared.set_failure(Failure::Protocol(msg));
-            return;
-        }
-    }
     // Repeated failures are logged once until something changes.
     let mut last_complaint = String::new();
     while !stopping(shared) {
@@ -199,8 +185,8 @@ fn connect_dir(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Slav
     Ok((conn, dirs))
 }
 
-/// Connects to the link's abstract name in the namespace the control
-/// thread is in (it entered the link's at its start).
+/// Connects to the link's abstract name in this process's namespace
+/// (a slave runs inside the link's: `LinkBuilder::netns` refuses a path).
 fn connect_meeting(shared: &LinkShared, m: &Meeting) -> Result<PeerSocket, Attempt> {
     connect_soon(shared, || handshake::connect_abstract(&m.name))
         .map_err(|e| connect_failed(&m.display(), e))

@@ -257,6 +257,12 @@ if [ "$(in_root 30 sh -c 'zcat /usr/share/man/man1/vecring.1.gz | grep -c "^\.TH
 else
 	fail "vecring(1) does not read: $(cat "$WORK/man.err"; head -n 20 "$WORK/man.txt")"
 fi
+c=$(in_root 30 sh -c 'echo "{\"cniVersion\":\"1.0.0\"}" | CNI_COMMAND=VERSION /usr/lib/cni/vecring-cni' 2>&1)
+if echo "$c" | grep -q '"supportedVersions":\["0.3.0","0.3.1","0.4.0","1.0.0"\]'; then
+	pass "the CNI plugin /usr/lib/cni/vecring-cni answers VERSION: $c"
+else
+	fail "the CNI plugin's VERSION: $c"
+fi
 c=$(in_root 30 bash -c '. /usr/share/bash-completion/completions/vecring && complete -p vecring' 2>&1)
 if echo "$c" | grep -q "^complete .* vecring$"; then
 	pass "bash completion: $c"

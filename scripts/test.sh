@@ -121,6 +121,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --document-private-items \
   -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-pmd
 bash scripts/pmd-layers.sh
+bash scripts/ring-map.sh
 python3 -B scripts/api/test_api.py
 VECRING_API_LIB=target/release/libvecring.so bash scripts/api.sh
 VECRING_API_LIB=target/release/libvecring.so bash scripts/api-breaks.sh

@@ -283,6 +283,8 @@ impl std::fmt::Debug for Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
+        // Release: pairs with the Acquire load in `control::stopping`,
+        // which the control thread makes after each wake-up.
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.wake();
         if let Some(t) = self.thread.take() {

@@ -471,6 +471,9 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     pub fn commit(self) -> usize {
         if self.used > 0 {
             if self.streamed {
+                // Non-temporal stores are weakly ordered: the fence orders
+                // them before the descriptors' Release stores (`put_desc`)
+                // that the consumer's Acquire loads pair with.
                 store_fence();
             }
             // The frames since the last change of length first, so that

@@ -75,6 +75,11 @@
 #                               private Open vSwitch: net2 pings between
 #                               two containers, net1's frames counted by the
 #                               switch, podman rm leaves nothing
+#   criu      criu_control      CRIU (scripts/criu.sh) checkpoints and
+#                               restores a container holding no link
+#             criu_link         and refuses one whose slave is receiving,
+#                               naming the link's socket; the link carries
+#                               on, every frame counted
 #
 # Usage: tests/containers/podman.sh [GROUP|CASE...]   (as root; none: all)
 # Env:   VECRING              the tool (default target/release/vecring)
@@ -147,6 +152,8 @@ group() {
 . "$HERE/netns.sh"
 # shellcheck source=podman/cni.sh
 . "$HERE/cni.sh"
+# shellcheck source=podman/criu.sh
+. "$HERE/criu.sh"
 
 # What rootful Podman makes outside its --root, --runroot and --tmpdir.
 PODMAN_GLOBAL=(/var/lib/containers /run/containers /run/libpod /run/runc /run/crun /etc/cni/net.d/cni.lock)

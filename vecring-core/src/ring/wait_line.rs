@@ -39,10 +39,14 @@
 //!   `recv_timeout`, `Sender::wait_space`, `send_timeout`, and the
 //!   event-loop pair `prepare_wait` / `cancel_wait`.
 //!
-//! In the ring, *publish* means one thing: the Release store of a side's
-//! own index (`head` or `tail`) that hands slots to the other side. The
-//! link copying an endpoint's frame and byte totals into its counters is
-//! *storing totals* (`Endpoint::store_totals`), never publishing.
+//! In the ring, *publish* means one thing: the Release store that hands
+//! slots to the other side. The producer publishes a frame by the Release
+//! store of its first descriptor, stamped with its slot's lap
+//! (`desc_write::put_desc`; the `head` store after a call or batch is a
+//! hint the consumer's data path never reads); the consumer publishes
+//! free slots by the Release store of `tail`. The link copying an
+//! endpoint's frame and byte totals into its counters is *storing totals*
+//! (`Endpoint::store_totals`), never publishing.
 //!
 //! # The protocol
 //!

@@ -282,12 +282,13 @@ pub fn peer_netns(conn: BorrowedFd<'_>, cred: &libc::ucred) -> Result<NsId, Stri
 }
 
 /// Whether this process is in the initial pid namespace (the host's).
-/// Its inode is fixed by the kernel (`PROC_PID_INIT_INO`).
+/// Its inode is fixed by the kernel (`PROC_PID_INIT_INO`). When it cannot
+/// be told (no `/proc`), the answer is no: the stricter rule applies.
 pub fn in_initial_pid_namespace() -> bool {
     const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
     std::fs::metadata("/proc/self/ns/pid")
         .map(|m| std::os::unix::fs::MetadataExt::ino(&m) == PROC_PID_INIT_INO)
-        .unwrap_or(true)
+        .unwrap_or(false)
 }
 
 /// The uid that stands for every uid not mapped into this user namespace

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that the crates users build (vecring-abi, vecring-core,
-# vecring-ffi and the vecring tool) build with the minimum Rust version
+# vecring-ffi, the vecring tool and the CNI plugin) build with the minimum Rust version
 # the workspace states (`rust-version` in Cargo.toml), as a user on that
 # toolchain would: with dependencies resolved for it (the newest versions
 # that support it, cargo's `fallback` resolution), in a copy of the
@@ -21,5 +21,5 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -z | xargs -0 cp --parents -t "$copy"
 (cd "$copy" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfile -q)
 (cd "$copy" && CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$msrv" check -q --lib --bins \
-  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli)
+  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli -p vecring-cni)
 echo "msrv: vecring-abi, vecring-core, vecring-ffi and vecring-cli build with Rust $msrv"

@@ -370,6 +370,19 @@ const PLANS: &[Plan] = &[
         how: How::Excluded(PODMAN_EXCLUDED),
         ..run(CTR, "vecring txonly --role master --domain ns --link l0 --netns")
     },
+    // docs/kubernetes.md: a pod's application and the device plugin.
+    Plan {
+        how: How::Excluded(
+            "runs inside a pod whose network namespace has a master listening in it; tests/containers/podman.sh runs testpmd on eth_vecring in a container (group cdi, case cdi_testpmd), and the tool's slave with netns=self in containers with no volume (group netns, tests/attacks_netns.rs)",
+        ),
+        ..run("docs/kubernetes.md", "dpdk-testpmd --no-huge -m 64 --no-pci --iova-mode=va --in-memory")
+    },
+    Plan {
+        how: How::Excluded(
+            "needs a kubelet; vecring-device-plugin/tests/kubelet.rs runs the plugin against a fake kubelet speaking the device-plugin API",
+        ),
+        ..run("docs/kubernetes.md", "vecring-device-plugin --domain cni")
+    },
     // README.md
     Plan {
         how: How::Excluded(

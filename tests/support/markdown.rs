@@ -12,7 +12,8 @@
 //!   line `...` stands for lines left out.
 //!
 //! Every other fenced block names a language that is not a command
-//! (`rust`, `c`, `text`, `mermaid` diagrams). A fence without a language, an unknown language,
+//! (`rust`, `c`, `text`, `mermaid` diagrams, `json` and `yaml`
+//! configurations). A fence without a language, an unknown language,
 //! a `text` block that looks like a terminal session and an indented code
 //! block are all problems: each would let a command into a document
 //! without the test seeing it.
@@ -20,7 +21,7 @@
 /// The languages of blocks whose lines are commands.
 pub const COMMAND_LANGUAGES: &[&str] = &["sh", "console"];
 /// The languages of blocks that hold no command.
-pub const OTHER_LANGUAGES: &[&str] = &["rust", "c", "text", "mermaid"];
+pub const OTHER_LANGUAGES: &[&str] = &["rust", "c", "text", "mermaid", "json", "yaml"];
 
 /// A fenced code block.
 #[derive(Debug, Clone)]

@@ -112,7 +112,16 @@ fn recv(
         let left = deadline.saturating_duration_since(Instant::now());
         match wait(shared, &[conn.as_fd()], Some(left)) {
             Wake::Ready(_) => {
-                return handshake::recv(conn, Duration::ZERO).map_err(|e| {
+                let got = match handshake::recv(conn, Duration::ZERO) {
+                    // A master that refused us and closed before reading
+                    // our request: the kernel reports the reset first, and
+                    // the refusal it sent is still queued behind it.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                        handshake::recv(conn, Duration::ZERO).map_err(|_| e)
+                    }
+                    r => r,
+                };
+                return got.map_err(|e| {
                     let m = format!("handshake failed: {e}");
                     if e.kind() == io::ErrorKind::InvalidData {
                         Attempt::Failed(m.clone(), Failure::Protocol(m))
@@ -225,9 +234,10 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
     // Ask at once: the request says nothing but "a region, please", and
     // one already queued when the master accepts is served first, however
     // many other connections flood it. Nothing the listener sends is
-    // trusted before its credentials are checked below.
-    handshake::send(&conn, &Msg::new(Kind::Request, 0), &[])
-        .map_err(|e| Attempt::Retry(format!("master vanished during handshake: {e}")))?;
+    // trusted before its credentials are checked below. A master that
+    // refused us at once has closed already (the send fails): its refusal
+    // is read below like any answer, once its credentials passed.
+    let asked = handshake::send(&conn, &Msg::new(Kind::Request, 0), &[]);
     let cred = handshake::peer_credentials(&conn)
         .map_err(|e| Attempt::Retry(format!("cannot read the master's credentials: {e}")))?;
     let trusted: Vec<u32> = match (&dirs, config.master_uids.is_empty()) {
@@ -264,7 +274,14 @@ fn attach(shared: &LinkShared, config: &Config) -> Result<(PeerSocket, Arc<Sessi
             f,
         ));
     }
-    let (msg, mut fds) = recv(shared, &conn, config.handshake_timeout)?;
+    let (msg, mut fds) = match (recv(shared, &conn, config.handshake_timeout), asked) {
+        (Err(Attempt::Retry(_)), Err(e)) => {
+            return Err(Attempt::Retry(format!(
+                "master vanished during handshake: {e}"
+            )))
+        }
+        (r, _) => r?,
+    };
     let nack = |generation: u64, reason: String, failure: Failure| {
         let _ = handshake::send(&conn, &Msg::refusal(Kind::Nack, generation, &reason), &[]);
         Attempt::Failed(format!("refusing the master's region: {reason}"), failure)

@@ -11,7 +11,7 @@
 //!   and the guard that turns a panic into `VECRING_E_PANIC` in every
 //!   exported function;
 //! - [`options`]: `vecring_options_t`, everything the Rust `LinkBuilder`
-//!   can set; [`env`]: its names from the environment a CDI device sets;
+//!   can set; [`env`](mod@env): its names from the environment a CDI device sets;
 //! - `handle`: the `vecring_link_t` behind the pointer: the link, its
 //!   sender and receiver each behind a try-lock (`VECRING_E_BUSY` instead of
 //!   a data race), and the zero-copy chunk C holds open between calls;

@@ -25,7 +25,7 @@
 //! | `master_uid` | `uid[:uid...]`: the uids the master may run as (slave only) | root, or the run or domain directory's owner |
 //! | `socket_mode` | octal permission bits of the socket (master only) | `0660` |
 //! | `netns` | `self` or the absolute path of a network namespace file (`/proc/PID/ns/net`, `/run/netns/NAME`): meet there, on the abstract name `@vecring/1/<domain>/<link>`, with no directory shared; not with `owner` or `socket_mode` | the run directory's socket |
-//! | `env` | bool: `domain`, `link`, `run_dir` and `netns`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK`, `VECRING_RUN_DIR` and `VECRING_NETNS` (what a CDI device sets: [`env`]) | `false` |
+//! | `env` | bool: `domain`, `link`, `run_dir` and `netns`, when not given, from `VECRING_DOMAIN`, `VECRING_LINK`, `VECRING_RUN_DIR` and `VECRING_NETNS` (what a CDI device sets: [`env`](mod@env)) | `false` |
 //!
 //! Names (`domain`, `link`) are 1 to 64 characters of `[A-Za-z0-9_.-]`, not
 //! starting with `.` or `-`, without `..` (the rules of vecring-core, checked
@@ -97,7 +97,7 @@ pub const KEY_MASTER_UID: &str = "master_uid";
 pub const KEY_SOCKET_MODE: &str = "socket_mode";
 /// `netns=self|/path`: the network namespace the link meets in.
 pub const KEY_NETNS: &str = "netns";
-/// The names from the environment ([`env`]).
+/// The names from the environment ([`env`](mod@env)).
 pub const KEY_ENV: &str = "env";
 
 /// Largest accepted `slots`: the ring format's limit (vecring-core's
@@ -282,7 +282,7 @@ impl std::error::Error for DevargsError {}
 impl Devargs {
     /// Parses and validates the raw devargs string (`key=value,key=value`);
     /// with `env=1`, names not given come from this process's environment
-    /// ([`env`]).
+    /// ([`env`](mod@env)).
     ///
     /// # Errors
     ///

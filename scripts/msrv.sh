@@ -22,4 +22,4 @@ git ls-files -z | xargs -0 cp --parents -t "$copy"
 (cd "$copy" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfile -q)
 (cd "$copy" && CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$msrv" check -q --lib --bins \
   -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli -p vecring-cni)
-echo "msrv: vecring-abi, vecring-core, vecring-ffi and vecring-cli build with Rust $msrv"
+echo "msrv: vecring-abi, vecring-core, vecring-ffi, vecring-cli and vecring-cni build with Rust $msrv"

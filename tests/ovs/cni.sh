@@ -248,7 +248,7 @@ ctr_stop() {
 }
 
 test_cni_ctr() {
-	local c pid pid1 pid2 i got taken rx port ino p ns
+	local c pid pid1 pid2 i got taken rx port p
 	cni_setup || { fail "cni_ctr: setup"; return; }
 	if ! ctr_setup; then
 		fail "cni_ctr: containerd, the image or the plugin's configuration"
@@ -278,22 +278,12 @@ test_cni_ctr() {
 		ctr_stop
 		return
 	fi
-	nsenter --net="/proc/$pid1/ns/net" ip addr add 10.96.0.1/24 dev net2 &&
-		nsenter --net="/proc/$pid2/ns/net" ip addr add 10.96.0.2/24 dev net2 &&
+	nsenter --net="/proc/$pid1/ns/net" ip link show net2 >/dev/null 2>&1 &&
+		nsenter --net="/proc/$pid2/ns/net" ip link show net2 >/dev/null 2>&1 &&
 		pass "cni_ctr: both containers have net2" || fail "cni_ctr: no net2 in a container"
-	for ((i = 0; i < 100; i++)); do
-		nsenter --net="/proc/$pid1/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP &&
-			nsenter --net="/proc/$pid2/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP && break
-		sleep 0.1
-	done
-	got=$(timeout 30 nsenter --net="/proc/$pid1/ns/net" ping -c 5 -i 0.2 -W 2 10.96.0.2 2>&1 | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	got=$(ping_pair "$pid1" "$pid2" net2 10.96.0)
 	expect_eq "cni_ctr: ping between the two containers' net2 through the switch" "$got" 5
-	ino=$(stat -L -c %i "/proc/$pid1/ns/net")
-	port=
-	for p in $(vsctl list-ports brc); do
-		ns=$(vsctl get Interface "$p" options:dpdk-devargs | sed -n 's/.*netns=\([^,"]*\).*/\1/p')
-		[ -n "$ns" ] && [ "$(stat -L -c %i "$ns" 2>/dev/null)" = "$ino" ] && port=$p
-	done
+	port=$(netns_port brc "$pid1")
 	actr task exec --exec-id tx ctr1 /bin/vecring txonly --domain cni --link net1 --netns self \
 		--seconds 1 --up-timeout 30 >"$WORK/ctr-tx.out" 2>"$WORK/ctr-tx.err"
 	taken=$(sed -n 's/^txonly: sent .* taken by the peer \([0-9]*\);.*/\1/p' "$WORK/ctr-tx.out")

@@ -5,7 +5,8 @@
 # with $PREFIX, the EAL file prefix), EAL's main thread on CPU 0 and one
 # PMD thread on CPU 1, hugepages only while it runs (OVS passes
 # --in-memory), stopped by ovs_stop without a trace; and its ports'
-# counters (port_stat). Also sourced by tests/containers/docker.sh.
+# counters (port_stat); the CNI tests' helpers (netns_port, ping_pair). Also
+# sourced by tests/containers/docker.sh and tests/containers/podman.sh.
 
 VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 export OVS_RUNDIR=$OVS OVS_DBDIR=$OVS OVS_LOGDIR=$OVS OVS_SYSCONFDIR=$OVS
@@ -24,6 +25,33 @@ port_stat() {
 			want = (substr(key, 4) == "packets") ? "packets" : "dropped"
 			for (i = 2; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == want) { print kv[2]; exit } }
 		}'
+}
+
+# netns_port BRIDGE PID: the port of BRIDGE whose eth_vecring master
+# listens in PID's network namespace (its devargs' netns=).
+netns_port() {
+	local ino p ns
+	ino=$(stat -L -c %i "/proc/$2/ns/net")
+	for p in $(vsctl list-ports "$1"); do
+		ns=$(vsctl get Interface "$p" options:dpdk-devargs | sed -n 's/.*netns=\([^,"]*\).*/\1/p')
+		[ -n "$ns" ] && [ "$(stat -L -c %i "$ns" 2>/dev/null)" = "$ino" ] && echo "$p"
+	done
+}
+
+# ping_pair PID1 PID2 IF NET: addresses NET.1 and NET.2 (/24) on interface
+# IF of the two processes' network namespaces, both carriers waited for
+# (10 s at most), then 5 pings from the first to the second: how many
+# were answered.
+ping_pair() {
+	local i
+	nsenter --net="/proc/$1/ns/net" ip addr add "$4.1/24" dev "$3"
+	nsenter --net="/proc/$2/ns/net" ip addr add "$4.2/24" dev "$3"
+	for ((i = 0; i < 100; i++)); do
+		nsenter --net="/proc/$1/ns/net" ip -o link show "$3" 2>/dev/null | grep -q LOWER_UP &&
+			nsenter --net="/proc/$2/ns/net" ip -o link show "$3" 2>/dev/null | grep -q LOWER_UP && break
+		sleep 0.1
+	done
+	timeout 30 nsenter --net="/proc/$1/ns/net" ping -c 5 -i 0.2 -W 2 "$4.2" 2>&1 | sed -n 's/.* \([0-9]*\) received.*/\1/p'
 }
 
 # ovs_start: ovsdb-server (creating the database the first time) and

@@ -168,14 +168,7 @@ cdi_netns_link() {
 	# shellcheck disable=SC2046
 	slave_start "$name" timeout 100 "${!arr}" run --rm -i --name "$name" --runtime "$rt" "${extra[@]}" \
 		--device "vecring.dev/link=$dom-l0" "$IMAGE" $(cdi_slave_cmd)
-	pid=
-	for ((i = 0; i < 300; i++)); do
-		pid=$(timeout 10 "${!arr}" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
-		[[ "$pid" =~ ^[1-9][0-9]*$ ]] && break
-		pid=
-		sleep 0.1
-	done
-	if [ -z "$pid" ]; then
+	if ! pid=$(container_pid "$name" "${!arr}"); then
 		fail "$what: the container did not start"
 		sed 's/^/    /' "$WORK/$name.err" | tail -n 5
 		slave_stop "$name"

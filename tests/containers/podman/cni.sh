@@ -57,7 +57,7 @@ cni_podman_stop() {
 }
 
 test_cni_podman() {
-	local c pid pidvar pid1 pid2 mac got taken rx port i ino p ns
+	local c pid pid1 pid2 mac got taken rx port
 	if ! cni_podman_setup; then
 		fail "cni_podman: setup (OVS, podman network create)"
 		tail -n 5 "$WORK/cni-create.log" "$OVS/ovs-vswitchd.log" 2>/dev/null | sed 's/^/    /'
@@ -72,16 +72,7 @@ test_cni_podman() {
 			"$IMAGE" /bin/vecring rxonly --domain idle --link idle --netns self --interval 0 --up-timeout 90
 	done
 	for c in cni1 cni2; do
-		pid=
-		for ((i = 0; i < 300; i++)); do
-			pid=$(CONTAINERS_CONF=$CNI_CONF timeout 10 "${PM[@]}" inspect -f '{{.State.Pid}}' "$c" 2>/dev/null)
-			[[ "$pid" =~ ^[1-9][0-9]*$ ]] && break
-			pid=
-			pidvar=SLAVE_PID_$c
-			kill -0 "${!pidvar}" 2>/dev/null || break
-			sleep 0.1
-		done
-		[ -n "$pid" ] || { fail "cni_podman: container $c did not start"; tail -n 5 "$WORK/$c.err" | sed 's/^/    /'; }
+		pid=$(container_pid "$c" env CONTAINERS_CONF="$CNI_CONF" "${PM[@]}") || { fail "cni_podman: container $c did not start"; tail -n 5 "$WORK/$c.err" | sed 's/^/    /'; }
 		printf -v "pid_$c" '%s' "$pid"
 	done
 	pid1=${pid_cni1:-}
@@ -94,23 +85,11 @@ test_cni_podman() {
 	# (ip, not /sys: nsenter --net keeps this shell's /sys, the host's.)
 	mac=$(nsenter --net="/proc/$pid1/ns/net" ip -o link show net2 2>/dev/null | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 	[ -n "$mac" ] && pass "cni_podman: the container has net2 ($mac)" || fail "cni_podman: no net2 in the container"
-	nsenter --net="/proc/$pid1/ns/net" ip addr add 10.97.0.1/24 dev net2
-	nsenter --net="/proc/$pid2/ns/net" ip addr add 10.97.0.2/24 dev net2
-	for ((i = 0; i < 100; i++)); do
-		nsenter --net="/proc/$pid1/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP &&
-			nsenter --net="/proc/$pid2/ns/net" ip -o link show net2 2>/dev/null | grep -q LOWER_UP && break
-		sleep 0.1
-	done
-	got=$(timeout 30 nsenter --net="/proc/$pid1/ns/net" ping -c 5 -i 0.2 -W 2 10.97.0.2 2>&1 | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	got=$(ping_pair "$pid1" "$pid2" net2 10.97.0)
 	expect_eq "cni_podman: ping between the two containers' net2 through the switch" "$got" 5
-	# net1: the first container's link, the port whose netns= is its
-	# namespace; its application runs in it by podman exec.
-	ino=$(stat -L -c %i "/proc/$pid1/ns/net")
-	port=
-	for p in $(vsctl list-ports brc); do
-		ns=$(vsctl get Interface "$p" options:dpdk-devargs | sed -n 's/.*netns=\([^,"]*\).*/\1/p')
-		[ -n "$ns" ] && [ "$(stat -L -c %i "$ns" 2>/dev/null)" = "$ino" ] && port=$p
-	done
+	# net1: the first container's link; its application runs in it by
+	# podman exec.
+	port=$(netns_port brc "$pid1")
 	timeout --kill-after=5 60 env CONTAINERS_CONF="$CNI_CONF" "${PM[@]}" --network-config-dir "$WORK/cni-net" \
 		exec cni1 /bin/vecring txonly --domain cni --link net1 --netns self --seconds 1 --up-timeout 30 \
 		>"$WORK/cni-tx.out" 2>"$WORK/cni-tx.err"

@@ -52,14 +52,7 @@ test_criu_link() {
 	criu_setup || return
 	slave_start crlink timeout 100 "${PM[@]}" run -i --name crlink --runtime runc "${PM_RUN[@]}" \
 		--cgroup-parent "$PODMAN_CG" "$IMAGE" /bin/vecring rxonly --domain cr --link l0 --netns self --interval 0 --up-timeout 60
-	pid=
-	for ((i = 0; i < 300; i++)); do
-		pid=$(pm inspect -f '{{.State.Pid}}' crlink 2>/dev/null)
-		[[ "$pid" =~ ^[1-9][0-9]*$ ]] && break
-		pid=
-		sleep 0.1
-	done
-	[ -n "$pid" ] || { fail "criu_link: the container did not start"; slave_stop crlink; return; }
+	pid=$(container_pid crlink "${PM[@]}") || { fail "criu_link: the container did not start"; slave_stop crlink; return; }
 	# Five seconds of link up: the checkpoint is tried while it is.
 	timeout --kill-after=5 "$WATCHDOG" "$VECRING" txonly --role master --domain cr --link l0 --run-dir "$WORK/run-cr" \
 		--netns "/proc/$pid/ns/net" --seconds 5 --up-timeout 60 >"$WORK/crlink_m.log" 2>&1 &

@@ -94,6 +94,21 @@ slave_cmd() {
 	echo /bin/vecring rxonly --domain "$2" --link l0 --run-dir "$1" --interval 0 --up-timeout 60
 }
 
+# container_pid NAME COMMAND...: the host pid of container NAME's process,
+# asking `COMMAND inspect` (a podman command line) for up to 30 s; empty
+# if it did not start, as soon as slave session NAME's process has ended.
+container_pid() {
+	local name=$1 pid i pidvar=SLAVE_PID_$1
+	shift
+	for ((i = 0; i < 300; i++)); do
+		pid=$(timeout 10 "$@" inspect -f '{{.State.Pid}}' "$name" 2>/dev/null)
+		[[ "$pid" =~ ^[1-9][0-9]*$ ]] && { echo "$pid"; return 0; }
+		[ -n "${!pidvar:-}" ] && ! kill -0 "${!pidvar}" 2>/dev/null && return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # --- the host's master -------------------------------------------------------
 
 # master_start NAME USER RUN_DIR DOMAIN [ARGS...]: `vecring txonly` as the

@@ -22,6 +22,7 @@
 //! vecring-attack rotate        socket=P first=U count=N again=M
 //! vecring-attack forge-lost    run-dir=R domain=D link=L
 //! vecring-attack outside-connect netns=PATH name=NAME
+//! vecring-attack pause         socket=P timeout-ms=T
 //! ```
 
 //!
@@ -33,6 +34,7 @@ mod close;
 mod fake_master;
 mod forge;
 mod netns;
+mod pause;
 mod peer;
 mod pin;
 mod plant;
@@ -118,6 +120,7 @@ fn main() -> ExitCode {
         "master-close" => close::run(&args),
         "forge-lost" => forge::run(&args),
         "outside-connect" => netns::run(&args),
+        "pause" => pause::run(&args),
         _ => {
             eprintln!("vecring-attack: unknown role {role}");
             return ExitCode::from(2);

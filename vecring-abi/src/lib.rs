@@ -49,6 +49,10 @@
 //!   writer therefore uses a feature only with a peer whose minor (in its
 //!   `Request` or `Hello`) is at least the one that introduced it. The
 //!   minor is otherwise informational. No feature exists yet.
+//! - **An operator's message is not between peers**: `Status` and `Pause`
+//!   ([`wire::Kind`]) go from a host tool to a master, which answers them
+//!   or refuses what it does not know (an older minor reads a newer kind
+//!   as malformed and says so). A new kind of that sort is a minor.
 //!
 //! What a reader of another language may rely on, within a major:
 //!
@@ -92,8 +96,9 @@ pub const VERSION_MAJOR: u16 = 5;
 
 /// The ABI's minor version: additions behind a feature bit that a peer of
 /// the same major and an older minor never meets (see the crate
-/// documentation). Informational otherwise.
-pub const VERSION_MINOR: u16 = 0;
+/// documentation). Informational otherwise. 1: the operator's `Pause`
+/// ([`wire::Kind::Pause`]).
+pub const VERSION_MINOR: u16 = 1;
 
 /// Feature bits this version defines; a reader refuses any other. None
 /// are defined yet.

@@ -190,6 +190,16 @@ pub enum Kind {
     /// link's status; answered with one datagram of text (vecring-core's
     /// `status` module has its format), then the connection is closed.
     Status = 8,
+    /// Root or the master's own uid → master, first message instead of
+    /// `Request` (minor 1): detach the link's slave and make no offer
+    /// while this connection stays open. The master closes the attached
+    /// slave's connection (the link goes down as when the slave leaves),
+    /// answers `Ack` once every region it had handed out for this link is
+    /// released by every process, and resumes when the asker closes. A
+    /// checkpoint tool holds it while it freezes and dumps the slave
+    /// (vecring-core's `pause` module). A master of minor 0 refuses it as
+    /// an unknown kind.
+    Pause = 9,
 }
 
 impl Kind {
@@ -204,6 +214,7 @@ impl Kind {
             6 => Kind::Ready,
             7 => Kind::Busy,
             8 => Kind::Status,
+            9 => Kind::Pause,
             _ => return None,
         })
     }

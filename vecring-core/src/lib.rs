@@ -101,6 +101,8 @@ pub mod link;
 #[cfg(not(loom))]
 pub mod memory;
 pub mod name;
+#[cfg(not(loom))]
+pub mod pause;
 pub mod ring;
 #[cfg(not(loom))]
 pub mod status;

@@ -104,6 +104,11 @@ impl PinWatch {
         }
     }
 
+    /// Whether region `wd` is still held by anyone (the master included).
+    pub(crate) fn holds(&self, wd: i32) -> bool {
+        self.watched.contains_key(&wd)
+    }
+
     /// Regions the master has dropped that someone else still holds.
     pub(crate) fn pinned(&self) -> usize {
         self.watched.values().filter(|&&d| d).count()

@@ -168,6 +168,12 @@ impl Master<'_> {
                 self.pending[i].deadline = self.pending[i].deadline.min(half);
             }
             Ok((m, fds))
+                if fds.is_empty() && m.kind == Kind::Pause && !self.pending[i].requested =>
+            {
+                let p = self.pending.remove(i);
+                self.pause(p);
+            }
+            Ok((m, fds))
                 if fds.is_empty() && m.kind == Kind::Status && !self.pending[i].requested =>
             {
                 let p = self.pending.remove(i);

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 mod accept;
 mod offer;
+mod pause;
 mod penalty;
 mod turns;
 
@@ -139,6 +140,8 @@ pub(super) struct Master<'a> {
     /// "not reading peers" lines: one per time the closers fill up.
     full_lines: RateLog,
     full_told: bool,
+    /// An operator's pause in force ([`pause`]).
+    paused: Option<pause::Paused>,
 }
 
 /// How often a master that stopped reading peers (the closers are full)
@@ -155,6 +158,8 @@ enum Slot {
     Pins,
     Attached,
     Offer,
+    /// The connection that holds the link paused.
+    Paused,
     Pending(usize),
 }
 
@@ -196,6 +201,7 @@ impl<'a> Master<'a> {
             offered: turns::Offered::default(),
             full_lines: RateLog::default(),
             full_told: false,
+            paused: None,
         }
     }
 
@@ -336,6 +342,9 @@ impl<'a> Master<'a> {
                 if let Some(a) = &self.attached {
                     v.push((Slot::Attached, a.conn.as_fd()));
                 }
+                if let Some(p) = &self.paused {
+                    v.push((Slot::Paused, p.conn.as_fd()));
+                }
                 if readable {
                     v.push((Slot::Listener, self.claim.files.listener.as_fd()));
                     if let Some(m) = &self.claim.meeting {
@@ -372,6 +381,7 @@ impl<'a> Master<'a> {
                     Slot::Pins => self.pins.poll(),
                     Slot::Attached => self.slave_left(),
                     Slot::Offer => self.verdict(),
+                    Slot::Paused => self.pause_ended(),
                     Slot::Pending(i) => pending_ready.push(i),
                 }
             }
@@ -381,6 +391,7 @@ impl<'a> Master<'a> {
             }
             self.check_corruption();
             self.expire();
+            self.pause_released();
             self.serve();
             self.shared
                 .counters
@@ -486,7 +497,9 @@ impl<'a> Master<'a> {
 
     fn busy_reason(&self) -> String {
         let pinned = self.pins.pinned();
-        if let Some(t) = self.budget.next_token() {
+        if let Some(p) = &self.paused {
+            p.reason()
+        } else if let Some(t) = self.budget.next_token() {
             let b = self.budget.budget();
             format!(
                 "this link's region budget is spent ({} at once, then one per {:?}); the next region in {:.0?}",

@@ -34,6 +34,7 @@ impl Master<'_> {
             return;
         }
         if self.offer.is_some()
+            || self.paused.is_some()
             || Instant::now() < self.next_offer
             || self.pins.pinned() >= MAX_REGIONS
         {

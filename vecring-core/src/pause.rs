@@ -63,12 +63,38 @@ impl AsFd for Paused {
 /// link's memory after `timeout` (a slave that stopped running its link:
 /// its process is stopped, or never polls); [`QueryError::Malformed`].
 pub fn pause(socket: &Path, timeout: Duration) -> Result<Paused, QueryError> {
+    pause_master(socket, None, timeout)
+}
+
+/// [`pause`], asked only if the process listening at `socket` is
+/// `master_pid` (as this process's pid namespace numbers it): a tool that
+/// found the link from a slave's connection pauses that slave's master
+/// and nobody else, whatever path the slave's side names.
+///
+/// # Errors
+/// As [`pause`]; [`QueryError::Refused`] without asking when another
+/// process listens there.
+pub fn pause_master(
+    socket: &Path,
+    master_pid: Option<i32>,
+    timeout: Duration,
+) -> Result<Paused, QueryError> {
     let conn = handshake::connect(socket).map_err(|e| match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::ECONNREFUSED) => QueryError::NoMaster {
             path: socket.display().to_string(),
         },
         _ => QueryError::Io(e),
     })?;
+    if let Some(want) = master_pid {
+        let cred = handshake::peer_credentials(&conn)?;
+        if cred.pid != want {
+            return Err(QueryError::Refused(format!(
+                "{} is served by pid {}, not the link's master (pid {want}): not asked",
+                socket.display(),
+                cred.pid
+            )));
+        }
+    }
     handshake::send(&conn, &Msg::new(Kind::Pause, 0), &[])?;
     if !handshake::wait_readable(&conn, timeout)? {
         return Err(QueryError::Io(io::Error::new(

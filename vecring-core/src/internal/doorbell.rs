@@ -179,6 +179,27 @@ impl Doorbell {
         };
     }
 
+    /// Whether the other end is closed in every process: a ring is then
+    /// refused (`ECONNREFUSED` the first time, `ENOTCONN` after). Rings
+    /// it, if not: a ring is harmless to a live peer.
+    pub fn peer_closed(&self) -> bool {
+        // SAFETY: a one-byte buffer live for the call; MSG_DONTWAIT and
+        // MSG_NOSIGNAL make the call neither block nor raise SIGPIPE.
+        let rc = unsafe {
+            libc::send(
+                self.fd().as_raw_fd(),
+                b"!".as_ptr().cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        rc < 0
+            && matches!(
+                io::Error::last_os_error().raw_os_error(),
+                Some(libc::ECONNREFUSED) | Some(libc::ENOTCONN)
+            )
+    }
+
     /// Reads what is queued on our end, at most 64 datagrams, and says
     /// how many. Descriptors passed along (only possible where the kernel
     /// cannot refuse them) are taken and handed to the closers, and the

@@ -42,6 +42,7 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
             Ok((conn, session)) => {
                 last_complaint.clear();
                 let generation = session.generation;
+                let held = Arc::clone(&session);
                 shared.set_session(Some(session));
                 loop {
                     match wait(shared, &[conn.as_fd()], None) {
@@ -63,8 +64,20 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
                         _ => {}
                     }
                 }
-                drop(conn);
+                // Down first, and the data path's hold on the rings gone,
+                // before the master hears we left: what it then counts as
+                // taken is final (a master that paused the link waits for
+                // this close).
                 shared.set_session(None);
+                let released = released(shared, &held, RELEASE_WAIT);
+                drop(held);
+                drop(conn);
+                if !released {
+                    log::debug!(
+                        "vecring: {}: the data path still held generation {generation} after {RELEASE_WAIT:?}",
+                        shared.label
+                    );
+                }
             }
             Err(Attempt::Stop) => return,
             Err(Attempt::Retry(msg)) => {
@@ -93,6 +106,29 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
                 pause(shared, config.retry_interval.saturating_mul(20));
             }
         }
+    }
+}
+
+/// Longest wait at the end of a generation for the data path to let go of
+/// its rings: it does at its next call; an application that stopped
+/// calling should not hold up the next attach for long.
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
+
+/// Waits up to `bound` until nothing but `held` holds its region and
+/// doorbells (every endpoint has seen the link down and detached);
+/// whether that happened.
+fn released(shared: &LinkShared, held: &Session, bound: Duration) -> bool {
+    let end = Instant::now() + bound;
+    loop {
+        let alone = Arc::strong_count(&held.region) == 1
+            && held.doorbells.iter().all(|b| Arc::strong_count(b) == 1);
+        if alone {
+            return true;
+        }
+        if Instant::now() >= end || stopping(shared) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

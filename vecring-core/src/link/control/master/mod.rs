@@ -431,6 +431,10 @@ impl<'a> Master<'a> {
             // Corruption reports poke the eventfd; this is a fallback.
             at(Instant::now() + Duration::from_secs(1));
         }
+        if self.paused.as_ref().is_some_and(|p| !p.acked) {
+            // Doorbells closing raise no event here.
+            at(Instant::now() + pause::RECHECK);
+        }
         due
     }
 
@@ -574,6 +578,9 @@ impl<'a> Master<'a> {
     fn end_session(&mut self, watch: i32, since: Instant) {
         self.shared.set_session(None);
         self.pins.dropped(watch);
+        if let Some(p) = &mut self.paused {
+            p.ended(watch);
+        }
         if since.elapsed() < super::SHORT_GENERATION {
             self.backoff = (self.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX);
             self.next_offer = Instant::now() + self.backoff;

@@ -1,0 +1,303 @@
+//! Finding the links of a process tree and pausing them at their masters.
+//!
+//! A slave's link shows in its process as a connected `SOCK_SEQPACKET`
+//! Unix socket whose peer is the master's listener: an abstract
+//! `@vecring/1/<domain>/<link>` (a link in the container's network
+//! namespace) or a path `<run-dir>/<domain>/<link>.sock` beside its
+//! `.lock` (a master binds it through its directory's descriptor, so the
+//! name reads `/proc/self/fd/N/<link>.sock`, which is the master's
+//! `/proc/PID/fd/N`). The plugin takes a copy of each socket of each
+//! process (`pidfd_getfd`), reads its peer's name and the listener's pid,
+//! and asks the master on its host socket: the same path, or for an
+//! abstract name `<link>@ns<inode>.sock` in the domain's directory, which
+//! the master's `/proc/PID/net/unix` lists. A master is asked only if it is that
+//! listener's process and lives outside the tree's pid namespace (a
+//! process of the container posing as a master is never trusted to name
+//! a path on the host).
+
+use crate::{log, PAUSE_TIMEOUT};
+use std::collections::HashSet;
+use std::ffi::c_int;
+use std::fs;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use vecring_core::pause::{self, Paused};
+
+/// A pause held for the dump, and the name the slave's side knows its
+/// master by.
+pub(crate) struct Held {
+    /// The peer name of the slave's connection (abstract names start
+    /// with a NUL byte).
+    peer_name: Vec<u8>,
+    /// The master's host socket.
+    socket: PathBuf,
+    _pause: Paused,
+}
+
+/// A link found in the tree, not yet paused.
+struct Found {
+    peer_name: Vec<u8>,
+    socket: PathBuf,
+    master_pid: i32,
+    slave_pid: i32,
+}
+
+/// Pauses every link of the processes of the tree rooted at `root` that
+/// is not paused yet, adding to `held`.
+pub(crate) fn pause_tree(root: c_int, held: &mut Vec<Held>) -> Result<(), String> {
+    let pids = tree(root);
+    let mut found: Vec<Found> = Vec::new();
+    for &pid in &pids {
+        for f in links_of(pid, root) {
+            let known = held.iter().any(|h| h.socket == f.socket)
+                || found.iter().any(|g| g.socket == f.socket);
+            if !known {
+                found.push(f);
+            }
+        }
+    }
+    for f in found {
+        let paused =
+            pause::pause_master(&f.socket, Some(f.master_pid), PAUSE_TIMEOUT).map_err(|e| {
+                format!(
+                    "cannot pause the link of pid {} at {}: {e}",
+                    f.slave_pid,
+                    f.socket.display()
+                )
+            })?;
+        log::info(&format!(
+            "paused the link of pid {} at {} (master pid {}): no process holds its memory",
+            f.slave_pid,
+            f.socket.display(),
+            f.master_pid
+        ));
+        held.push(Held {
+            peer_name: f.peer_name,
+            socket: f.socket,
+            _pause: paused,
+        });
+    }
+    Ok(())
+}
+
+/// Whether socket `fd` (CRIU's copy of a dumped socket) is connected to
+/// the listener of a link paused for this dump.
+pub(crate) fn is_paused_peer(fd: c_int, held: &[Held]) -> bool {
+    match peer_name(fd) {
+        Some(name) => held.iter().any(|h| h.peer_name == name),
+        None => false,
+    }
+}
+
+/// `root` and its descendants (`/proc/PID/task/TID/children`).
+fn tree(root: c_int) -> Vec<c_int> {
+    let mut out = vec![root];
+    let mut seen: HashSet<c_int> = HashSet::from([root]);
+    let mut i = 0;
+    while i < out.len() {
+        let pid = out[i];
+        i += 1;
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(text) = fs::read_to_string(t.path().join("children")) else {
+                continue;
+            };
+            for c in text.split_whitespace().filter_map(|w| w.parse().ok()) {
+                if seen.insert(c) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The links process `pid` holds a connection of.
+fn links_of(pid: c_int, root: c_int) -> Vec<Found> {
+    let mut out = Vec::new();
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return out;
+    };
+    let Some(pidfd) = pidfd_open(pid) else {
+        return out;
+    };
+    for e in fds.flatten() {
+        let is_socket =
+            fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:["));
+        let Some(num) = e.file_name().to_str().and_then(|n| n.parse::<c_int>().ok()) else {
+            continue;
+        };
+        if !is_socket {
+            continue;
+        }
+        let Some(sock) = pidfd_getfd(&pidfd, num) else {
+            continue;
+        };
+        if let Some(f) = link_of(&sock, pid, root) {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// The link socket `sock` of process `pid` is a connection to, if any.
+fn link_of(sock: &OwnedFd, pid: c_int, root: c_int) -> Option<Found> {
+    let fd = sock.as_raw_fd();
+    if sockopt(fd, libc::SO_DOMAIN)? != libc::AF_UNIX
+        || sockopt(fd, libc::SO_TYPE)? != libc::SOCK_SEQPACKET
+    {
+        return None;
+    }
+    let name = peer_name(fd)?;
+    let master_pid = peer_pid(fd)?;
+    if master_pid <= 0 {
+        return None;
+    }
+    let socket = match name.strip_prefix(b"\0") {
+        Some(abs) => {
+            let abs = std::str::from_utf8(abs).ok()?;
+            let rest = abs.strip_prefix("vecring/1/")?;
+            let (domain, link) = rest.split_once('/')?;
+            let ino = fs::metadata(format!("/proc/{pid}/ns/net")).ok()?.ino();
+            host_socket(master_pid, domain, link, ino)?
+        }
+        None => {
+            let socket = in_master(master_pid, std::str::from_utf8(&name).ok()?);
+            let lock = socket.to_str()?.strip_suffix(".sock")?.to_string() + ".lock";
+            fs::symlink_metadata(&lock).ok()?;
+            socket
+        }
+    };
+    if same_pid_ns(master_pid, root) {
+        log::error(&format!(
+            "pid {pid} is connected to {} served by pid {master_pid} of the tree's own pid namespace: \
+             not a vecring master, not asked",
+            socket.display()
+        ));
+        return None;
+    }
+    Some(Found {
+        peer_name: name,
+        socket,
+        master_pid,
+        slave_pid: pid,
+    })
+}
+
+/// The host socket of a master serving an abstract name in network
+/// namespace `ino`: `<link>@ns<ino>.sock` in its domain's directory, as
+/// the master's network namespace lists its sockets.
+fn host_socket(master: c_int, domain: &str, link: &str, ino: u64) -> Option<PathBuf> {
+    let tail = format!("/{link}@ns{ino}.sock");
+    let table = fs::read_to_string(format!("/proc/{master}/net/unix")).ok()?;
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(7))
+        .filter(|p| p.starts_with('/') && p.ends_with(&tail))
+        .map(|p| in_master(master, p))
+        .find(|p| {
+            p.parent()
+                .and_then(|d| fs::canonicalize(d).ok())
+                .is_some_and(|d| d.file_name().is_some_and(|n| n == domain))
+        })
+}
+
+/// A path a master bound, as this process reaches it: a master binds
+/// through its directory's descriptor (`/proc/self/fd/N/<link>.sock`),
+/// which is `/proc/<master>/fd/N/...` from here.
+fn in_master(master: c_int, bound: &str) -> PathBuf {
+    match bound.strip_prefix("/proc/self/") {
+        Some(rest) => PathBuf::from(format!("/proc/{master}/{rest}")),
+        None => PathBuf::from(bound),
+    }
+}
+
+fn same_pid_ns(a: c_int, b: c_int) -> bool {
+    let ns = |p: c_int| {
+        fs::metadata(format!("/proc/{p}/ns/pid"))
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    };
+    match (ns(a), ns(b)) {
+        (Some(x), Some(y)) => x == y,
+        // Unknown: treated as inside, never asked.
+        _ => true,
+    }
+}
+
+fn pidfd_open(pid: c_int) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open(2) with no flags; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a fresh descriptor nobody else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as c_int) })
+}
+
+fn pidfd_getfd(pidfd: &OwnedFd, fd: c_int) -> Option<OwnedFd> {
+    // SAFETY: pidfd_getfd(2) with no flags; the result is checked.
+    let got = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) };
+    // SAFETY: a fresh descriptor (a copy of the target's) nobody else owns.
+    (got >= 0).then(|| unsafe { OwnedFd::from_raw_fd(got as c_int) })
+}
+
+fn sockopt(fd: c_int, opt: c_int) -> Option<c_int> {
+    let mut v: c_int = 0;
+    let mut len = size_of::<c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `v`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(v)
+}
+
+/// The name of the socket `fd` is connected to (an abstract name keeps
+/// its leading NUL); `None` when it has none.
+fn peer_name(fd: c_int) -> Option<Vec<u8>> {
+    // SAFETY: zeroed sockaddr_un is a valid out-parameter.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::sockaddr_un>() as libc::socklen_t;
+    // SAFETY: getpeername writes at most `len` bytes into `addr`.
+    let rc =
+        unsafe { libc::getpeername(fd, (&mut addr as *mut libc::sockaddr_un).cast(), &mut len) };
+    let off = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+    let n = (len as usize).checked_sub(off)?.min(addr.sun_path.len());
+    if rc != 0 || n == 0 {
+        return None;
+    }
+    let mut name: Vec<u8> = addr.sun_path[..n].iter().map(|&c| c as u8).collect();
+    if name[0] != 0 {
+        // A path: up to its NUL.
+        if let Some(end) = name.iter().position(|&c| c == 0) {
+            name.truncate(end);
+        }
+    }
+    Some(name)
+}
+
+/// The pid (in our pid namespace) of the process that listened on the
+/// socket `fd` is connected to.
+fn peer_pid(fd: c_int) -> Option<c_int> {
+    // SAFETY: zeroed ucred is a valid out-parameter.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.pid)
+}

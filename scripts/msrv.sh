@@ -21,5 +21,5 @@ trap 'rm -rf "$copy"' EXIT
 git ls-files -z | xargs -0 cp --parents -t "$copy"
 (cd "$copy" && CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback cargo +stable generate-lockfile -q)
 (cd "$copy" && CARGO_TARGET_DIR="$PWD/target/msrv" cargo "+$msrv" check -q --lib --bins \
-  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli -p vecring-cni)
-echo "msrv: vecring-abi, vecring-core, vecring-ffi, vecring-cli and vecring-cni build with Rust $msrv"
+  -p vecring-abi -p vecring-core -p vecring-ffi -p vecring-cli -p vecring-cni -p vecring-criu)
+echo "msrv: vecring-abi, vecring-core, vecring-ffi, vecring-cli, vecring-cni and vecring-criu build with Rust $msrv"

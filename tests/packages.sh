@@ -9,7 +9,8 @@
 #   - dpdk-testpmd finds eth_vecring with no -d (the driver's log says its
 #     port was made), and receives the frames the packaged vecring tool
 #     sends it over a link;
-#   - vecring --version, its man pages and its bash completion work;
+#   - vecring --version, its man pages and its bash completion work; the
+#     CRIU plugin exports its descriptor and finds its libraries;
 #   - vecring doctor is happy: exit status 0, no FAIL, DPDK and the driver
 #     found where EAL loads it by itself, also as on a host of DPDK's
 #     runtime alone (no libdpdk.pc);
@@ -262,6 +263,13 @@ if echo "$c" | grep -q '"supportedVersions":\["0.3.0","0.3.1","0.4.0","1.0.0"\]'
 	pass "the CNI plugin /usr/lib/cni/vecring-cni answers VERSION: $c"
 else
 	fail "the CNI plugin's VERSION: $c"
+fi
+c=$(nm -D --defined-only "$ROOTFS/usr/lib/vecring/criu/vecring.so" 2>&1 | grep -w CR_PLUGIN_DESC)
+l=$(in_root 30 sh -c 'ldd /usr/lib/vecring/criu/vecring.so' 2>&1)
+if echo "$c" | grep -q " D CR_PLUGIN_DESC$" && ! echo "$l" | grep -q "not found"; then
+	pass "the CRIU plugin /usr/lib/vecring/criu/vecring.so: its descriptor exported, its libraries installed"
+else
+	fail "the CRIU plugin: $c; $l"
 fi
 c=$(in_root 30 bash -c '. /usr/share/bash-completion/completions/vecring && complete -p vecring' 2>&1)
 if echo "$c" | grep -q "^complete .* vecring$"; then

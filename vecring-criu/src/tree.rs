@@ -10,10 +10,12 @@
 //! process (`pidfd_getfd`), reads its peer's name and the listener's pid,
 //! and asks the master on its host socket: the same path, or for an
 //! abstract name `<link>@ns<inode>.sock` in the domain's directory, which
-//! the master's `/proc/PID/net/unix` lists. A master is asked only if it is that
-//! listener's process and lives outside the tree's pid namespace (a
-//! process of the container posing as a master is never trusted to name
-//! a path on the host).
+//! the master's `/proc/PID/net/unix` lists. A master is asked only if it
+//! is that listener's process (checked on the connection that asks) and
+//! is not part of what is dumped: outside the container's pid namespace,
+//! or for a tree of the host's, outside the tree. A process of the
+//! container posing as a master is never trusted to name a host path; a
+//! link with both ends in the container is dumped whole, as CRIU can.
 
 use crate::{log, PAUSE_TIMEOUT};
 use std::collections::HashSet;
@@ -49,7 +51,7 @@ pub(crate) fn pause_tree(root: c_int, held: &mut Vec<Held>) -> Result<(), String
     let pids = tree(root);
     let mut found: Vec<Found> = Vec::new();
     for &pid in &pids {
-        for f in links_of(pid, root) {
+        for f in links_of(pid, root, &pids) {
             let known = held.iter().any(|h| h.socket == f.socket)
                 || found.iter().any(|g| g.socket == f.socket);
             if !known {
@@ -116,7 +118,7 @@ fn tree(root: c_int) -> Vec<c_int> {
 }
 
 /// The links process `pid` holds a connection of.
-fn links_of(pid: c_int, root: c_int) -> Vec<Found> {
+fn links_of(pid: c_int, root: c_int, pids: &[c_int]) -> Vec<Found> {
     let mut out = Vec::new();
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return out;
@@ -136,7 +138,7 @@ fn links_of(pid: c_int, root: c_int) -> Vec<Found> {
         let Some(sock) = pidfd_getfd(&pidfd, num) else {
             continue;
         };
-        if let Some(f) = link_of(&sock, pid, root) {
+        if let Some(f) = link_of(&sock, pid, root, pids) {
             out.push(f);
         }
     }
@@ -144,7 +146,7 @@ fn links_of(pid: c_int, root: c_int) -> Vec<Found> {
 }
 
 /// The link socket `sock` of process `pid` is a connection to, if any.
-fn link_of(sock: &OwnedFd, pid: c_int, root: c_int) -> Option<Found> {
+fn link_of(sock: &OwnedFd, pid: c_int, root: c_int, pids: &[c_int]) -> Option<Found> {
     let fd = sock.as_raw_fd();
     if sockopt(fd, libc::SO_DOMAIN)? != libc::AF_UNIX
         || sockopt(fd, libc::SO_TYPE)? != libc::SOCK_SEQPACKET
@@ -171,10 +173,10 @@ fn link_of(sock: &OwnedFd, pid: c_int, root: c_int) -> Option<Found> {
             socket
         }
     };
-    if same_pid_ns(master_pid, root) {
-        log::error(&format!(
-            "pid {pid} is connected to {} served by pid {master_pid} of the tree's own pid namespace: \
-             not a vecring master, not asked",
+    if inside(master_pid, root, pids) {
+        log::info(&format!(
+            "pid {pid} is connected to {} served by pid {master_pid}, a process of the dumped \
+             container or tree: dumped with it, not paused",
             socket.display()
         ));
         return None;
@@ -216,14 +218,19 @@ fn in_master(master: c_int, bound: &str) -> PathBuf {
     }
 }
 
-fn same_pid_ns(a: c_int, b: c_int) -> bool {
-    let ns = |p: c_int| {
+/// Whether `master` belongs to what is dumped: the tree's own pid
+/// namespace when that is not ours (a container), else the tree itself.
+/// Such a listener is dumped with its peers (a link inside a container),
+/// and a process of the container is never trusted to name a host path.
+fn inside(master: c_int, root: c_int, pids: &[c_int]) -> bool {
+    let ns = |p: &str| {
         fs::metadata(format!("/proc/{p}/ns/pid"))
             .ok()
             .map(|m| (m.dev(), m.ino()))
     };
-    match (ns(a), ns(b)) {
-        (Some(x), Some(y)) => x == y,
+    match (ns(&master.to_string()), ns(&root.to_string()), ns("self")) {
+        (Some(m), Some(r), Some(me)) if r != me => m == r,
+        (Some(_), Some(_), Some(_)) => pids.contains(&master),
         // Unknown: treated as inside, never asked.
         _ => true,
     }

@@ -1,0 +1,189 @@
+//! The CRIU plugin (`vecring-criu`), loaded the way CRIU loads it
+//! (`dlopen`, its `CR_PLUGIN_DESC`) and driven through its hooks against
+//! real processes: `PAUSE_DEVICES` on a slave's tree pauses the link at
+//! its master, and the process then holds nothing of it (no region
+//! mapped or open, no doorbell); the end of the dump lets the slave attach
+//! again. A master that is part of the dumped tree is never asked.
+//! (`tests/containers/podman/criu.sh` checkpoints and restores real
+//! containers with it.)
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use vecring_tests::hostile::{mkdir, scratch, tool, wait_for_path, Proc};
+use vecring_tests::{built_binary, Watchdog};
+
+const LIMIT: Duration = Duration::from_secs(120);
+const PROMPT: Duration = Duration::from_secs(30);
+const HOOK_PAUSE_DEVICES: usize = 10;
+const STAGE_DUMP: c_int = 0;
+
+/// CRIU's `cr_plugin_desc_t`, as far as this plugin fills it.
+#[repr(C)]
+struct PluginDesc {
+    name: *const c_char,
+    init: Option<extern "C" fn(c_int) -> c_int>,
+    exit: Option<extern "C" fn(c_int, c_int)>,
+    version: c_uint,
+    max_hooks: c_uint,
+    hooks: [*const c_void; 11],
+}
+
+/// The plugin, loaded once per test process.
+fn plugin() -> &'static PluginDesc {
+    static DESC: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let addr = *DESC.get_or_init(|| {
+        let path = built_binary("libvecring_criu.so");
+        let c = CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: dlopen of a path; the handle is kept for the process.
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW) };
+        assert!(!h.is_null(), "cannot load {}", path.display());
+        // SAFETY: dlsym with a NUL-terminated name on a live handle.
+        let d = unsafe { libc::dlsym(h, c"CR_PLUGIN_DESC".as_ptr()) };
+        assert!(!d.is_null(), "no CR_PLUGIN_DESC in {}", path.display());
+        d as usize
+    });
+    // SAFETY: the descriptor is a static of the loaded plugin, never
+    // unloaded, laid out as `PluginDesc`.
+    unsafe { &*(addr as *const PluginDesc) }
+}
+
+fn pause_devices(pid: u32) -> c_int {
+    let hook = plugin().hooks[HOOK_PAUSE_DEVICES];
+    assert!(!hook.is_null(), "no PAUSE_DEVICES hook");
+    // SAFETY: CRIU's `int (*)(int pid)` for this hook.
+    let f: extern "C" fn(c_int) -> c_int = unsafe { std::mem::transmute(hook) };
+    f(pid as c_int)
+}
+
+fn end_of_dump() {
+    (plugin().exit.expect("an exit function"))(STAGE_DUMP, 0);
+}
+
+struct Setup {
+    root: PathBuf,
+    run: PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str) -> Setup {
+        let root = scratch(name);
+        let run = root.join("run");
+        mkdir(&run, 0o755);
+        Setup { root, run }
+    }
+
+    fn args(&self, mode: &str, role: &str) -> Vec<String> {
+        let mut v: Vec<String> = [mode, "--role", role, "--domain", "dom", "--link", "l0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(["--run-dir".into(), self.run.display().to_string()]);
+        v.extend(["--up-timeout".into(), "60".into()]);
+        if mode == "txonly" {
+            v.extend(["--seconds".into(), "60".into()]);
+        } else {
+            v.extend(["--interval".into(), "0".into()]);
+        }
+        v
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn logged(p: &mut Proc, needle: &str, times: usize) -> Result<(), String> {
+    let end = Instant::now() + PROMPT;
+    while Instant::now() < end {
+        if p.stderr().matches(needle).count() >= times {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!(
+        "'{needle}' not logged {times} times: {}",
+        p.output()
+    ))
+}
+
+/// What of a link process `pid` holds: region descriptors or mappings,
+/// and sockets.
+fn holds(pid: u32) -> (usize, usize) {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut region = maps.lines().filter(|l| l.contains("memfd:vecring")).count();
+    let mut sockets = 0;
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        let l = std::fs::read_link(e.path()).unwrap_or_default();
+        let l = l.to_string_lossy();
+        region += usize::from(l.contains("memfd:vecring"));
+        sockets += usize::from(l.starts_with("socket:"));
+    }
+    (region, sockets)
+}
+
+#[test]
+fn the_plugin_pauses_a_slave_before_the_freeze_and_lets_it_back_after() {
+    let _w = Watchdog::alone("criu plugin pause", LIMIT);
+    let desc = plugin();
+    // SAFETY: a NUL-terminated static string of the plugin.
+    let name = unsafe { std::ffi::CStr::from_ptr(desc.name) };
+    assert_eq!(name.to_str(), Ok("vecring"));
+    assert_eq!((desc.version, desc.max_hooks), (2 << 8, 11));
+    assert_eq!((desc.init.expect("init"))(STAGE_DUMP), 0);
+
+    let s = Setup::new("criu-plugin");
+    let mut master = Proc::spawn("master", tool().args(s.args("txonly", "master")));
+    assert!(wait_for_path(&s.run.join("dom/l0.sock"), PROMPT));
+    let slave = Proc::spawn("slave", tool().args(s.args("rxonly", "slave")));
+    logged(&mut master, "slave attached", 1).unwrap();
+    assert_ne!(holds(slave.pid()).0, 0, "the attached slave maps no region");
+
+    assert_eq!(pause_devices(slave.pid()), -libc::ENOTSUP);
+    logged(&mut master, "asked to detach", 1).unwrap();
+    // What CRIU would now freeze: nothing of the link but, at most, the
+    // next request's connection (its peer is the master's).
+    let (region, sockets) = holds(slave.pid());
+    assert_eq!(region, 0, "the paused slave still holds its region");
+    assert!(sockets <= 1, "the paused slave holds {sockets} sockets");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(master.stderr().matches("slave attached").count(), 1);
+
+    end_of_dump();
+    logged(&mut master, "ended; serving requests again", 1).unwrap();
+    logged(&mut master, "slave attached", 2).unwrap();
+}
+
+#[test]
+fn a_master_in_the_dumped_tree_is_not_asked() {
+    let _w = Watchdog::alone("criu plugin inside", LIMIT);
+    let s = Setup::new("criu-inside");
+    // The slave is the tree's root and the master its child: a link with
+    // both ends in what is dumped.
+    let script = format!(
+        "{} {} & exec {} {}",
+        built_binary("vecring").display(),
+        s.args("txonly", "master").join(" "),
+        built_binary("vecring").display(),
+        s.args("rxonly", "slave").join(" ")
+    );
+    let mut both = Proc::spawn(
+        "master and slave",
+        std::process::Command::new("sh").args(["-c", &script]),
+    );
+    logged(&mut both, "slave attached", 1).unwrap();
+    assert_eq!(pause_devices(both.pid()), -libc::ENOTSUP);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !both.stderr().contains("pause asked"),
+        "the master in the tree was asked: {}",
+        both.output()
+    );
+    assert_ne!(holds(both.pid()).0, 0, "the slave let go of its region");
+    end_of_dump();
+}

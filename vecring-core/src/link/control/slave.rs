@@ -13,9 +13,9 @@ use crate::link::shared::{Config, LinkShared, Meeting, Session};
 use crate::memory::{Expectation, Region};
 use crate::netns;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 /// Why one attempt of the slave did not attach.
@@ -42,14 +42,18 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
             Ok((conn, session)) => {
                 last_complaint.clear();
                 let generation = session.generation;
-                let held = Arc::clone(&session);
+                let held = Held::of(&session);
                 shared.set_session(Some(session));
+                // Whether a live master asked us to leave (a pause).
+                let mut asked = false;
                 loop {
                     match wait(shared, &[conn.as_fd()], None) {
                         Wake::Ready(_) => {
+                            asked = asked_to_leave(&conn);
                             log::info!(
-                                "vecring: {}: master closed generation {generation}",
-                                shared.label
+                                "vecring: {}: master {} generation {generation}",
+                                shared.label,
+                                if asked { "asked us to leave" } else { "closed" }
                             );
                             break;
                         }
@@ -64,13 +68,12 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
                         _ => {}
                     }
                 }
-                // Down first, and the data path's hold on the rings gone,
-                // before the master hears we left: what it then counts as
-                // taken is final (a master that paused the link waits for
-                // this close).
+                // Down first. Asked to leave by a master that lives on, we
+                // also wait for the data path to let go of the rings before
+                // it hears we left, so that what it then counts as taken is
+                // final (a paused link's master waits for this close).
                 shared.set_session(None);
-                let released = released(shared, &held, RELEASE_WAIT);
-                drop(held);
+                let released = !asked || held.released(shared, RELEASE_WAIT);
                 drop(conn);
                 if !released {
                     log::debug!(
@@ -114,21 +117,52 @@ pub(super) fn run(shared: &LinkShared, config: &Config) {
 /// calling should not hold up the next attach for long.
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
-/// Waits up to `bound` until nothing but `held` holds its region and
-/// doorbells (every endpoint has seen the link down and detached);
-/// whether that happened.
-fn released(shared: &LinkShared, held: &Session, bound: Duration) -> bool {
-    let end = Instant::now() + bound;
-    loop {
-        let alone = Arc::strong_count(&held.region) == 1
-            && held.doorbells.iter().all(|b| Arc::strong_count(b) == 1);
-        if alone {
-            return true;
+/// Whether the master half-closed the connection (it asks us to leave and
+/// waits for our close) rather than closed it or died (then the kernel
+/// reports the hang-up too).
+fn asked_to_leave(conn: &PeerSocket) -> bool {
+    let mut p = libc::pollfd {
+        fd: conn.as_raw_fd(),
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, live for the call; no waiting.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & libc::POLLRDHUP != 0 && p.revents & (libc::POLLHUP | libc::POLLERR) == 0
+}
+
+/// What of a generation the data path may still hold, without holding it:
+/// the last endpoint to let go frees it on its own thread, as when the
+/// link goes down for any other reason.
+struct Held {
+    region: Weak<Region>,
+    doorbells: Vec<Weak<Doorbell>>,
+}
+
+impl Held {
+    fn of(s: &Session) -> Self {
+        Held {
+            region: Arc::downgrade(&s.region),
+            doorbells: s.doorbells.iter().map(Arc::downgrade).collect(),
         }
-        if Instant::now() >= end || stopping(shared) {
-            return false;
+    }
+
+    /// Waits up to `bound` until nobody holds the region and doorbells
+    /// (every endpoint has seen the link down and detached); whether that
+    /// happened.
+    fn released(&self, shared: &LinkShared, bound: Duration) -> bool {
+        let end = Instant::now() + bound;
+        loop {
+            if self.region.strong_count() == 0
+                && self.doorbells.iter().all(|b| b.strong_count() == 0)
+            {
+                return true;
+            }
+            if Instant::now() >= end || stopping(shared) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
-        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

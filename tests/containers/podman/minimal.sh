@@ -289,7 +289,7 @@ test_minimal_testpmd() {
 		{ fail "minimal testpmd: vecring prepare --owner"; return; }
 	if ! min_container minimal_pmd /bin/dpdk-testpmd --no-huge -m 64 --no-shconf --no-pci -l 0-1 \
 		--iova-mode=va "--vdev=eth_vecring0,domain=$DOM,link=l0,run_dir=$RUN" -- \
-		-i --forward-mode=rxonly --no-mlockall --total-num-mbufs=2048; then
+		-i --forward-mode=rxonly --no-mlockall --total-num-mbufs=2048 --no-flush-rx; then
 		fail "minimal testpmd: the container could not be made with its limits"
 		[ -z "${ID:-}" ] || pm rm -f "$ID" >/dev/null 2>&1
 		return

@@ -27,7 +27,7 @@ export CARGO_TERM_COLOR=never
 # (the text must occur exactly once in the file: a change in the code that
 # moves it fails the script instead of testing nothing).
 MUTANTS=(
-  "desc-release|vecring-core/src/ring/desc_write.rs|    desc.0.store(word, Ordering::Release);|    desc.0.store(word, Ordering::Relaxed);|loom|single_slot_frames_through_two_slots send_batch_to_recv_batch recv_fast_path_for_frames_like_the_last recv_fast_path_for_multi_slot_frames push_to_read_chunk_frames"
+  "desc-release|vecring-core/src/ring/shape.rs|    desc.0.store(word, Ordering::Release);|    desc.0.store(word, Ordering::Relaxed);|loom|single_slot_frames_through_two_slots send_batch_to_recv_batch recv_fast_path_for_frames_like_the_last recv_fast_path_for_multi_slot_frames push_to_read_chunk_frames"
   "desc-acquire-recv|vecring-core/src/ring/consumer.rs|            let word = shape.desc(tail).0.load(Ordering::Acquire);|            let word = shape.desc(tail).0.load(Ordering::Relaxed);|loom|recv_fast_path_for_frames_like_the_last recv_fast_path_for_multi_slot_frames"
   "desc-acquire-batch|vecring-core/src/ring/copy.rs|            let word = unsafe { &*desc }.0.load(Ordering::Acquire);|            let word = unsafe { &*desc }.0.load(Ordering::Relaxed);|loom|send_batch_to_recv_batch"
   "group-fence|vecring-core/src/ring/copy.rs|            fence(Ordering::Acquire);
@@ -35,7 +35,7 @@ MUTANTS=(
   "run-fence|vecring-core/src/ring/read_chunk.rs|            fence(Ordering::Acquire);
             (like, like_count|            (like, like_count|loom|push_run_to_runs_as_arrays"
   "first-early|vecring-core/src/ring/producer.rs|                        first = Some((desc, plan.word));|                        put_desc(&*desc, plan.word);|loom|a_sent_batch_is_seen_whole"
-  "descs-forward|vecring-core/src/ring/desc_write.rs|    while j > 0 {
+  "descs-forward|vecring-core/src/ring/shape.rs|    while j > 0 {
         j -= 1;
         // SAFETY: \`j < count\`: one of the caller's descriptors.|    for j in 0..j {
         // SAFETY: \`j < count\`: one of the caller's descriptors.|loom|a_committed_chunk_is_seen_whole"
@@ -52,11 +52,11 @@ MUTANTS=(
         if self.poisoned.is_none() {
             let shape = self.shape;
             let tail = self.tail;|loom|hold_back_holds_batches_and_never_recv"
-  "fence-signal|vecring-core/src/ring/wait_line.rs|        fence(Ordering::SeqCst);
+  "fence-signal|vecring-core/src/ring/wait.rs|        fence(Ordering::SeqCst);
         // Relaxed: ordered by the fence above.|        // Relaxed: ordered by the fence above.|loom_wake|sleeping_consumer_gets_every_frame sleeping_producer_gets_room"
-  "fence-prepare|vecring-core/src/ring/wait_line.rs|        fence(Ordering::SeqCst);
+  "fence-prepare|vecring-core/src/ring/wait.rs|        fence(Ordering::SeqCst);
         // Relaxed: after the fence above.|        // Relaxed: after the fence above.|loom_wake|sleeping_consumer_gets_every_frame sleeping_producer_gets_room"
-  "always-nap|vecring-core/src/ring/wait_line.rs|        peer.ack.load(Ordering::Relaxed) != 0
+  "always-nap|vecring-core/src/ring/wait.rs|        peer.ack.load(Ordering::Relaxed) != 0
     }|        peer.ack.load(Ordering::Relaxed) != 0 && false
     }|loom_wake|an_acknowledged_consumer_sleeps an_acknowledged_producer_sleeps"
 )

@@ -23,7 +23,11 @@ cd "$(dirname "$0")/.."
 command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
 out=$PWD/target/mutants
 jobs=${MUTANTS_JOBS:-2}
-WAIT_FILES=(-f vecring-core/src/ring/wait_line.rs -f vecring-core/src/ring/wait.rs)
+# The wait protocol (ring/wait.rs) and a ring end's sleep decisions, which
+# sit with the rest of its methods in producer.rs and consumer.rs (only
+# those functions are mutated there: --re).
+WAIT_FILES=(-f vecring-core/src/ring/wait.rs -f vecring-core/src/ring/producer.rs -f vecring-core/src/ring/consumer.rs)
+WAIT_ONLY='ring/wait.rs|prepare_sleep|cancel_sleep|prepare_space_sleep|cancel_space_sleep|has_room|peer_present'
 [ $# -gt 0 ] || set -- unit loom pmd
 
 # cargo-mutants exits 2 when some mutants were missed: a result, not a
@@ -40,7 +44,7 @@ for group in "$@"; do
   unit)
     mutants -p vecring-core "${WAIT_FILES[@]}" \
       -f vecring-core/src/ring/hold_back.rs -f vecring-core/src/link/wait_set.rs \
-      -f vecring-core/src/link/blocking.rs \
+      -f vecring-core/src/link/blocking.rs --re "$WAIT_ONLY|hold_back.rs|wait_set.rs|blocking.rs" \
       --timeout 60 --jobs "$jobs" -o "$out/unit" -- --lib
     ;;
   loom)
@@ -52,12 +56,15 @@ for group in "$@"; do
       cp -r "$out/unit/mutants.out" "$out/loom/"
     fi
     RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
-      mutants -p vecring-core "${WAIT_FILES[@]}" --iterate \
+      mutants -p vecring-core "${WAIT_FILES[@]}" --re "$WAIT_ONLY" --iterate \
       --timeout 300 --jobs "$jobs" -o "$out/loom" -- --release --test loom_wake
     ;;
   pmd)
-    mutants -p vecring-pmd -f vecring-pmd/src/datapath/stream.rs \
+    # The streaming gate (`StreamGate`, in datapath/tx.rs beside the
+    # burst that uses it), zero-copy reclaim and the queue set.
+    mutants -p vecring-pmd -f vecring-pmd/src/datapath/tx.rs \
       -f vecring-pmd/src/datapath/zerocopy.rs -f vecring-pmd/src/port/queue_set.rs \
+      --re 'StreamGate|datapath/zerocopy.rs|port/queue_set.rs' \
       --timeout 120 --jobs "$jobs" -o "$out/pmd" -- --lib
     ;;
   *)

@@ -16,6 +16,11 @@
 //!   descriptor of it to one byte and leaves. The port's
 //!   `tx_lost_on_link_down`, in testpmd's xstats and in `dpdk-proc-info`'s
 //!   (a secondary process), is the frames testpmd sent, not one per slot.
+//! - A corrupt descriptor where the driver reads next: this process, the
+//!   master, publishes a descriptor of impossible length at the read
+//!   position of testpmd's receive ring. The port reports it
+//!   (`peer_corruptions`), the link goes down and up as a new generation,
+//!   and frames flow again: the queue does not stall unreported.
 //! - Close from the link-state callback: `tests/c/lsc_close.c` registers an
 //!   LSC callback that stops and closes the port when the link goes down;
 //!   this process (the peer) then leaves. The program must finish.
@@ -39,7 +44,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_core::internal::abi::RING_MASTER_TO_SLAVE;
+use vecring_core::internal::abi::{SlotDesc, RING_MASTER_TO_SLAVE};
 use vecring_core::{Geometry, Link, LinkRecvError, LinkSendError, PushError, RingStorage, Role};
 use vecring_tests::hostile::{attacker, Proc};
 use vecring_tests::secondary::{proc_info, RuntimeFiles};
@@ -262,6 +267,107 @@ fn mac_flips_never_reach_the_application_zero_copy_mode_copied_frames() {
     // Frames under 512 bytes are copied in zero-copy mode too (frames the
     // port attaches to the ring stay writable by the peer, as documented).
     mac_flips_never_reach_the_application("flip-zc", 64, "zero_copy=true", &[]);
+}
+
+// ---- a corrupt descriptor where the driver reads next ---------------------
+
+/// Waits until testpmd's port has delivered `frames` frames.
+fn delivered(pmd: &mut Testpmd, frames: u64) {
+    let deadline = Instant::now() + STALL;
+    loop {
+        let got = stat(&pmd.xstats(), "rx_good_packets");
+        if got >= frames {
+            assert_eq!(got, frames, "more frames than were sent");
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "testpmd delivered {got} of {frames} frames\n{}",
+            pmd.tail()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `count` 64-byte frames to testpmd, waiting for room.
+fn send_frames(tx: &mut vecring_core::Sender, count: u64, pmd: &Testpmd) {
+    let deadline = Instant::now() + STALL;
+    let mut sent = 0;
+    while sent < count {
+        match tx.send(&frame(64, sent)) {
+            Ok(()) => sent += 1,
+            Err(LinkSendError::Push(PushError::Full)) => {
+                assert!(Instant::now() < deadline, "ring stays full\n{}", pmd.tail());
+            }
+            Err(e) => panic!("send frame {sent}: {e}\n{}", pmd.tail()),
+        }
+    }
+}
+
+/// This process, master of the link, writes at the read position of
+/// testpmd's receive ring a descriptor with the stamp its lap expects (so
+/// published) and an impossible length. The driver sizes each burst by
+/// the frames it finds there: it must report the corruption (the port's
+/// `peer_corruptions`), leave the generation and attach to the next one,
+/// where frames flow again. Before, it found no frame, asked for none, and
+/// the queue stalled with nothing counted.
+#[test]
+#[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
+fn a_corrupt_descriptor_where_the_driver_reads_next_is_reported_not_a_stall() {
+    let _w = Watchdog::new("dpdk hostile corrupt next", Duration::from_secs(240));
+    let test = "corrupt-next";
+    let env = Env::new(test);
+    let link = Link::builder("interop", test)
+        .role(Role::Master)
+        .run_dir(&env.run)
+        .open()
+        .unwrap_or_else(|e| panic!("open interop/{test}: {e}"));
+    let mut pmd = Testpmd::start(
+        &env,
+        "rxonly",
+        0,
+        &env.vdev(test, false),
+        &["--forward-mode=rxonly"],
+    );
+    pmd.wait_link_up(&link);
+    pmd.wait_prompt();
+    pmd.cmd("start");
+    pmd.wait_for("forwarding started", 1, |l| {
+        l.contains("rxonly packet forwarding")
+    });
+    let first = link.wait_up(STALL).unwrap();
+    let mut tx = link.sender().unwrap();
+    send_frames(&mut tx, 100, &pmd);
+    delivered(&mut pmd, 100);
+
+    // 64-byte frames take a slot each: the driver reads slot 100 next.
+    let region = link.region().expect("link is up");
+    let ring = region.ring(RING_MASTER_TO_SLAVE);
+    let slots = region.geometry().slot_count();
+    let next = 100u64;
+    let word = SlotDesc::pack(0xffff, 0) | SlotDesc::stamp(next, slots.trailing_zeros());
+    ring.descs()[(next % u64::from(slots)) as usize]
+        .0
+        .store(word, Ordering::Release);
+    drop(ring);
+    drop(region);
+    assert!(
+        link.wait_down(STALL),
+        "the link stayed up: the driver stalled on the corrupt descriptor without reporting it\n{}",
+        pmd.tail()
+    );
+    let second = link
+        .wait_up(STALL)
+        .unwrap_or_else(|e| panic!("no next generation: {e}\n{}", pmd.tail()));
+    assert!(second > first, "generation {second} after {first}");
+    let x = pmd.xstats();
+    assert_eq!(stat(&x, "peer_corruptions"), 1, "{x:?}");
+    // Frames flow in the next generation.
+    send_frames(&mut tx, 10, &pmd);
+    delivered(&mut pmd, 110);
+    let st = pmd.quit();
+    assert!(st.success(), "testpmd exit {st}");
+    let _ = std::fs::remove_dir_all(&env.work);
 }
 
 // ---- close from the link-state callback ---------------------------------

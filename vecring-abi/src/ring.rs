@@ -261,6 +261,16 @@ impl Default for RingControl {
     }
 }
 
+/// Slots a frame of `len` bytes occupies in slots of `1 << slot_shift`
+/// bytes: a frame takes whole slots, one after another (a shift, not a
+/// division: slot sizes are powers of two). A length within a slot of
+/// `usize::MAX` wraps to a wrong count, never a panic; a reader refuses
+/// such a length whatever the count.
+#[inline(always)]
+pub const fn slots_for(len: usize, slot_shift: u32) -> u64 {
+    (len.wrapping_add((1usize << slot_shift) - 1) >> slot_shift) as u64
+}
+
 /// Bytes of one ring's descriptor array.
 pub const fn desc_bytes(slot_count: u32) -> u64 {
     slot_count as u64 * 8

@@ -217,13 +217,12 @@ impl Default for Geometry {
 }
 
 /// Slots a frame of `len` bytes occupies in slots of `1 << slot_shift`
-/// bytes: the one formula behind [`Geometry::slots_for`] and the ring's
-/// hot paths (which keep the shift rather than a [`Geometry`]). A length
-/// within a slot of `usize::MAX` wraps to a wrong count, never a panic;
-/// every caller refuses such a length whatever the count.
+/// bytes: the ABI's formula (`vecring_abi::ring::slots_for`), behind
+/// [`Geometry::slots_for`]; the ring's hot paths call it there, keeping
+/// the shift rather than a [`Geometry`].
 #[inline(always)]
 pub const fn slots_for_shift(len: usize, slot_shift: u32) -> u64 {
-    (len.wrapping_add((1usize << slot_shift) - 1) >> slot_shift) as u64
+    vecring_abi::ring::slots_for(len, slot_shift)
 }
 
 #[cfg(test)]

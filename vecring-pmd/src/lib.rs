@@ -46,16 +46,13 @@
 //! | `sys::guard` | no panic unwinds into C |
 //! | `devargs` | parsing and validation of `--vdev` arguments |
 //! | `datapath::rx` | RX queues, the RX burst, Rx interrupt enable/disable |
-//! | `datapath::tx` | TX queues, the TX burst |
+//! | `datapath::tx` | TX queues, the TX burst, and when it streams (non-temporal stores) |
 //! | `datapath::scatter` | a long frame received into a chain of mbufs |
 //! | `datapath::zerocopy` | zero-copy receive: mbufs attached to ring slots |
-//! | `datapath::stream` | when a TX burst is written with non-temporal stores |
 //! | `datapath::mbuf` | mbuf helpers: segment bytes and room, bulk free |
 //! | `datapath::filter` | the receive filter as one burst sees it, and its decisions |
 //! | `datapath::filter_config` | the filter's modes and address tables, as control operations set them |
-//! | `datapath::counters` | per-queue counters, one writer each |
-//! | `datapath::shared` | what the data path and the control path share |
-//! | `datapath::handoff` | a reopened link's ends on their way to the queues |
+//! | `datapath::shared` | what the data path and the control path share: per-queue counters (one writer each), hand-offs of a reopened link's ends |
 //! | `datapath::setup` | what a queue was set up with, for queue info |
 //! | `port::state` | the port: its link, its queues' ends, `dev_private` |
 //! | `port::link` | opening the link the devargs describe |

@@ -45,7 +45,7 @@ rust_tests() {
 			;;
 		esac
 	done <"$out"
-	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr|zc|hb)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
+	grep -E "^(tx|io|iozc|iohb|flip|lsc|intr|zc|hb|corrupt)-[a-z0-9-]+: " "$out" | sed 's/^/    /'
 	if grep -q "^failures:" "$out"; then
 		sed -n '/^failures:/,$p' "$out" | head -n 60 | sed 's/^/    /'
 	fi
@@ -61,11 +61,12 @@ test_rust_interop() {
 }
 
 # A hostile Rust peer flips destination MACs in the ring under testpmd's
-# MAC filter; a slave forges the port's count of frames lost; a C DPDK
+# MAC filter; a slave forges the port's count of frames lost; a master
+# publishes a corrupt descriptor where the driver reads next; a C DPDK
 # program closes its port from its link-state callback when the peer
 # leaves (tests/dpdk_hostile.rs, tests/c/lsc_close.c).
 test_rust_hostile() {
-	rust_tests "rust hostile" dpdk_hostile 6
+	rust_tests "rust hostile" dpdk_hostile 7
 }
 
 # tests/dpdk_port.rs

@@ -1,6 +1,6 @@
 //! Doorbells: one `AF_UNIX` datagram socket pair per ring, through which a
 //! side signals the other when it said it sleeps (the words of waiting
-//! are defined in `ring::wait_line`).
+//! are defined in `ring::wait`).
 //!
 //! The master creates the pairs with each region and sends the slave's
 //! ends with the memfd; each side keeps one end of each ring's pair. A side

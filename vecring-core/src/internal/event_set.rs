@@ -2,7 +2,7 @@
 //! it: one descriptor an application sleeps on, made readable by whatever
 //! is added to it or by a kick from this process. The building block of a
 //! link endpoint's wait set, and of the DPDK driver's per-queue interrupt
-//! descriptor (the words of waiting are defined in `ring::wait_line`).
+//! descriptor (the words of waiting are defined in `ring::wait`).
 //!
 //! The kick never leaves this process, so the reasons that rule out an
 //! eventfd for a doorbell shared with the peer (see `crate::doorbell`) do

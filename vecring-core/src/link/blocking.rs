@@ -1,7 +1,7 @@
 //! Blocking calls: a [`Receiver`] that waits for frames and a [`Sender`]
 //! that waits for room, through the ring's wait protocol and the
 //! endpoint's [`WaitSet`](super::wait_set::WaitSet). The words of waiting
-//! are defined once, in `ring::wait_line`.
+//! are defined once, in `ring::wait`.
 //!
 //! Two ways to use it:
 //! - blocking: [`Receiver::wait`], [`Receiver::recv_timeout`],
@@ -18,10 +18,10 @@
 //! wait with a deadline that passes ends with
 //! [`LinkRecvError::Timeout`] or [`LinkSendError::Timeout`].
 
+use super::endpoint::Receiver;
+use super::endpoint::Sender;
 use super::endpoint::{Attach, Endpoint};
 use super::frame_error::{LinkRecvError, LinkSendError};
-use super::receiver::Receiver;
-use super::sender::Sender;
 use crate::memory::RegionRing;
 use crate::ring::{Consumer, Corruption, Producer, PushError, WaitDecision};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};

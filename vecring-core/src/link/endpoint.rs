@@ -1,16 +1,21 @@
-//! What the data-path endpoints share: following the current session
-//! (one atomic load per call when nothing changed), attaching to their
-//! queue's ring in it (and putting its doorbell in their wait set),
-//! carrying totals across generations, and giving the queue back when
-//! dropped.
+//! A queue's end of a link, the data path's entry into the core: the
+//! [`Sender`] and the [`Receiver`] an application (or the DPDK driver)
+//! calls, and the [`Endpoint`] beneath both, which follows the current
+//! session (one atomic load per call when nothing changed), attaches to its
+//! queue's ring in it (and puts its doorbell in the wait set), carries the
+//! totals across generations, and gives the queue back when dropped. Their
+//! blocking calls are in [`super::blocking`].
 
-use super::frame_error::Gone;
+use super::frame_error::{Gone, LinkRecvError, LinkSendError};
 use super::shared::{LinkShared, Session, Taken};
 use super::types::Role;
 use super::wait_set::WaitSet;
 use crate::abi::{self, Dir};
-use crate::memory::RegionRing;
-use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
+use crate::memory::{Region, RegionRing};
+use crate::ring::{
+    Consumer, Corruption, EndpointStats, HoldBack, Producer, PushError, ReadChunk, ReadyWord,
+    SendError, WriteChunk,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -308,5 +313,356 @@ impl<E: Attach> Drop for Endpoint<E> {
             ring.leaving(&self.shared, self.queue, self.generation);
         }
         E::taken(&self.shared).release(self.queue);
+    }
+}
+
+/// The transmit side of one queue of a [`Link`](super::Link)
+/// ([`Link::sender_on`](super::Link::sender_on)). Use it from one thread at
+/// a time.
+pub struct Sender {
+    ep: Endpoint<Producer<RegionRing>>,
+    /// Calls that found the ring full (see [`LinkCounters::tx_ring_full`](super::LinkCounters::tx_ring_full)).
+    full: u64,
+}
+
+impl Sender {
+    pub(super) fn new(ep: Endpoint<Producer<RegionRing>>) -> Self {
+        // Continues the queue's total, as the endpoint does (an earlier
+        // Sender of this queue may have counted some).
+        let full = ep.shared.tx[usize::from(ep.queue)]
+            .full
+            .load(Ordering::Relaxed);
+        Sender { ep, full }
+    }
+
+    pub(super) fn endpoint(&mut self) -> &mut Endpoint<Producer<RegionRing>> {
+        &mut self.ep
+    }
+
+    pub(super) fn endpoint_ref(&self) -> &Endpoint<Producer<RegionRing>> {
+        &self.ep
+    }
+
+    /// Slots a frame of `len` bytes takes in the current generation's ring
+    /// (1 while down).
+    pub(super) fn slots_for(&mut self, len: usize) -> u64 {
+        self.geometry().map_or(1, |g| g.slots_for(len) as u64)
+    }
+
+    /// Whether the peer has a receiver on this queue now, as it says in
+    /// shared memory: frames sent while it has none may never be read
+    /// (the DPDK driver counts them as drops). False while down.
+    pub fn peer_present(&mut self) -> bool {
+        self.ep.ring().is_some_and(|p| p.peer_present())
+    }
+
+    /// The queue this sender sends on.
+    pub fn queue(&self) -> u16 {
+        self.ep.queue
+    }
+
+    /// Counts a call that found the ring full.
+    #[cold]
+    fn found_full(&mut self) {
+        self.full += 1;
+        // Relaxed: a running total from its only writer.
+        self.ep.shared.tx[usize::from(self.ep.queue)]
+            .full
+            .store(self.full, Ordering::Relaxed);
+    }
+
+    fn store_totals(&mut self) {
+        self.ep.store_totals();
+    }
+
+    /// Whether the link is up, as this endpoint last saw it.
+    pub fn is_up(&mut self) -> bool {
+        self.ep.ring().is_some()
+    }
+
+    /// The geometry of the rings, if the link is up (it may change when a
+    /// new master arrives).
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
+    }
+
+    /// The generation this endpoint sends into, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
+    }
+
+    /// Reserves up to `max_slots` slots for writing frames in place; commit
+    /// the chunk to send them.
+    ///
+    /// # Errors
+    /// [`LinkSendError::NoPeer`] without a peer, [`LinkSendError::Closed`]
+    /// once the link is closed, [`LinkSendError::Corrupt`] if the peer
+    /// corrupted this generation (the link then reconnects).
+    #[inline]
+    pub fn write_chunk(
+        &mut self,
+        max_slots: usize,
+    ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
+        // The totals as of the previous chunk, so that the link's counters
+        // (`vecring stats`) follow chunk users too: two stores to a line
+        // only this thread writes.
+        self.store_totals();
+        let ring = self.ep.ring_or_gone()?;
+        Ok(ring.write_chunk(max_slots)?)
+    }
+
+    /// Reserves exactly the slots that frames of the lengths `frame_lens`
+    /// need in the current ring (sized by [`Geometry::slots_for`](crate::Geometry::slots_for)),
+    /// at least one: a caller that knows its burst asks for no more than
+    /// it uses, so the ring re-reads the consumer's index only when its
+    /// cached view holds less.
+    ///
+    /// # Errors
+    /// As [`write_chunk`](Self::write_chunk).
+    #[inline]
+    pub fn write_chunk_for(
+        &mut self,
+        frame_lens: impl IntoIterator<Item = usize>,
+    ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
+        self.store_totals();
+        let ring = self.ep.ring_or_gone()?;
+        let need: usize = frame_lens
+            .into_iter()
+            .map(|len| ring.slots_for(len) as usize)
+            .sum();
+        Ok(ring.write_chunk(need.max(1))?)
+    }
+
+    /// Copies one frame into the link.
+    ///
+    /// # Errors
+    /// As [`Producer::send`], plus [`LinkSendError::NoPeer`] and
+    /// [`LinkSendError::Closed`].
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), LinkSendError> {
+        let r = self.ep.ring_or_gone()?.send(frame);
+        match r {
+            Ok(()) => self.store_totals(),
+            Err(SendError::Push(PushError::Full)) => self.found_full(),
+            Err(_) => {}
+        }
+        Ok(r?)
+    }
+
+    /// Copies as many frames as fit, with one index update; returns how
+    /// many were sent.
+    ///
+    /// # Errors
+    /// As [`Producer::send_batch`], plus [`LinkSendError::NoPeer`] and
+    /// [`LinkSendError::Closed`].
+    pub fn send_batch<'f, I>(&mut self, frames: I) -> Result<usize, LinkSendError>
+    where
+        I: IntoIterator<Item = &'f [u8]>,
+    {
+        let r = self.ep.ring_or_gone()?.send_batch(frames);
+        // Only when the totals moved: a sender finding the ring full calls
+        // again at once.
+        match r {
+            Ok(n) if n > 0 => self.store_totals(),
+            Ok(_) | Err(SendError::Push(PushError::Full)) => self.found_full(),
+            Err(_) => {}
+        }
+        Ok(r?)
+    }
+
+    /// Frames sent in the current generation that the peer has not read
+    /// yet (0 when the link is down).
+    pub fn unread(&mut self) -> u64 {
+        self.ep.ring().map_or(0, |p| p.unread_frames())
+    }
+
+    /// Updates the link's shared TX counters from this endpoint's totals
+    /// (done by `send`/`send_batch`; call after committing chunks).
+    pub fn flush_counters(&mut self) {
+        self.store_totals();
+    }
+}
+
+/// The receive side of one queue of a [`Link`](super::Link)
+/// ([`Link::receiver_on`](super::Link::receiver_on)). Use it from one
+/// thread at a time.
+pub struct Receiver {
+    ep: Endpoint<Consumer<RegionRing>>,
+    /// See [`Receiver::set_hold_back`].
+    hold: Option<HoldBack>,
+    /// The session whose consumer has `hold` applied.
+    hold_epoch: u64,
+}
+
+impl Receiver {
+    pub(super) fn new(ep: Endpoint<Consumer<RegionRing>>) -> Self {
+        Receiver {
+            ep,
+            hold: None,
+            hold_epoch: u64::MAX,
+        }
+    }
+
+    pub(super) fn endpoint(&mut self) -> &mut Endpoint<Consumer<RegionRing>> {
+        &mut self.ep
+    }
+
+    pub(super) fn endpoint_ref(&self) -> &Endpoint<Consumer<RegionRing>> {
+        &self.ep
+    }
+
+    /// The queue this receiver receives from.
+    pub fn queue(&self) -> u16 {
+        self.ep.queue
+    }
+
+    fn store_totals(&mut self) {
+        self.ep.store_totals();
+    }
+
+    /// Whether the link is up, as this endpoint last saw it.
+    pub fn is_up(&mut self) -> bool {
+        self.ep.ring().is_some()
+    }
+
+    /// Sets (or turns off) the hold-back of the batch reads, for this and
+    /// every later generation; see [`HoldBack`]. Off by default.
+    pub fn set_hold_back(&mut self, hold: Option<HoldBack>) {
+        self.hold = hold;
+        // Applied by `consumer` on the next read.
+        self.hold_epoch = u64::MAX;
+    }
+
+    /// The hold-back of the batch reads ([`set_hold_back`](Self::set_hold_back)),
+    /// if on.
+    pub fn hold_back(&self) -> Option<HoldBack> {
+        self.hold
+    }
+
+    /// Batch reads that found nothing because the hold-back held ready
+    /// frames back, over every generation of this receiver: how often the
+    /// hold-back held, to tell it from a link with nothing to read.
+    pub fn held_back(&self) -> u64 {
+        self.ep.held_back()
+    }
+
+    /// The current generation's consumer, with the hold-back applied.
+    #[inline]
+    fn consumer(&mut self) -> Result<&mut Consumer<RegionRing>, Gone> {
+        self.ep.ring_or_gone()?;
+        let epoch = self.ep.epoch;
+        let ring = self.ep.ring.as_mut().ok_or(Gone::NoPeer)?;
+        if self.hold_epoch != epoch {
+            ring.set_hold_back(self.hold);
+            self.hold_epoch = epoch;
+        }
+        Ok(ring)
+    }
+
+    /// The word that changes when this receiver has something new, for a
+    /// wait that watches memory (see [`ReadyWord`]): with the link up, its
+    /// ring's (a frame is ready); while it is down, the link's session
+    /// counter (the link came up, or closed). Ask again after every read:
+    /// the expected value moves on. The word stays valid while this
+    /// receiver lives and makes no other call.
+    pub fn ready_word(&mut self) -> ReadyWord {
+        if let Some(c) = self.ep.ring() {
+            return c.ready_word();
+        }
+        ReadyWord {
+            addr: self.ep.shared.epoch.as_ptr().cast_const(),
+            mask: u64::MAX,
+            value: self.ep.epoch,
+            ready_if_equal: false,
+        }
+    }
+
+    /// The geometry of the rings, if the link is up.
+    pub fn geometry(&mut self) -> Option<crate::Geometry> {
+        Some(self.ep.ring()?.geometry())
+    }
+
+    /// The generation this endpoint receives from, if the link is up.
+    pub fn generation(&mut self) -> Option<u64> {
+        self.ep.ring()?;
+        Some(self.ep.generation)
+    }
+
+    /// Ready frames, read in place and released when the chunk drops.
+    ///
+    /// # Errors
+    /// [`LinkRecvError::NoPeer`] without a peer, [`LinkRecvError::Closed`]
+    /// once the link is closed, [`LinkRecvError::Corrupt`] if the peer
+    /// corrupted this generation (the link then reconnects).
+    #[inline]
+    pub fn read_chunk(
+        &mut self,
+        max_frames: usize,
+    ) -> Result<ReadChunk<'_, RegionRing>, LinkRecvError> {
+        // The totals as of the previous chunk (see `Sender::write_chunk`).
+        self.store_totals();
+        let ring = self.consumer()?;
+        Ok(ring.read_chunk(max_frames)?)
+    }
+
+    /// Releases the slots of frames [kept](ReadChunk::keep) in the current
+    /// generation up to slot `index`; see [`Consumer::release_to`]. Returns
+    /// false if `index` is out of range or the generation changed.
+    pub fn release_to(&mut self, index: u64) -> bool {
+        self.ep.ring.as_mut().is_some_and(|c| c.release_to(index))
+    }
+
+    /// `(released, read)` positions of the ring this endpoint holds now,
+    /// without following a generation change (so they belong to the same
+    /// ring as the last chunk read); see [`Consumer::released_position`].
+    pub fn positions(&self) -> Option<(u64, u64)> {
+        self.ep
+            .ring
+            .as_ref()
+            .map(|c| (c.released_position(), c.read_position()))
+    }
+
+    /// The region the current generation's frames live in, if up (to keep
+    /// it mapped while frames kept in place are in use).
+    pub fn region(&mut self) -> Option<Arc<Region>> {
+        Some(Arc::clone(self.ep.ring()?.storage().region()))
+    }
+
+    /// Copies the next frame into `buf`.
+    ///
+    /// # Errors
+    /// As [`Consumer::recv`], plus [`LinkRecvError::NoPeer`] and
+    /// [`LinkRecvError::Closed`].
+    pub fn recv(&mut self, buf: &mut [u8]) -> Result<usize, LinkRecvError> {
+        let r = self.ep.ring_or_gone()?.recv(buf);
+        if r.is_ok() {
+            self.store_totals();
+        }
+        Ok(r?)
+    }
+
+    /// Copies up to `bufs.len()` frames; see [`Consumer::recv_batch`].
+    ///
+    /// # Errors
+    /// As [`Consumer::recv_batch`], plus [`LinkRecvError::NoPeer`] and
+    /// [`LinkRecvError::Closed`].
+    pub fn recv_batch<B: AsMut<[u8]>>(
+        &mut self,
+        bufs: &mut [B],
+        lens: &mut [usize],
+    ) -> Result<usize, LinkRecvError> {
+        let r = self.consumer()?.recv_batch(bufs, lens);
+        // Only when the totals moved: a receiver polling an empty ring
+        // calls again at once.
+        if matches!(r, Ok(n) if n > 0) {
+            self.store_totals();
+        }
+        Ok(r?)
+    }
+
+    /// Updates the link's shared RX counters (done by `recv`/`recv_batch`;
+    /// call after releasing chunks).
+    pub fn flush_counters(&mut self) {
+        self.store_totals();
     }
 }

@@ -19,8 +19,6 @@ mod endpoint;
 mod error;
 mod frame_error;
 mod rate_log;
-mod receiver;
-mod sender;
 mod shared;
 mod types;
 mod wait_set;
@@ -29,10 +27,9 @@ pub use crate::dirs::Unsafe;
 pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
+pub use endpoint::{Receiver, Sender};
 pub use error::LinkError;
 pub use frame_error::{LinkRecvError, LinkSendError};
-pub use receiver::Receiver;
-pub use sender::Sender;
 pub use types::{
     LinkCounters, LinkState, QueueCounters, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
 };

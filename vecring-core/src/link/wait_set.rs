@@ -1,4 +1,4 @@
-//! [`WaitSet`] (see the vocabulary in `ring::wait_line`): what a sleeping
+//! [`WaitSet`] (see the vocabulary in `ring::wait`): what a sleeping
 //! endpoint waits on, behind one file
 //! descriptor that stays the same for the endpoint's life (across link
 //! down, up and new masters), so that an application registers it once

@@ -1,14 +1,19 @@
-//! The reading end of a ring: attaching, finding published frames by their
-//! descriptors' stamps, publishing `tail`, and the copying calls
-//! [`Consumer::recv`] and [`Consumer::recv_batch`].
+//! The reading end of a ring, all of its methods but the optional
+//! hold-back's: attaching, finding published frames by their descriptors'
+//! stamps, publishing `tail`, the copying calls [`Consumer::recv`] and
+//! [`Consumer::recv_batch`], the chunk of frames read in place
+//! ([`Consumer::read_chunk`]), the word a monitoring wait watches
+//! ([`Consumer::ready_word`]), and a wait for frames
+//! ([`Consumer::prepare_sleep`]).
 
 use super::bytes::copy_bytes;
 use super::copy::RUN;
-use super::descriptor::{SeenDesc, Shape};
 use super::error::{Corruption, RecvError};
+use super::read_chunk::ReadChunk;
+use super::shape::{SeenDesc, Shape};
 use super::stats::EndpointStats;
 use super::storage::{model_read, Bell, RingStorage};
-use super::wait_line::WaitProtocol;
+use super::wait::{ReadyWord, WaitDecision, WaitProtocol};
 use crate::abi::DESC_STAMP_MASK;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -43,7 +48,7 @@ pub struct Consumer<S: RingStorage> {
     pub(super) hold_wait: Duration,
     /// When the frames held back now were first held back.
     pub(super) held_since: Option<Instant>,
-    /// Our side of the sleep/wake protocol (`ring::wait_line`).
+    /// Our side of the sleep/wake protocol (`ring::wait`).
     pub(super) wait: WaitProtocol,
 }
 
@@ -453,5 +458,115 @@ impl<S: RingStorage> Consumer<S> {
             self.publish_release(pos);
         }
         Ok(n)
+    }
+}
+
+impl<S: RingStorage> Consumer<S> {
+    /// Up to `max_frames` ready frames, to be read in place. Frames returned
+    /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
+    /// (or [`released`](ReadChunk::release)). Empty while frames are held
+    /// back ([`set_hold_back`](Self::set_hold_back)).
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline]
+    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
+        self.chunk(max_frames, true)
+    }
+
+    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
+    /// frames are held back. `recv` asks with `hold` false: it is never
+    /// held back (see [`HoldBack`](super::HoldBack)).
+    #[inline]
+    pub(super) fn chunk(
+        &mut self,
+        max_frames: usize,
+        hold: bool,
+    ) -> Result<ReadChunk<'_, S>, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        // Frames lie before the end of the ring's capacity; which of them
+        // are published, their descriptors' stamps say, checked as each
+        // run starts: nothing is looked at before. Under a hold-back,
+        // which counts the ready slots first (see `HoldBack`), the frames
+        // found then, or none while it holds them back.
+        let end = if self.hold_below == 0 || !hold {
+            self.capacity_end()
+        } else {
+            self.ready_for(max_frames as u64)?;
+            if self.holding() {
+                self.tail
+            } else {
+                self.cached_head
+            }
+        };
+        Ok(ReadChunk::new(self, end, max_frames))
+    }
+}
+
+impl<S: RingStorage> Consumer<S> {
+    /// Prepares to sleep until frames arrive.
+    ///
+    /// Returns [`WaitDecision::Ready`] when frames are ready after all (do not
+    /// sleep; read them), [`WaitDecision::Sleep`] when the producer will ring the
+    /// doorbell after its next publish, or [`WaitDecision::Nap`] when it may not
+    /// yet (sleep on the doorbell with a short timeout). After a `Sleep` or
+    /// `Nap`, call [`cancel_sleep`](Self::cancel_sleep) on waking, so that
+    /// the producer stops checking for a sleeper (forgetting it costs
+    /// nothing more: the producer rings once per sleep).
+    ///
+    /// Once a consumer of a ring has slept, the producer checks for
+    /// sleepers behind a full fence after every publish, for the rest of
+    /// the ring's life: the price of interrupt mode.
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring.
+    pub fn prepare_sleep(&mut self) -> Result<WaitDecision, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        if self.cached_head != self.tail {
+            return Ok(WaitDecision::Ready);
+        }
+        let ctl = self.storage.control();
+        let acked = self.wait.prepare(&ctl.consumer_wait, &ctl.producer_wait);
+        // The re-check after the fence in `prepare` (see `wait`): the
+        // descriptor at our read position.
+        self.find_ready(1)?;
+        if self.cached_head != self.tail {
+            self.cancel_sleep();
+            return Ok(WaitDecision::Ready);
+        }
+        Ok(if acked {
+            WaitDecision::Sleep
+        } else {
+            WaitDecision::Nap
+        })
+    }
+
+    /// Says the consumer runs again: the producer stops ringing until the
+    /// next [`prepare_sleep`](Self::prepare_sleep). Harmless when awake.
+    pub fn cancel_sleep(&mut self) {
+        if self.wait.sleeping() {
+            self.wait.wake(&self.storage.control().consumer_wait);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl<S: RingStorage> Consumer<S> {
+    /// The word that changes when this consumer's next frame is ready:
+    /// the descriptor of the slot it reads next, which publishes that
+    /// frame with the stamp of the reader's lap. It moves on with every
+    /// read.
+    pub fn ready_word(&self) -> ReadyWord {
+        let tail = self.read_position();
+        ReadyWord {
+            addr: self.shape.desc(tail).0.as_ptr().cast_const(),
+            mask: DESC_STAMP_MASK,
+            value: self.shape.stamp(tail),
+            ready_if_equal: true,
+        }
     }
 }

@@ -2,11 +2,11 @@
 //! over frames of one descriptor, and the producer's over frames of one
 //! length, each choosing its kind of copy once per run, not per frame.
 
+use super::bytes::four_hold;
 use super::bytes::{copy_32_to_64, copy_as, copy_bytes, stream_lines, COPY_ANY, COPY_MEMCPY};
-use super::desc_group::four_hold;
-use super::desc_write::{put_desc, put_descs, Lag, LenPlan};
-use super::descriptor::{Run, SeenDesc, Shape};
 use super::frame::Frame;
+use super::shape::{put_desc, put_descs, Lag, LenPlan};
+use super::shape::{Run, SeenDesc, Shape};
 use crate::abi::SlotDesc;
 use crate::sync::{fence, Ordering};
 use core::ptr;

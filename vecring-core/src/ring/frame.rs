@@ -2,7 +2,7 @@
 //! frames of one length, and [`FrameArrays`], such a run as arrays.
 
 use super::bytes::copy_bytes;
-use super::descriptor::Shape;
+use super::shape::Shape;
 use core::marker::PhantomData;
 use core::ptr;
 

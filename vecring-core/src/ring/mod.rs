@@ -9,7 +9,7 @@
 //! no load of the producer's index on its data path:
 //!
 //! - the producer fills a frame's slots, then stores its descriptor with
-//!   the stamp (a `Release` store, `desc_write::put_desc`); a chunk's
+//!   the stamp (a `Release` store, `shape::put_desc`); a chunk's
 //!   frames get their descriptors at [`WriteChunk::commit`], one store
 //!   each (a chunk whose length changes stores the lap before's stamp for
 //!   the frames before the change, and commit adds the lap). After each
@@ -44,37 +44,32 @@
 //! says so in its wait line and the other side, after its next index store,
 //! rings the storage's doorbell ([`RingStorage::ring_doorbell`]).
 
-// The files, each importing only from those on the lines above its own
-// (this file re-exports what is public; `abi`, `geometry` and `sync` are
-// the crate's, below the ring):
+// The files, each importing only from those on the lines above its own,
+// or on its own line (this file re-exports what is public; `abi`,
+// `geometry` and `sync` are the crate's, below the ring):
 // - `error`, `stats`, `storage`: what an endpoint reports, and the memory
 //   a ring lives in with its loom hooks (`model_read`, `model_write`);
-// - `bytes`: byte copies, non-temporal stores and prefetches;
-//   `desc_group`: a group of descriptors compared at once;
-// - `wait_line`: one side of the wait protocol, and its vocabulary;
-// - `descriptor`: the ring's `Shape` (slot math, once per endpoint) and
-//   reading descriptors; `desc_write`: writing them, the Release stores
-//   that publish frames (`put_desc`);
+// - `bytes`: raw access to ring memory: byte copies, non-temporal stores,
+//   prefetches, and descriptors compared a group at a time;
+// - `wait`: the wait protocol, the words of waiting, and the ready word;
+// - `shape`: the ring's `Shape` (slot math, once per endpoint), reading
+//   descriptors, and writing them (the Release stores that publish
+//   frames, `put_desc`);
 // - `frame`: received frames, read in place; `frame_writer`: a frame
 //   being written in place;
 // - `copy`: the copy loops (`Shape`'s, over runs of frames);
-// - `producer`, then `write_chunk`: the writing end;
-// - `consumer`, then `hold_back`, `read_chunk` and `ready_word`: the
-//   reading end;
-// - `wait`: a ring end's wait (`prepare_sleep`, `prepare_space_sleep`);
+// - `producer` and `write_chunk`: the writing end and its chunk;
+// - `consumer`, `hold_back` and `read_chunk`: the reading end, its
+//   optional hold-back and its chunk;
 // - `heap`: the heap backend and `heap_channel`.
-// A type's methods are spread over the files of its line and below:
-// `Shape` over `descriptor`, `desc_write` and `copy`; `Producer` over
-// `producer`, `write_chunk` and `wait`; `Consumer` over `consumer`,
-// `hold_back`, `read_chunk`, `ready_word` and `wait`. Tests: the
-// conformance suite over any storage in `tests/`; the wait decision and
-// the signal throttle in `wait_decision_tests` and `wait_throttle_tests`.
+// Each type's methods are in its own file, or by concept in two:
+// `Shape` over `shape` and `copy`; `Producer` over `producer`;
+// `Consumer` over `consumer` and `hold_back`. Tests: the conformance
+// suite over any storage in `tests/`; the wait decision and the signal
+// throttle in `wait_decision_tests` and `wait_throttle_tests`.
 mod bytes;
 mod consumer;
 mod copy;
-mod desc_group;
-mod desc_write;
-mod descriptor;
 mod error;
 mod frame;
 mod frame_writer;
@@ -82,7 +77,7 @@ mod heap;
 mod hold_back;
 mod producer;
 mod read_chunk;
-mod ready_word;
+mod shape;
 mod stats;
 mod storage;
 #[cfg(all(test, not(loom)))]
@@ -90,7 +85,6 @@ pub(crate) mod tests;
 mod wait;
 #[cfg(all(test, not(loom)))]
 mod wait_decision_tests;
-mod wait_line;
 #[cfg(all(test, not(loom)))]
 mod wait_throttle_tests;
 mod write_chunk;
@@ -103,8 +97,7 @@ pub use heap::{heap_channel, HeapRing};
 pub use hold_back::HoldBack;
 pub use producer::Producer;
 pub use read_chunk::ReadChunk;
-pub use ready_word::ReadyWord;
 pub use stats::EndpointStats;
 pub use storage::{Bell, RingStorage};
-pub use wait_line::WaitDecision;
+pub use wait::{ReadyWord, WaitDecision};
 pub use write_chunk::{WriteChunk, STREAM_MAX_LEN};

@@ -1,16 +1,18 @@
-//! The writing end of a ring: attaching, the view of the consumer's index,
-//! publishing frames (each by its descriptor's stamp, then `head` once per
-//! batch as a hint), and the copying calls [`Producer::send`] and
-//! [`Producer::send_batch`].
+//! The writing end of a ring, all of its methods: attaching, the view of
+//! the consumer's index, publishing frames (each by its descriptor's
+//! stamp, then `head` once per batch as a hint), the copying calls
+//! [`Producer::send`] and [`Producer::send_batch`], the chunk of frames
+//! written in place ([`Producer::write_chunk`]), and a wait for room
+//! ([`Producer::prepare_space_sleep`]).
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
 use super::copy::{stream_like, StreamEnd};
-use super::desc_write::{put_desc, LenPlan};
-use super::descriptor::{Run, Shape};
 use super::error::{Corruption, IndexKind, SendError};
+use super::shape::{put_desc, LenPlan, Run, Shape};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};
-use super::wait_line::WaitProtocol;
+use super::wait::{present, WaitDecision, WaitProtocol};
+use super::write_chunk::WriteChunk;
 use crate::abi::SlotDesc;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -31,7 +33,7 @@ pub struct Producer<S: RingStorage> {
     /// attached ([`Producer::inherit`]): with `stats.frames`, the most
     /// frames of ours the ring can hold unread.
     inherited: u64,
-    /// Our side of the sleep/wake protocol (`ring::wait_line`).
+    /// Our side of the sleep/wake protocol (`ring::wait`).
     pub(super) wait: WaitProtocol,
 }
 
@@ -89,6 +91,13 @@ impl<S: RingStorage> Producer<S> {
     /// The ring's geometry.
     pub fn geometry(&self) -> Geometry {
         self.storage.geometry()
+    }
+
+    /// Slots a frame of `len` bytes takes in this ring
+    /// ([`Geometry::slots_for`], from the shape the endpoint keeps).
+    #[inline]
+    pub fn slots_for(&self, len: usize) -> u64 {
+        self.shape.slots_for(len)
     }
 
     /// Counters of this endpoint.
@@ -273,7 +282,7 @@ impl<S: RingStorage> Producer<S> {
         self.head = head;
         // Relaxed: the descriptors' Release stores publish the frames; the
         // shared `head` is a hint, loaded (Relaxed) only by the consumer's
-        // wakeup throttle (`wait_line`) and by a producer attaching later
+        // wakeup throttle (`wait`) and by a producer attaching later
         // (`Producer::attach`). A line only we write, never loaded on the
         // consumer's data path.
         self.storage
@@ -459,5 +468,73 @@ impl<S: RingStorage> Producer<S> {
             self.publish(start.wrapping_add(used), n, bytes);
         }
         Ok(n)
+    }
+}
+
+impl<S: RingStorage> Producer<S> {
+    /// Reserves up to `max_slots` free slots for writing frames in place.
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline(always)]
+    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
+        let max = max_slots.min(self.shape.slot_count as usize) as u64;
+        let free = self.free_slots(max)?;
+        let reserved = free.min(max);
+        Ok(WriteChunk::new(self, reserved))
+    }
+}
+
+impl<S: RingStorage> Producer<S> {
+    /// Prepares to sleep until at least `slots` slots are free: as
+    /// [`Consumer::prepare_sleep`](super::Consumer::prepare_sleep), with [`WaitDecision::Ready`] meaning the room
+    /// is there after all. Call [`cancel_space_sleep`](Self::cancel_space_sleep)
+    /// on waking.
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring.
+    pub fn prepare_space_sleep(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        let slots = slots.clamp(1, u64::from(self.shape.slot_count));
+        if self.free_slots(slots)? >= slots {
+            return Ok(WaitDecision::Ready);
+        }
+        let ctl = self.storage.control();
+        let acked = self.wait.prepare(&ctl.producer_wait, &ctl.consumer_wait);
+        // The re-check after the fence in `prepare` (see `wait`).
+        self.refresh_tail()?;
+        if self.free_slots(slots)? >= slots {
+            self.cancel_space_sleep();
+            return Ok(WaitDecision::Ready);
+        }
+        Ok(if acked {
+            WaitDecision::Sleep
+        } else {
+            WaitDecision::Nap
+        })
+    }
+
+    /// Whether `slots` slots are free now (refreshing the consumer's index
+    /// at most once, without a fence): no need to sleep.
+    pub fn has_room(&mut self, slots: u64) -> bool {
+        let slots = slots.clamp(1, u64::from(self.shape.slot_count));
+        self.free_slots(slots).is_ok_and(|free| free >= slots)
+    }
+
+    /// Says the producer runs again (see
+    /// [`Consumer::cancel_sleep`](super::Consumer::cancel_sleep)).
+    pub fn cancel_space_sleep(&mut self) {
+        if self.wait.sleeping() {
+            self.wait.wake(&self.storage.control().producer_wait);
+        }
+    }
+
+    /// Whether a consumer is attached to the ring now, as the peer says:
+    /// frames sent while none is may never be read. A hint for counting,
+    /// not a guarantee.
+    pub fn peer_present(&self) -> bool {
+        present(&self.storage.control().consumer_wait)
     }
 }

@@ -2,72 +2,14 @@
 //! validated a run at a time, and released together.
 
 use super::consumer::Consumer;
-use super::descriptor::{SeenDesc, Shape};
 use super::error::Corruption;
 use super::frame::{Frame, FrameRun};
+use super::shape::{SeenDesc, Shape};
 use super::storage::{model_read, RingStorage};
 use crate::abi::DESC_STAMP_MASK;
 use crate::sync::{fence, Ordering};
 use core::marker::PhantomData;
 use core::ptr;
-
-impl<S: RingStorage> Consumer<S> {
-    /// Up to `max_frames` ready frames, to be read in place. Frames returned
-    /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
-    /// (or [`released`](ReadChunk::release)). Empty while frames are held
-    /// back ([`set_hold_back`](Self::set_hold_back)).
-    ///
-    /// # Errors
-    /// [`Corruption`] if the peer corrupted the ring (now or before).
-    #[inline]
-    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
-        self.chunk(max_frames, true)
-    }
-
-    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
-    /// frames are held back. `recv` asks with `hold` false: it is never
-    /// held back (see [`HoldBack`](super::HoldBack)).
-    #[inline]
-    pub(super) fn chunk(
-        &mut self,
-        max_frames: usize,
-        hold: bool,
-    ) -> Result<ReadChunk<'_, S>, Corruption> {
-        if let Some(c) = self.poisoned {
-            return Err(c);
-        }
-        // Frames lie before the end of the ring's capacity; which of them
-        // are published, their descriptors' stamps say, checked as each
-        // run starts: nothing is looked at before. Under a hold-back,
-        // which counts the ready slots first (see `HoldBack`), the frames
-        // found then, or none while it holds them back.
-        let end = if self.hold_below == 0 || !hold {
-            self.capacity_end()
-        } else {
-            self.ready_for(max_frames as u64)?;
-            if self.holding() {
-                self.tail
-            } else {
-                self.cached_head
-            }
-        };
-        Ok(ReadChunk {
-            shape: self.shape,
-            pos: self.tail,
-            end,
-            max_frames,
-            frames_left: max_frames,
-            bytes: 0,
-            keep: false,
-            seen: self.seen,
-            run_left: 0,
-            run_head: ptr::null(),
-            run_head_len: 0,
-            run_stride: 0,
-            consumer: self,
-        })
-    }
-}
 
 /// Ready frames obtained with [`Consumer::read_chunk`], read in place.
 /// Frames handed out are released when the chunk is dropped.
@@ -113,6 +55,29 @@ pub struct ReadChunk<'c, S: RingStorage> {
 // pointer point into the storage of the endpoint it borrows mutably.
 unsafe impl<S: RingStorage> Send for ReadChunk<'_, S> {}
 
+impl<'c, S: RingStorage> ReadChunk<'c, S> {
+    /// A chunk of `consumer`'s frames from its read position to `end`, at
+    /// most `max_frames` of them ([`Consumer::read_chunk`]).
+    #[inline(always)]
+    pub(super) fn new(consumer: &'c mut Consumer<S>, end: u64, max_frames: usize) -> Self {
+        ReadChunk {
+            shape: consumer.shape,
+            pos: consumer.tail,
+            end,
+            max_frames,
+            frames_left: max_frames,
+            bytes: 0,
+            keep: false,
+            seen: consumer.seen,
+            run_left: 0,
+            run_head: ptr::null(),
+            run_head_len: 0,
+            run_stride: 0,
+            consumer,
+        }
+    }
+}
+
 impl<S: RingStorage> ReadChunk<'_, S> {
     /// The storage the chunk's frames live in (e.g. to tell which shared
     /// region, and so which link generation, they belong to).
@@ -123,13 +88,36 @@ impl<S: RingStorage> ReadChunk<'_, S> {
     /// Slots in this chunk not yet handed out: those of the frames
     /// validated already, and of the published frames after them (up to
     /// the chunk's frame budget), looked for now. The descriptors looked
-    /// at are loaded again when their frames are handed out.
+    /// at are loaded again when their frames are handed out, and a corrupt
+    /// one is reported only then: a reader that sizes its reads by this
+    /// count and asks for no frame when it is 0 never learns of corruption
+    /// at the read position. [`ready`](Self::ready) does both at once.
     pub fn ready_slots(&self) -> usize {
-        let shape = &self.shape;
         let run_end = self.pos.wrapping_add(self.run_left * self.seen.slots);
         let mut seen = self.seen;
-        let (end, _) = shape.scan(run_end, self.end, self.frames_left as u64, &mut seen);
+        let (end, _) = self
+            .shape
+            .scan(run_end, self.end, self.frames_left as u64, &mut seen);
         end.wrapping_sub(self.pos) as usize
+    }
+
+    /// [`ready_slots`](Self::ready_slots), the frames at the read position
+    /// validated first (as handing the first out would), which
+    /// [`next_frame`](Self::next_frame) then hands out without loading a
+    /// descriptor again: frames of one length are read once; only those
+    /// after the first run are looked at here and again when reached.
+    ///
+    /// # Errors
+    /// The corruption of the descriptor at the read position, which
+    /// poisons the consumer, as handing its frame out does (the driver
+    /// sizes its bursts by this count). One later in the chunk is
+    /// reported when the reader reaches its frame.
+    #[inline]
+    pub fn ready(&mut self) -> Result<usize, Corruption> {
+        if self.run_left == 0 && !self.start_run()? {
+            return Ok(0);
+        }
+        Ok(self.ready_slots())
     }
 
     /// The frame at `pos`, validated, without consuming it. Inside a run

@@ -37,7 +37,7 @@ pub unsafe trait RingStorage: Send + Sync {
         (slot < g.slot_count() as usize).then_some(slot)
     }
     /// Wakes the other side of the ring, which said it sleeps (see
-    /// `ring::wait_line`): the consumer for [`Bell::Data`], the producer
+    /// `ring::wait`): the consumer for [`Bell::Data`], the producer
     /// for [`Bell::Space`]. Must not block. Storage without a doorbell does
     /// nothing: its sleepers wake by their own timeouts.
     #[inline]
@@ -67,7 +67,7 @@ pub enum Bell {
 
 /// The consumer reads the `slots` slots from free-running `index` now:
 /// after the Acquire load of the frame's descriptor whose stamp published
-/// them (or the Acquire fence after its Relaxed load; `desc_write::put_desc`
+/// them (or the Acquire fence after its Relaxed load; `shape::put_desc`
 /// lists the consumer's loads), before the Release store of `tail` that
 /// frees them (`Consumer::publish_release`). Tells loom (see
 /// `RingStorage::slot_access`, a method only under loom); compiles to
@@ -83,7 +83,7 @@ pub(super) fn model_read<S: RingStorage>(storage: &S, index: u64, slots: u64) {
 /// The producer writes the `slots` slots from free-running `index` now:
 /// after the Acquire load of `tail` that freed them
 /// (`Producer::refresh_tail`), before the Release store of the frame's
-/// first descriptor that publishes them (`desc_write::put_desc`). As
+/// first descriptor that publishes them (`shape::put_desc`). As
 /// [`model_read`].
 #[inline(always)]
 pub(super) fn model_write<S: RingStorage>(storage: &S, index: u64, slots: u64) {

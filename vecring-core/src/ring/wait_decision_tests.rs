@@ -3,7 +3,7 @@
 //! from then on. Beside the ring's modules, as `wait_throttle_tests`.
 
 use super::heap::heap_channel;
-use super::wait_line::WaitDecision;
+use super::wait::WaitDecision;
 use super::RecvError;
 use crate::geometry::Geometry;
 

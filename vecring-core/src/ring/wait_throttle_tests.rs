@@ -1,11 +1,11 @@
 //! The signalling side of the wait line against a consumer that asks for
-//! signals and never reads (`wait_line`'s throttle), on a heap ring whose
+//! signals and never reads (`wait`'s throttle), on a heap ring whose
 //! consumer line the tests write. Beside the ring's modules rather than
-//! inside `wait_line`, which the producer and consumer import.
+//! inside `wait`, which the producer and consumer import.
 
 use super::heap::HeapRing;
 use super::storage::{Bell, RingStorage};
-use super::wait_line::{WaitProtocol, THROTTLE_GAP, UNANSWERED_MAX};
+use super::wait::{WaitProtocol, THROTTLE_GAP, UNANSWERED_MAX};
 use crate::abi::{WAIT_ARMED, WAIT_PRESENT};
 use crate::geometry::Geometry;
 use crate::sync::Ordering;

@@ -2,43 +2,16 @@
 //! frames are pushed into them (one at a time, a run of one length, or a
 //! burst of small frames), described and published at commit.
 
+use super::bytes::{all_hold, DESC_GROUP};
 use super::bytes::{copy_bytes, store_fence, stream_lines};
-use super::desc_group::{all_hold, DESC_GROUP};
-use super::desc_write::{put_desc, put_descs, Lag};
-use super::descriptor::{Run, Shape};
-use super::error::{Corruption, PushError};
+use super::error::PushError;
 use super::frame_writer::FrameWriter;
 use super::producer::Producer;
+use super::shape::{put_desc, put_descs, Lag};
+use super::shape::{Run, Shape};
 use super::storage::{model_write, RingStorage};
 use crate::abi::{SlotDesc, DESC_STAMP_ONE};
 use crate::sync::Ordering;
-
-impl<S: RingStorage> Producer<S> {
-    /// Reserves up to `max_slots` free slots for writing frames in place.
-    ///
-    /// # Errors
-    /// [`Corruption`] if the peer corrupted the ring (now or before).
-    #[inline(always)]
-    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
-        let max = max_slots.min(self.shape.slot_count as usize) as u64;
-        let free = self.free_slots(max)?;
-        let reserved = free.min(max);
-        Ok(WriteChunk {
-            shape: self.shape,
-            run: self.shape.run_from(self.head),
-            reserved,
-            used: 0,
-            frames: 0,
-            bytes: 0,
-            stream: false,
-            streamed: false,
-            like_from: 0,
-            like_word: 0,
-            like_slots: 1,
-            producer: self,
-        })
-    }
-}
 
 /// The longest frame a streaming chunk writes with non-temporal stores
 /// ([`WriteChunk::set_streaming`]). Longer frames reach the memory's
@@ -84,6 +57,28 @@ pub struct WriteChunk<'p, S: RingStorage> {
 // SAFETY: as for `Producer`: the chunk's copy of the shape and its `Run`
 // point into the storage of the endpoint it borrows mutably.
 unsafe impl<S: RingStorage> Send for WriteChunk<'_, S> {}
+
+impl<'c, S: RingStorage> WriteChunk<'c, S> {
+    /// A chunk of `reserved` free slots of `producer`'s from its write
+    /// position ([`Producer::write_chunk`]).
+    #[inline(always)]
+    pub(super) fn new(producer: &'c mut Producer<S>, reserved: u64) -> Self {
+        WriteChunk {
+            shape: producer.shape,
+            run: producer.shape.run_from(producer.head),
+            reserved,
+            used: 0,
+            frames: 0,
+            bytes: 0,
+            stream: false,
+            streamed: false,
+            like_from: 0,
+            like_word: 0,
+            like_slots: 1,
+            producer,
+        }
+    }
+}
 
 impl<S: RingStorage> WriteChunk<'_, S> {
     /// Slots still free in this chunk.

@@ -7,27 +7,21 @@
 //! | module | what |
 //! |---|---|
 //! | `rx` | [`RxQueue`](rx::RxQueue), the RX burst, Rx interrupt enable/disable |
-//! | `tx` | [`TxQueue`](tx::TxQueue), the TX burst |
+//! | `tx` | [`TxQueue`](tx::TxQueue), the TX burst, and when it is written with non-temporal stores |
 //! | `scatter` | a long frame received into a chain of mbufs |
 //! | `zerocopy` | zero-copy receive: mbufs attached to ring slots |
-//! | `stream` | when a TX burst is written with non-temporal stores |
 //! | `mbuf` | mbuf helpers: segment bytes and room, bulk free |
 //! | `filter` | the receive filter as one burst sees it, and its decisions |
 //! | `filter_config` | the filter's modes and address tables, as control operations set them |
-//! | `counters` | per-queue counters with one writer each |
-//! | `shared` | the state the data path and the control path share |
-//! | `handoff` | a reopened link's ends on their way to the queues |
+//! | `shared` | the state the data path and the control path share: per-queue counters with one writer each, a reopened link's ends on their way to the queues |
 //! | `setup` | what a queue was set up with, for queue info |
 
-pub(crate) mod counters;
 pub(crate) mod filter;
 pub(crate) mod filter_config;
-mod handoff;
 pub(crate) mod mbuf;
 pub(crate) mod rx;
 mod scatter;
 pub(crate) mod setup;
 pub(crate) mod shared;
-mod stream;
 pub(crate) mod tx;
 pub(crate) mod zerocopy;

@@ -10,25 +10,25 @@
 //! scatter and zero-copy decisions are const generics, never a per-packet
 //! branch. The filter (mode and addresses, [`Filter`]) is read once per
 //! burst, and so is the flag saying that a reopened link's end waits for
-//! the queue ([`super::handoff`]).
+//! the queue ([`super::shared`]).
 //!
 //! The peer can write a frame's bytes while they are read, so the MAC filter
 //! decides on one read of them: a copied frame on its copy in the mbuf, a
 //! zero-copy frame on one read of its destination MAC (see
 //! [`Filter::accept_shared`]).
 //!
-//! Drops are counted where they happen (see [`super::counters`]). An RX
+//! Drops are counted where they happen (see [`super::shared`]). An RX
 //! queue the link lacks receives nothing.
 //!
 //! In Rx interrupt mode ([`crate::ethdev::intr`]) the lcore polling the
 //! queue also enables and disables its interrupt between bursts
 //! ([`RxQueue::intr_enable`], [`RxQueue::intr_disable`]).
 
-use super::counters::add_raw;
 use super::filter::Filter;
 use super::mbuf::{free_bulk, seg_room};
 use super::scatter::{scatter_into, Scatter};
 use super::setup::QueueSetup;
+use super::shared::add_raw;
 use super::shared::Shared;
 use super::zerocopy::{self, ZcSlots, ZC_MIN_LEN};
 use crate::sys::compat::mbuf;
@@ -284,7 +284,9 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         None
     };
     // A frame takes at least one slot: never allocate more mbufs than that.
-    let want = chunk.ready_slots().min(usize::from(nb_pkts));
+    // A corrupt descriptor at the read position has poisoned the ring (the
+    // link counts and logs it at the next burst).
+    let want = chunk.ready().unwrap_or(0).min(usize::from(nb_pkts));
     if want == 0 {
         drop(chunk);
         if receiver.hold_back().is_some() {

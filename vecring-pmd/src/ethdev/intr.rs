@@ -12,7 +12,7 @@
 //! - the wait set of the queue's current `Receiver` (its `AsRawFd`),
 //!   added when the queue first enables its interrupt with that receiver
 //!   and removed when a reopened link's receiver replaces it (a hand-off,
-//!   `datapath::handoff`): a receiver's wait set is readable after a
+//!   `datapath::shared`, its hand-offs): a receiver's wait set is readable after a
 //!   doorbell, a link change or a nap timer (see `vecring_core`'s
 //!   `Receiver::prepare_wait`);
 //! - a private eventfd, the kick, written when frames are already waiting

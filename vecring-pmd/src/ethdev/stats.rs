@@ -2,7 +2,7 @@
 //! `stats_reset`, `xstats_get`, `xstats_get_names`, `xstats_reset`. Each
 //! reads the port's [`Snapshot`] and reports it since the operation's own
 //! reset baseline (a reset never writes a counter, see
-//! [`crate::datapath::counters`]).
+//! [`crate::datapath::shared`]).
 
 use super::dev::Dev;
 use super::xstats;

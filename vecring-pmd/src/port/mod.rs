@@ -20,7 +20,7 @@
 //! sees this end leave (EOF) and stops sending; starting the port or setting
 //! the link up opens a new one (a master claims the link again: closing
 //! removed its socket and lock). The new link's ends reach the queues
-//! through hand-offs (`datapath::handoff`), since an lcore may be polling
+//! through hand-offs (`datapath::shared`, its hand-offs), since an lcore may be polling
 //! them. `dev_close` (also reached from `remove`, i.e. `rte_vdev_uninit`)
 //! releases the queues, stops link-state events, drops the link and frees
 //! the port; it may be called from the application's link-state callback

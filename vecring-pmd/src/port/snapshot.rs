@@ -1,10 +1,10 @@
 //! The counters `stats_get` and `xstats_get` report, read at one moment
 //! ([`Snapshot`]): every queue's data-path counters
-//! ([`crate::datapath::counters`]) and the link's, with the port's totals
+//! ([`crate::datapath::shared`]) and the link's, with the port's totals
 //! as their sums and resets as baselines.
 
-use crate::datapath::counters::{RxCounters, TxCounters};
 use crate::datapath::shared::Shared;
+use crate::datapath::shared::{RxCounters, TxCounters};
 use crate::sys::eth_stats::EthStats;
 use crate::sys::ffi::QUEUE_STAT_CNTRS;
 use vecring_core::MAX_QUEUES;

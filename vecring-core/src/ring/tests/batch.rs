@@ -172,10 +172,12 @@ pub(crate) fn a_chunk_reads_frames_published_after_it_was_made<S: RingStorage + 
     drop(chunk);
     let mut chunk = rx.read_chunk(3).unwrap();
     assert_eq!(chunk.ready_slots(), 0);
+    assert_eq!(chunk.ready(), Ok(0));
     for i in 1..5 {
         tx.send(&frame(100, i)).unwrap();
     }
     assert_eq!(chunk.ready_slots(), 3, "up to the chunk's budget");
+    assert_eq!(chunk.ready(), Ok(3), "the same, the first run validated");
     let got: Vec<Vec<u8>> =
         core::iter::from_fn(|| chunk.next_frame().unwrap().map(|f| f.to_vec())).collect();
     assert_eq!(got, (1..4).map(|i| frame(100, i)).collect::<Vec<_>>());
@@ -197,6 +199,7 @@ pub(crate) fn frames_validated_but_not_handed_out_stay_queued<S: RingStorage + C
         assert_eq!(chunk.next_frame().unwrap().unwrap().to_vec(), frame(100, i));
     }
     assert_eq!(chunk.ready_slots(), 7);
+    assert_eq!(chunk.ready(), Ok(7));
     drop(chunk);
     assert_eq!((rx.stats().frames, rx.stats().bytes), (3, 300));
     let mut chunk = rx.read_chunk(32).unwrap();

@@ -31,6 +31,41 @@ fn poisoned_consumer<S: RingStorage + Clone>(
     first.expect("corruption detected")
 }
 
+/// A chunk's `ready` reports a corrupt descriptor at the read position
+/// and poisons the consumer: a reader that asks for frames only when it
+/// counts some (the driver's burst) would otherwise stall on it forever,
+/// unreported (`ready_slots` alone counts 0 there). One after valid frames
+/// is theirs to reach.
+pub(crate) fn a_chunk_ready_reports_a_corrupt_first_descriptor<S: RingStorage + Clone>(
+    new: NewRing<S>,
+) {
+    let (ring, mut tx, mut rx) = corruptible_channel(new, geometry(16, 2048));
+    tx.send(&frame(100, 0)).unwrap();
+    tx.send(&frame(100, 1)).unwrap();
+    set_desc(&ring, 1, 0xffff, 0);
+    let mut chunk = rx.read_chunk(8).unwrap();
+    assert_eq!(chunk.ready(), Ok(1), "the valid frame before it");
+    assert_eq!(chunk.next_frame().unwrap().unwrap().to_vec(), frame(100, 0));
+    assert_eq!(chunk.ready_slots(), 0, "counting alone sees nothing");
+    let c = chunk.ready().unwrap_err();
+    assert!(
+        matches!(
+            c,
+            Corruption::Length {
+                slot: 1,
+                len: 0xffff,
+                ..
+            }
+        ),
+        "{c:?}"
+    );
+    assert_eq!(chunk.ready(), Err(c), "sticky");
+    assert!(chunk.next_frame().is_err());
+    drop(chunk);
+    assert_eq!(rx.stats().corruptions, 1);
+    assert!(rx.read_chunk(8).is_err(), "the consumer is poisoned");
+}
+
 /// The producer rewrites every frame's descriptor, whoever changed it
 /// while its slot was free.
 pub(crate) fn descriptors_scribbled_on_while_free_are_rewritten<S: RingStorage + Clone>(

@@ -5,7 +5,7 @@
 use super::{channel, corruptible_channel, frame, set_desc, NewRing};
 use crate::abi::{SlotDesc, SLOT_FLAG_MORE};
 use crate::geometry::Geometry;
-use crate::ring::descriptor::Shape;
+use crate::ring::shape::Shape;
 use crate::ring::{
     Consumer, Corruption, EndpointStats, IndexKind, PushError, RecvError, RingStorage, SendError,
 };

@@ -72,6 +72,7 @@ macro_rules! ring_suite {
             batch::a_chunk_reads_frames_published_after_it_was_made,
             corruption::recv_batch_delivers_the_frames_before_a_corrupt_one_then_stops,
             corruption::a_corrupt_frame_ends_the_chunk_and_stays_reported,
+            corruption::a_chunk_ready_reports_a_corrupt_first_descriptor,
             corruption::a_corrupt_descriptor_ends_a_run_and_is_reported_at_its_frame,
             corruption::recv_batch_group_catches_a_corrupt_descriptor_inside_it,
             corruption::producer_detects_tail_corruption_and_stays_poisoned,

@@ -116,6 +116,27 @@ local function report(path, c)
     assert(os.rename(path .. ".tmp", path))
 end
 
+-- Waits (at most 5 s) until pktgen itself sees every port of PORTS up:
+-- it learns the link state by polling it, after the driver has logged it,
+-- and a start before that may send nothing.
+local function link_up(ports)
+    for _ = 1, 50 do
+        local ok, st = pcall(pktgen.linkState, ports)
+        local up = ok and type(st) == "table"
+        if up then
+            for k, v in pairs(st) do
+                if k ~= "n" and not tostring(v):find("UP", 1, true) then
+                    up = false
+                end
+            end
+        end
+        if up then
+            return
+        end
+        pktgen.delay(100)
+    end
+end
+
 local round = 1
 while true do
     local go = CTL .. "/go." .. round
@@ -130,6 +151,7 @@ while true do
             pktgen.set_mac(tostring(first + i - 5), "dst", w[i])
         end
         pktgen.set(ports, "size", size)
+        link_up(ports)
         pktgen.start(ports)
         pktgen.delay(ms)
         pktgen.stop(ports)

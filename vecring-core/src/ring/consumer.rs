@@ -1,15 +1,14 @@
-//! The reading end of a ring, all of its methods but the optional
+//! The reading end of a ring, all of its methods but opening a chunk
+//! (`read_chunk`) and the optional
 //! hold-back's: attaching, finding published frames by their descriptors'
 //! stamps, publishing `tail`, the copying calls [`Consumer::recv`] and
-//! [`Consumer::recv_batch`], the chunk of frames read in place
-//! ([`Consumer::read_chunk`]), the word a monitoring wait watches
+//! [`Consumer::recv_batch`], the word a monitoring wait watches
 //! ([`Consumer::ready_word`]), and a wait for frames
 //! ([`Consumer::prepare_sleep`]).
 
 use super::bytes::copy_bytes;
 use super::copy::RUN;
 use super::error::{Corruption, RecvError};
-use super::read_chunk::ReadChunk;
 use super::shape::{SeenDesc, Shape};
 use super::stats::EndpointStats;
 use super::storage::{model_read, Bell, RingStorage};
@@ -458,50 +457,6 @@ impl<S: RingStorage> Consumer<S> {
             self.publish_release(pos);
         }
         Ok(n)
-    }
-}
-
-impl<S: RingStorage> Consumer<S> {
-    /// Up to `max_frames` ready frames, to be read in place. Frames returned
-    /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
-    /// (or [`released`](ReadChunk::release)). Empty while frames are held
-    /// back ([`set_hold_back`](Self::set_hold_back)).
-    ///
-    /// # Errors
-    /// [`Corruption`] if the peer corrupted the ring (now or before).
-    #[inline]
-    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
-        self.chunk(max_frames, true)
-    }
-
-    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
-    /// frames are held back. `recv` asks with `hold` false: it is never
-    /// held back (see [`HoldBack`](super::HoldBack)).
-    #[inline]
-    pub(super) fn chunk(
-        &mut self,
-        max_frames: usize,
-        hold: bool,
-    ) -> Result<ReadChunk<'_, S>, Corruption> {
-        if let Some(c) = self.poisoned {
-            return Err(c);
-        }
-        // Frames lie before the end of the ring's capacity; which of them
-        // are published, their descriptors' stamps say, checked as each
-        // run starts: nothing is looked at before. Under a hold-back,
-        // which counts the ready slots first (see `HoldBack`), the frames
-        // found then, or none while it holds them back.
-        let end = if self.hold_below == 0 || !hold {
-            self.capacity_end()
-        } else {
-            self.ready_for(max_frames as u64)?;
-            if self.holding() {
-                self.tail
-            } else {
-                self.cached_head
-            }
-        };
-        Ok(ReadChunk::new(self, end, max_frames))
     }
 }
 

@@ -62,9 +62,10 @@
 // - `consumer`, `hold_back` and `read_chunk`: the reading end, its
 //   optional hold-back and its chunk;
 // - `heap`: the heap backend and `heap_channel`.
-// Each type's methods are in its own file, or by concept in two:
-// `Shape` over `shape` and `copy`; `Producer` over `producer`;
-// `Consumer` over `consumer` and `hold_back`. Tests: the conformance
+// Each type's methods are in its own file, or by concept in a few:
+// `Shape` over `shape` and `copy`; `Producer` over `producer` and
+// `write_chunk` (which opens a chunk); `Consumer` over `consumer`,
+// `hold_back` and `read_chunk` (which opens a chunk). Tests: the conformance
 // suite over any storage in `tests/`; the wait decision and the signal
 // throttle in `wait_decision_tests` and `wait_throttle_tests`.
 mod bytes;

@@ -1,8 +1,8 @@
-//! The writing end of a ring, all of its methods: attaching, the view of
+//! The writing end of a ring, all of its methods but opening a chunk
+//! (`write_chunk`): attaching, the view of
 //! the consumer's index, publishing frames (each by its descriptor's
 //! stamp, then `head` once per batch as a hint), the copying calls
-//! [`Producer::send`] and [`Producer::send_batch`], the chunk of frames
-//! written in place ([`Producer::write_chunk`]), and a wait for room
+//! [`Producer::send`] and [`Producer::send_batch`], and a wait for room
 //! ([`Producer::prepare_space_sleep`]).
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
@@ -12,7 +12,6 @@ use super::shape::{put_desc, LenPlan, Run, Shape};
 use super::stats::EndpointStats;
 use super::storage::{model_write, Bell, RingStorage};
 use super::wait::{present, WaitDecision, WaitProtocol};
-use super::write_chunk::WriteChunk;
 use crate::abi::SlotDesc;
 use crate::geometry::Geometry;
 use crate::sync::Ordering;
@@ -468,20 +467,6 @@ impl<S: RingStorage> Producer<S> {
             self.publish(start.wrapping_add(used), n, bytes);
         }
         Ok(n)
-    }
-}
-
-impl<S: RingStorage> Producer<S> {
-    /// Reserves up to `max_slots` free slots for writing frames in place.
-    ///
-    /// # Errors
-    /// [`Corruption`] if the peer corrupted the ring (now or before).
-    #[inline(always)]
-    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
-        let max = max_slots.min(self.shape.slot_count as usize) as u64;
-        let free = self.free_slots(max)?;
-        let reserved = free.min(max);
-        Ok(WriteChunk::new(self, reserved))
     }
 }
 

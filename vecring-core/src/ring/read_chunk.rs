@@ -55,6 +55,50 @@ pub struct ReadChunk<'c, S: RingStorage> {
 // pointer point into the storage of the endpoint it borrows mutably.
 unsafe impl<S: RingStorage> Send for ReadChunk<'_, S> {}
 
+impl<S: RingStorage> Consumer<S> {
+    /// Up to `max_frames` ready frames, to be read in place. Frames returned
+    /// by [`ReadChunk::next_frame`] are released when the chunk is dropped
+    /// (or [`released`](ReadChunk::release)). Empty while frames are held
+    /// back ([`set_hold_back`](Self::set_hold_back)).
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline]
+    pub fn read_chunk(&mut self, max_frames: usize) -> Result<ReadChunk<'_, S>, Corruption> {
+        self.chunk(max_frames, true)
+    }
+
+    /// A chunk of up to `max_frames` ready frames, empty while `hold` and
+    /// frames are held back. `recv` asks with `hold` false: it is never
+    /// held back (see [`HoldBack`](super::HoldBack)).
+    #[inline]
+    pub(super) fn chunk(
+        &mut self,
+        max_frames: usize,
+        hold: bool,
+    ) -> Result<ReadChunk<'_, S>, Corruption> {
+        if let Some(c) = self.poisoned {
+            return Err(c);
+        }
+        // Frames lie before the end of the ring's capacity; which of them
+        // are published, their descriptors' stamps say, checked as each
+        // run starts: nothing is looked at before. Under a hold-back,
+        // which counts the ready slots first (see `HoldBack`), the frames
+        // found then, or none while it holds them back.
+        let end = if self.hold_below == 0 || !hold {
+            self.capacity_end()
+        } else {
+            self.ready_for(max_frames as u64)?;
+            if self.holding() {
+                self.tail
+            } else {
+                self.cached_head
+            }
+        };
+        Ok(ReadChunk::new(self, end, max_frames))
+    }
+}
+
 impl<'c, S: RingStorage> ReadChunk<'c, S> {
     /// A chunk of `consumer`'s frames from its read position to `end`, at
     /// most `max_frames` of them ([`Consumer::read_chunk`]).

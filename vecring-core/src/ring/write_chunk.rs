@@ -4,7 +4,7 @@
 
 use super::bytes::{all_hold, DESC_GROUP};
 use super::bytes::{copy_bytes, store_fence, stream_lines};
-use super::error::PushError;
+use super::error::{Corruption, PushError};
 use super::frame_writer::FrameWriter;
 use super::producer::Producer;
 use super::shape::{put_desc, put_descs, Lag};
@@ -57,6 +57,20 @@ pub struct WriteChunk<'p, S: RingStorage> {
 // SAFETY: as for `Producer`: the chunk's copy of the shape and its `Run`
 // point into the storage of the endpoint it borrows mutably.
 unsafe impl<S: RingStorage> Send for WriteChunk<'_, S> {}
+
+impl<S: RingStorage> Producer<S> {
+    /// Reserves up to `max_slots` free slots for writing frames in place.
+    ///
+    /// # Errors
+    /// [`Corruption`] if the peer corrupted the ring (now or before).
+    #[inline(always)]
+    pub fn write_chunk(&mut self, max_slots: usize) -> Result<WriteChunk<'_, S>, Corruption> {
+        let max = max_slots.min(self.shape.slot_count as usize) as u64;
+        let free = self.free_slots(max)?;
+        let reserved = free.min(max);
+        Ok(WriteChunk::new(self, reserved))
+    }
+}
 
 impl<'c, S: RingStorage> WriteChunk<'c, S> {
     /// A chunk of `reserved` free slots of `producer`'s from its write

@@ -9,7 +9,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use vecring_tests::hostile::{mkdir, scratch, tool, wait_for_path, Proc};
 use vecring_tests::{built_binary, Watchdog};
 
@@ -95,20 +95,6 @@ impl Drop for Setup {
     }
 }
 
-fn logged(p: &mut Proc, needle: &str, times: usize) -> Result<(), String> {
-    let end = Instant::now() + PROMPT;
-    while Instant::now() < end {
-        if p.stderr().matches(needle).count() >= times {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!(
-        "'{needle}' not logged {times} times: {}",
-        p.output()
-    ))
-}
-
 /// What of a link process `pid` holds: region descriptors or mappings,
 /// and sockets.
 fn holds(pid: u32) -> (usize, usize) {
@@ -141,11 +127,11 @@ fn the_plugin_pauses_a_slave_before_the_freeze_and_lets_it_back_after() {
     let mut master = Proc::spawn("master", tool().args(s.args("txonly", "master")));
     assert!(wait_for_path(&s.run.join("dom/l0.sock"), PROMPT));
     let mut slave = Proc::spawn("slave", tool().args(s.args("rxonly", "slave")));
-    logged(&mut master, "slave attached", 1).unwrap();
+    master.logged("slave attached", 1, PROMPT).unwrap();
     assert_ne!(holds(slave.pid()).0, 0, "the attached slave maps no region");
 
     assert_eq!(pause_devices(slave.pid()), -libc::ENOTSUP);
-    logged(&mut master, "asked to detach", 1).unwrap();
+    master.logged("asked to detach", 1, PROMPT).unwrap();
     // What CRIU would now freeze: nothing of the link but, at most, the
     // next request's connection (its peer is the master's).
     let (region, sockets) = holds(slave.pid());
@@ -158,8 +144,10 @@ fn the_plugin_pauses_a_slave_before_the_freeze_and_lets_it_back_after() {
     assert_eq!(slave.stderr().matches("rxonly: link up").count(), ups);
 
     end_of_dump();
-    logged(&mut master, "ended; serving requests again", 1).unwrap();
-    logged(&mut slave, "rxonly: link up", ups + 1).unwrap();
+    master
+        .logged("ended; serving requests again", 1, PROMPT)
+        .unwrap();
+    slave.logged("rxonly: link up", ups + 1, PROMPT).unwrap();
 }
 
 #[test]
@@ -179,7 +167,7 @@ fn a_master_in_the_dumped_tree_is_not_asked() {
         "master and slave",
         std::process::Command::new("sh").args(["-c", &script]),
     );
-    logged(&mut both, "slave attached", 1).unwrap();
+    both.logged("slave attached", 1, PROMPT).unwrap();
     assert_eq!(pause_devices(both.pid()), -libc::ENOTSUP);
     std::thread::sleep(Duration::from_millis(300));
     assert!(

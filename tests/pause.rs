@@ -7,7 +7,7 @@
 //! not run cannot be paused, and the asker is told so in time.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use vecring_tests::hostile::{
     as_nobody, attacker, mkdir, scratch, tool, wait_for_path, Proc, NOBODY,
 };
@@ -84,21 +84,6 @@ impl Drop for Setup {
     }
 }
 
-/// Waits until the process's log (stderr) has said `needle` `times` times.
-fn logged(p: &mut Proc, needle: &str, times: usize) -> Result<(), String> {
-    let end = Instant::now() + PROMPT;
-    while Instant::now() < end {
-        if p.stderr().matches(needle).count() >= times {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!(
-        "'{needle}' not logged {times} times within {PROMPT:?}: {}",
-        p.output()
-    ))
-}
-
 /// The frames the slave has received so far (`rxonly` prints its totals
 /// for each line on its stdin).
 fn received(slave: &mut Proc) -> u64 {
@@ -121,7 +106,7 @@ fn a_pause_detaches_the_slave_holds_it_off_and_loses_no_count() {
     let s = Setup::new("pause-hold");
     let mut master = s.master("3", &[]);
     let mut slave = s.slave(false);
-    logged(&mut master, "slave attached", 1).unwrap();
+    master.logged("slave attached", 1, PROMPT).unwrap();
     std::thread::sleep(Duration::from_millis(500));
 
     let mut pauser = s.pauser(false, 15_000);
@@ -145,8 +130,8 @@ fn a_pause_detaches_the_slave_holds_it_off_and_loses_no_count() {
     );
 
     pauser.close_stdin();
-    logged(&mut master, "pause by pid", 1).unwrap();
-    logged(&mut slave, "rxonly: link up", ups + 1).unwrap();
+    master.logged("pause by pid", 1, PROMPT).unwrap();
+    slave.logged("rxonly: link up", ups + 1, PROMPT).unwrap();
     let taken = taken(&mut master);
     assert!(taken > 0, "the master sent nothing: {}", master.output());
     assert!(
@@ -170,7 +155,7 @@ fn a_pause_from_another_uid_is_refused() {
     let owner = format!("{NOBODY}:{NOBODY}");
     let mut master = s.master("30", &["--owner", &owner]);
     let mut slave = s.slave(true);
-    logged(&mut master, "slave attached", 1).unwrap();
+    master.logged("slave attached", 1, PROMPT).unwrap();
     let mut pauser = s.pauser(true, 5_000);
     let line = pauser.line("refused", PROMPT).unwrap();
     assert!(
@@ -194,7 +179,7 @@ fn a_slave_that_does_not_run_cannot_be_paused_and_the_asker_is_told() {
     let s = Setup::new("pause-stopped");
     let mut master = s.master("30", &[]);
     let mut slave = s.slave(false);
-    logged(&mut master, "slave attached", 1).unwrap();
+    master.logged("slave attached", 1, PROMPT).unwrap();
     let ups = slave.stderr().matches("rxonly: link up").count();
     slave.signal(libc::SIGSTOP);
     let mut pauser = s.pauser(false, 1_500);
@@ -203,5 +188,5 @@ fn a_slave_that_does_not_run_cannot_be_paused_and_the_asker_is_told() {
     slave.signal(libc::SIGCONT);
     // The pause ends with its asker; the slave comes back.
     pauser.close_stdin();
-    logged(&mut slave, "rxonly: link up", ups + 1).unwrap();
+    slave.logged("rxonly: link up", ups + 1, PROMPT).unwrap();
 }

@@ -316,6 +316,22 @@ impl Proc {
         unsafe { libc::kill(self.child.id() as libc::pid_t, sig) };
     }
 
+    /// Waits at most `timeout` until its stderr (a log) has said `needle`
+    /// `times` times.
+    pub fn logged(&mut self, needle: &str, times: usize, timeout: Duration) -> Result<(), String> {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.stderr().matches(needle).count() >= times {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err(format!(
+            "'{needle}' not logged {times} times within {timeout:?}: {}",
+            self.output()
+        ))
+    }
+
     /// Its stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()

@@ -23,7 +23,9 @@ for target in $(cargo +nightly fuzz list); do
   echo "fuzz: $target for ${secs} s"
   if ! cargo +nightly fuzz run -a "$target" "$scratch/$target" "fuzz/corpus/$target" -- \
       -max_total_time="$secs" -timeout=10 -print_final_stats=1 >"$scratch/$target.log" 2>&1; then
-    tail -n 80 "$scratch/$target.log"
+    # The panic's message first (a backtrace can push it out of the tail).
+    grep -A 2 -m 3 -E 'panicked at|ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)' "$scratch/$target.log" || true
+    tail -n 40 "$scratch/$target.log"
     echo "fuzz: $target FAILED (input kept in fuzz/artifacts/$target/)"
     exit 1
   fi

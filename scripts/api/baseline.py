@@ -69,6 +69,27 @@ def write(path, crate, version, lines, what):
             f.write(text + "\n")
 
 
+def new_parent(text, base_lines):
+    """Whether `text`, a field or variant ("pub PATH::name..."), belongs to
+    a struct, enum or union the baseline does not have."""
+    if not text.startswith("pub "):
+        return False
+    item = text[len("pub "):]
+    # The item's own path ends before its `: type`, `(..)`, ` {..}` or ` = n`.
+    cut = [i for i in (item.find(": "), item.find("("), item.find(" {"), item.find(" =")) if i >= 0]
+    own = item[: min(cut, default=len(item))]
+    if "::" not in own:
+        return False
+    parent = own.rsplit("::", 1)[0]
+    for b in base_lines:
+        for kind in ("pub struct ", "pub enum ", "pub union "):
+            if b.startswith(kind + parent):
+                rest = b[len(kind + parent):]
+                if rest == "" or rest[0] in " <{(":
+                    return False
+    return True
+
+
 def verdict(crate, version, base_version, base_lines, lines):
     """Prints what changed and returns whether the check passes."""
     if parse_version(version) < parse_version(base_version):
@@ -78,8 +99,10 @@ def verdict(crate, version, base_version, base_lines, lines):
     base = set(base_lines)
     removed = [text for text in base_lines if text not in current]
     added = [(text, breaks) for text, breaks in lines if text not in base]
-    breaking_added = [text for text, breaks in added if breaks]
-    compatible_added = [text for text, breaks in added if not breaks]
+    # A field or variant of a struct or enum that is itself new breaks
+    # nobody: no code builds or matches a type that did not exist.
+    breaking_added = [text for text, breaks in added if breaks and not new_parent(text, base_lines)]
+    compatible_added = [text for text, _ in added if text not in breaking_added]
     if removed:
         print(f"api: {crate}: removed or changed since {base_version} (breaking):")
         for text in removed:

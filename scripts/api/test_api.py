@@ -62,10 +62,20 @@ class Verdict(unittest.TestCase):
         self.assertIn("+ pub fn k::c()", out)
 
     def test_breaking_addition_fails(self):
-        lines = [(t, False) for t in self.base] + [("pub k::E::New", True)]
-        ok, out = verdict("0.1.0", "0.1.0", self.base, lines)
-        self.assertFalse(ok)
-        self.assertIn("+ pub k::E::New", out)
+        base = self.base + ["pub enum k::E", "pub struct k::S {}", "pub k::S::x: u32"]
+        for new in ["pub k::E::New", "pub k::S::y: u64"]:
+            lines = [(t, False) for t in base] + [(new, True)]
+            ok, out = verdict("0.1.0", "0.1.0", base, lines)
+            self.assertFalse(ok, new)
+            self.assertIn(f"+ {new}", out)
+
+    def test_fields_and_variants_of_a_new_type_break_nobody(self):
+        base = self.base + ["pub struct k::S {}", "pub k::S::x: u32"]
+        new = [("pub struct k::St {}", False), ("pub k::St::frames: u64", True),
+               ("pub enum k::E", False), ("pub k::E::A(u8)", True)]
+        ok, out = verdict("0.1.0", "0.1.0", base, [(t, False) for t in base] + new)
+        self.assertTrue(ok, out)
+        self.assertIn("+ pub k::St::frames: u64", out)
 
     def test_version_older_than_the_baseline_fails(self):
         ok, _ = verdict("0.1.0", "0.2.0", self.base, [(t, False) for t in self.base])

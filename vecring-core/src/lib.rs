@@ -137,7 +137,7 @@ pub use geometry::{Geometry, GeometryError};
 #[cfg(not(loom))]
 pub use link::{
     Link, LinkBuilder, LinkCounters, LinkError, LinkRecvError, LinkSendError, LinkState,
-    QueueCounters, Receiver, RegionBudget, Role, Sender,
+    QueueCounters, Receiver, RegionBudget, Role, Sender, Totals,
 };
 #[cfg(not(loom))]
 pub use memory::{HugepagePolicy, Region, RegionOptions};

@@ -74,9 +74,9 @@ test_rust_port() { rust_tests "rust port" dpdk_port 7; }
 
 # tests/dpdk_tools.rs
 test_rust_tools() { rust_tests "rust tools" dpdk_tools 5; }
-# The vecring tool's frames through a testpmd port's MAC filter
-# (tests/dpdk_tool.rs).
-test_rust_tool() { rust_tests "rust tool" dpdk_tool 1; }
+# The vecring tool's frames through a testpmd port's MAC filter, and its
+# stats of a testpmd port's link (tests/dpdk_tool.rs).
+test_rust_tool() { rust_tests "rust tool" dpdk_tool 2; }
 
 # A C DPDK program sleeps in rte_epoll_wait with Rx interrupts (as
 # l3fwd-power does), woken by a Rust peer's frames, by its leaving and by

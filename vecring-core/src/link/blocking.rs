@@ -87,7 +87,7 @@ impl<E: Attach + RingWaiter> Endpoint<E> {
         }
         let rang = self.wait.drain();
         // Frames moved since the last sleep: that wakeup found work.
-        let moved = self.totals().0 != self.wait.progress;
+        let moved = self.totals().frames != self.wait.progress;
         // Acquire: pairs with the Release store in `Link::drop`.
         if self.shared.shutdown.load(Ordering::Acquire) {
             return Err(WaitAbort::Closed);
@@ -106,7 +106,7 @@ impl<E: Attach + RingWaiter> Endpoint<E> {
             }
             Ok(sleep) => {
                 self.wait.after_wake(rang, moved);
-                self.wait.progress = self.totals().0;
+                self.wait.progress = self.totals().frames;
                 self.wait.prepare(sleep == WaitDecision::Nap);
                 Ok(true)
             }

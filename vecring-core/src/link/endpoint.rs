@@ -8,7 +8,7 @@
 
 use super::frame_error::{Gone, LinkRecvError, LinkSendError};
 use super::shared::{LinkShared, Session, Taken};
-use super::types::Role;
+use super::types::{Role, Totals};
 use super::wait_set::WaitSet;
 use crate::abi::{self, Dir};
 use crate::memory::{Region, RegionRing};
@@ -173,12 +173,12 @@ impl<E: Attach> Endpoint<E> {
     }
 
     /// Frames and bytes over all generations.
-    pub(super) fn totals(&self) -> (u64, u64) {
+    pub(super) fn totals(&self) -> Totals {
         let now = self.ring.as_ref().map(|r| r.stats()).unwrap_or_default();
-        (
-            self.carried.frames + now.frames,
-            self.carried.bytes + now.bytes,
-        )
+        Totals {
+            frames: self.carried.frames + now.frames,
+            bytes: self.carried.bytes + now.bytes,
+        }
     }
 
     /// Batch reads held back over all generations (see
@@ -190,12 +190,12 @@ impl<E: Attach> Endpoint<E> {
 
     /// Stores this endpoint's totals in the link's counters of its queue.
     pub(super) fn store_totals(&self) {
-        let (frames, bytes) = self.totals();
+        let t = self.totals();
         let (f, b) = E::totals(&self.shared, self.queue);
         // Relaxed stores of running totals (this endpoint is the only
         // writer); readers want a recent value, not an ordering.
-        f.store(frames, Ordering::Relaxed);
-        b.store(bytes, Ordering::Relaxed);
+        f.store(t.frames, Ordering::Relaxed);
+        b.store(t.bytes, Ordering::Relaxed);
     }
 
     /// Follows session changes: one atomic load when nothing changed.
@@ -416,7 +416,10 @@ impl Sender {
     /// need in the current ring (sized by [`Geometry::slots_for`](crate::Geometry::slots_for)),
     /// at least one: a caller that knows its burst asks for no more than
     /// it uses, so the ring re-reads the consumer's index only when its
-    /// cached view holds less.
+    /// cached view holds less. Unlike [`write_chunk`](Self::write_chunk),
+    /// it leaves the link's counters to the caller's
+    /// [`flush_counters`](Self::flush_counters) after the commit (a DPDK
+    /// burst calls it, then counts what it sent from [`totals`](Self::totals)).
     ///
     /// # Errors
     /// As [`write_chunk`](Self::write_chunk).
@@ -425,7 +428,6 @@ impl Sender {
         &mut self,
         frame_lens: impl IntoIterator<Item = usize>,
     ) -> Result<WriteChunk<'_, RegionRing>, LinkSendError> {
-        self.store_totals();
         let ring = self.ep.ring_or_gone()?;
         let need: usize = frame_lens
             .into_iter()
@@ -480,6 +482,13 @@ impl Sender {
     /// (done by `send`/`send_batch`; call after committing chunks).
     pub fn flush_counters(&mut self) {
         self.store_totals();
+    }
+
+    /// What this queue has sent since the link opened, over every
+    /// generation, as the ring counted it (committed chunks included,
+    /// flushed or not).
+    pub fn totals(&self) -> Totals {
+        self.ep.totals()
     }
 }
 
@@ -664,5 +673,12 @@ impl Receiver {
     /// call after releasing chunks).
     pub fn flush_counters(&mut self) {
         self.store_totals();
+    }
+
+    /// What this queue has received since the link opened, over every
+    /// generation, as the ring counted it (every frame a chunk handed out,
+    /// whether the caller kept it or not).
+    pub fn totals(&self) -> Totals {
+        self.ep.totals()
     }
 }

@@ -31,7 +31,7 @@ pub use endpoint::{Receiver, Sender};
 pub use error::LinkError;
 pub use frame_error::{LinkRecvError, LinkSendError};
 pub use types::{
-    LinkCounters, LinkState, QueueCounters, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
+    LinkCounters, LinkState, QueueCounters, Role, Totals, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
 };
 
 use shared::LinkShared;

@@ -39,7 +39,7 @@ use std::os::fd::AsRawFd;
 use std::slice;
 use std::sync::Arc;
 use vecring_core::MAX_QUEUES;
-use vecring_core::{LinkRecvError, ReadyWord, Receiver};
+use vecring_core::{LinkRecvError, ReadyWord, Receiver, Totals};
 
 /// The receive queue behind `rte_eth_dev_data::rx_queues[qid]`.
 pub struct RxQueue {
@@ -70,6 +70,10 @@ pub struct RxQueue {
     /// `receiver`'s count of held-back reads already added to the queue's
     /// `held_back` counter.
     held_seen: u64,
+    /// `receiver`'s totals already accounted in the queue's counters: the
+    /// ring counts each frame it hands out, and a burst adds the growth,
+    /// less what it dropped (see [`super::shared`], "Counters").
+    seen: Totals,
 }
 
 impl RxQueue {
@@ -94,8 +98,8 @@ impl RxQueue {
         debug_assert!(buf_space > 0);
         let qid = usize::from(qid);
         assert!(qid < usize::from(MAX_QUEUES), "rx queue {qid} out of range");
-        RxQueue {
-            receiver,
+        let mut q = RxQueue {
+            receiver: None,
             qid,
             pool,
             buf_space,
@@ -106,7 +110,28 @@ impl RxQueue {
             setup: QueueSetup::default(),
             intr_watched: false,
             held_seen: 0,
-        }
+            seen: Totals::default(),
+        };
+        q.set_receiver(receiver);
+        q
+    }
+
+    /// Receives through `receiver` from now on: the one way a queue gets
+    /// its end, at setup and from a reopened link ([`Self::take_next`]).
+    /// The end attaches now if the link is up, so that the peer sees a
+    /// receiver on the queue from then on, not only from the first burst;
+    /// the queue counts from its totals (an end of a queue set up again
+    /// continues its queue's).
+    fn set_receiver(&mut self, mut receiver: Option<Receiver>) {
+        self.seen = receiver
+            .as_mut()
+            .map(|r| {
+                r.is_up();
+                r.totals()
+            })
+            .unwrap_or_default();
+        self.held_seen = receiver.as_ref().map_or(0, Receiver::held_back);
+        self.receiver = receiver;
     }
 
     /// Takes the receiving end of a reopened link, if one waits: the old
@@ -117,9 +142,8 @@ impl RxQueue {
     fn take_next(&mut self) {
         if let Some(r) = self.shared.rx_next[self.qid].take() {
             self.unwatch();
-            self.receiver = r;
+            self.set_receiver(r);
             self.zc = None;
-            self.held_seen = 0;
         }
     }
 
@@ -311,8 +335,10 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: the first `want` entries now hold mbufs we own.
     let mbufs = unsafe { slice::from_raw_parts_mut(pkts, want) };
 
-    let (mut filled, mut bytes) = (0usize, 0u64);
+    let mut filled = 0usize;
     let (mut too_large, mut filtered, mut scatter_nombuf) = (0u64, 0u64, 0u64);
+    // The bytes of the frames dropped (too large, filtered, no mbufs).
+    let mut dropped_bytes = 0u64;
     let mut attached = 0u64;
     while filled < want {
         let frame = match chunk.next_frame() {
@@ -339,6 +365,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         if let (true, Some(z)) = (len >= ZC_MIN_LEN && frame.contiguous().is_some(), zc) {
             if !filter.accept_shared(frame.first_segment()) {
                 filtered += 1;
+                dropped_bytes += len as u64;
                 done(zc);
                 continue;
             }
@@ -356,6 +383,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             if !filter.accept(room) {
                 // `m` stays unfilled, for the next frame.
                 filtered += 1;
+                dropped_bytes += len as u64;
                 continue;
             }
             // SAFETY: `m` is ours.
@@ -371,19 +399,21 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
                 Scatter::Filled => {}
                 Scatter::NoMbufs => {
                     scatter_nombuf += 1;
+                    dropped_bytes += len as u64;
                     continue;
                 }
                 Scatter::Filtered => {
                     filtered += 1;
+                    dropped_bytes += len as u64;
                     continue;
                 }
             }
         } else {
             too_large += 1;
+            dropped_bytes += len as u64;
             done(zc);
             continue;
         }
-        bytes += len as u64;
         filled += 1;
     }
     if ZC {
@@ -396,10 +426,18 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // SAFETY: entries `filled..want` are unused mbufs we own.
     unsafe { free_bulk(pkts.add(filled), want - filled) };
 
+    // What the ring counted this burst (every frame it handed out), less
+    // the frames dropped: what the application got.
+    receiver.flush_counters();
+    let totals = receiver.totals();
+    let read = totals.since(q.seen);
+    q.seen = totals;
+    let dropped = too_large + filtered + scatter_nombuf;
+    debug_assert_eq!(read.frames, filled as u64 + dropped);
     let r = counters;
-    r.packets.add(filled as u64);
-    r.bytes.add(bytes);
-    if too_large + filtered + scatter_nombuf > 0 {
+    r.packets.add(read.frames.wrapping_sub(dropped));
+    r.bytes.add(read.bytes.wrapping_sub(dropped_bytes));
+    if dropped > 0 {
         r.too_large.add(too_large);
         r.filtered.add(filtered);
         r.scatter_nombuf.add(scatter_nombuf);

@@ -14,6 +14,16 @@
 //! reads subtract (see [`crate::port::snapshot`]), so a reset cannot race
 //! with the writer.
 //!
+//! A frame is counted once, by the ring, as it is published or handed
+//! out: after each burst the queue stores its link end's totals in the
+//! link's counters (`flush_counters`, so that `vecring stats` is current),
+//! reads them (`Sender::totals`, `Receiver::totals`) and adds their
+//! growth to its `packets` and
+//! `bytes`, less on receive the frames the burst dropped, which have
+//! counters of their own. The drops, the ring-full and link-down counts
+//! and `held_back` are the driver's alone (`held_back` mirrors the
+//! receiver's count the same way).
+//!
 //! # Hand-offs
 //!
 //! A link end goes from the control path to the queue that polls it.

@@ -51,7 +51,7 @@ use std::ffi::c_void;
 use std::slice;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use vecring_core::{PushError, Sender, MAX_QUEUES};
+use vecring_core::{PushError, Sender, Totals, MAX_QUEUES};
 
 /// The transmit queue behind `rte_eth_dev_data::tx_queues[qid]`.
 pub struct TxQueue {
@@ -68,6 +68,10 @@ pub struct TxQueue {
     pub setup: QueueSetup,
     /// Whether a burst is streamed.
     stream: StreamGate,
+    /// `sender`'s totals already added to the queue's counters: the ring
+    /// counts each frame it publishes, and a burst adds the growth (see
+    /// [`super::shared`], "Counters").
+    seen: Totals,
 }
 
 impl TxQueue {
@@ -77,14 +81,26 @@ impl TxQueue {
     pub fn new(sender: Option<Sender>, qid: u16, shared: Arc<Shared>, fast_free: bool) -> Self {
         let qid = usize::from(qid);
         assert!(qid < usize::from(MAX_QUEUES), "tx queue {qid} out of range");
-        TxQueue {
-            sender,
+        let mut q = TxQueue {
+            sender: None,
             qid,
             shared,
             fast_free,
             setup: QueueSetup::default(),
             stream: StreamGate::new(),
-        }
+            seen: Totals::default(),
+        };
+        q.set_sender(sender);
+        q
+    }
+
+    /// Sends through `sender` from now on: the one way a queue gets its
+    /// end, at setup and from a reopened link ([`Self::take_next`]). The
+    /// queue counts from the end's totals (an end of a queue set up again
+    /// continues its queue's).
+    fn set_sender(&mut self, sender: Option<Sender>) {
+        self.seen = sender.as_ref().map(Sender::totals).unwrap_or_default();
+        self.sender = sender;
     }
 
     /// Takes the sending end of a reopened link, if one waits (the old end,
@@ -92,7 +108,7 @@ impl TxQueue {
     #[cold]
     fn take_next(&mut self) {
         if let Some(s) = self.shared.tx_next[self.qid].take() {
-            self.sender = s;
+            self.set_sender(s);
         }
     }
 
@@ -220,16 +236,20 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         }
         taken += 1;
     }
-    let (sent, bytes) = (chunk.frames() as u64, chunk.bytes());
     chunk.commit();
+    // What the ring counted this burst (every frame it took, nothing else).
+    sender.flush_counters();
+    let totals = sender.totals();
+    let sent = totals.since(q.seen);
+    q.seen = totals;
     // SAFETY: the first `taken` mbufs were copied or dropped and are ours;
     // with `FAST_FREE` the application keeps its promise and `plain` says
     // the rest.
     unsafe { free_sent(pkts, taken, FAST_FREE && plain) };
 
-    t.packets.add(sent);
-    t.bytes.add(bytes);
-    if streamed && sent > 0 {
+    t.packets.add(sent.frames);
+    t.bytes.add(sent.bytes);
+    if streamed && sent.frames > 0 {
         t.streamed.add(1);
     }
     if dropped > 0 {

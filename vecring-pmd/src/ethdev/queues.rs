@@ -36,15 +36,10 @@ pub(crate) unsafe extern "C" fn rx_queue_setup(
         if qid >= MAX_QUEUES.min(dev.nb_rx_queues()) || pool.is_null() {
             return -libc::EINVAL;
         }
-        let mut receiver = match p.take_receiver(qid) {
+        let receiver = match p.take_receiver(qid) {
             Ok(r) => r,
             Err(e) => return e,
         };
-        if let Some(r) = receiver.as_mut() {
-            // Attached now if the link is up: the peer sees a receiver on
-            // the queue from its setup on.
-            r.is_up();
-        }
         // SAFETY: ethdev passes a packet mbuf pool.
         let buf_space = unsafe { pool_buf_space(pool) };
         if buf_space == 0 {

@@ -10,6 +10,9 @@
 --                               (pktgen's size, with the 4-byte FCS) to the
 --                               MAC DST (one per port, in order), start
 --                               them, send for MS ms, stop them
+--   warm PORTS SIZE DST...      as send, but stop as soon as every
+--                               port's counters show frames sent (at
+--                               most 30 s)
 --   idle                        send nothing (the far end sends)
 --   quit                        leave pktgen
 --
@@ -20,7 +23,19 @@
 --
 --   port P opackets N obytes N ipackets N ibytes N ierrors N oerrors N imissed N
 --
+-- and, after warm, how long the first frames took to show:
+--
+--   first_frames_ms N
+--
 -- The file appears whole (written beside it, then renamed).
+--
+-- Why warm: pktgen's first start of a port fills every mbuf of the port's
+-- transmit pool with the frame (24,576 mbufs, 9 KiB each with -j, pages
+-- touched for the first time) before it sends a frame, on the CPU its
+-- three threads share. That took 1 to 3.4 s here, longer than a 2 s round,
+-- which then sent nothing. Later starts refill the same pages and send at
+-- once. So a session's first start is a warm round that waits for frames;
+-- measured rounds (send) then send for exactly MS ms.
 
 local function exists(path)
     local f = io.open(path, "r")
@@ -68,6 +83,36 @@ local function counts()
     return r
 end
 
+-- The port numbers of a port list (0, 0-3, 1,3, all) among n ports.
+local function port_numbers(list, n)
+    local out = {}
+    if list == "all" then
+        for p = 0, n - 1 do
+            out[#out + 1] = p
+        end
+        return out
+    end
+    for part in list:gmatch("[^,]+") do
+        local a, b = part:match("^(%d+)-(%d+)$")
+        a, b = tonumber(a or part), tonumber(b or part)
+        for p = a, b do
+            out[#out + 1] = p
+        end
+    end
+    return out
+end
+
+-- Whether every port of `ports` sent frames since the counts `before`.
+local function all_sent(ports, before)
+    local now = counts()
+    for _, p in ipairs(ports) do
+        if now[p].opackets == before[p].opackets then
+            return false
+        end
+    end
+    return true
+end
+
 local KEYS = { "opackets", "obytes", "ipackets", "ibytes", "ierrors", "oerrors", "imissed" }
 
 local function same(a, b)
@@ -100,7 +145,7 @@ local function settled()
     return last
 end
 
-local function report(path, c)
+local function report(path, c, first_ms)
     local lines = {}
     for p = 0, c.n - 1 do
         local s = c[p]
@@ -109,6 +154,9 @@ local function report(path, c)
             l = l .. " " .. k .. " " .. string.format("%d", s[k])
         end
         lines[#lines + 1] = l
+    end
+    if first_ms then
+        lines[#lines + 1] = "first_frames_ms " .. first_ms
     end
     local f = assert(io.open(path .. ".tmp", "w"))
     f:write(table.concat(lines, "\n") .. "\n")
@@ -142,21 +190,39 @@ while true do
     local go = CTL .. "/go." .. round
     wait_file(go)
     local w = words(slurp(go))
+    local first_ms
     if w[1] == "quit" then
         break
-    elseif w[1] == "send" then
-        local ports, size, ms = w[2], tonumber(w[3]), tonumber(w[4])
+    elseif w[1] == "send" or w[1] == "warm" then
+        local warm = w[1] == "warm"
+        local ports, size = w[2], tonumber(w[3])
+        local ms, macs = tonumber(w[4]), 5
+        if warm then
+            ms, macs = nil, 4
+        end
         local first = tonumber(ports:match("^%d+")) or 0
-        for i = 5, #w do
-            pktgen.set_mac(tostring(first + i - 5), "dst", w[i])
+        for i = macs, #w do
+            pktgen.set_mac(tostring(first + i - macs), "dst", w[i])
         end
         pktgen.set(ports, "size", size)
         link_up(ports)
+        local before = counts()
         pktgen.start(ports)
-        pktgen.delay(ms)
+        if warm then
+            -- pktgen refreshes its counters once a second: the first
+            -- frames show within a second of being sent.
+            local list = port_numbers(ports, before.n)
+            first_ms = 0
+            while not all_sent(list, before) and first_ms < 30000 do
+                pktgen.delay(100)
+                first_ms = first_ms + 100
+            end
+        else
+            pktgen.delay(ms)
+        end
         pktgen.stop(ports)
     end
-    report(CTL .. "/done." .. round, settled())
+    report(CTL .. "/done." .. round, settled(), first_ms)
     round = round + 1
 end
 pktgen.quit()

@@ -113,6 +113,12 @@ pg_go() {
 	echo "$3" >"${!ctlvar}/go.$2.tmp" && mv "${!ctlvar}/go.$2.tmp" "${!ctlvar}/go.$2"
 }
 
+# ctl_of NAME: session NAME's control directory.
+ctl_of() {
+	local ctlvar=CTL_$1
+	echo "${!ctlvar}"
+}
+
 # pg_done NAME N: wait (at most 60 s) for session NAME's report of round N,
 # CTL/done.N.
 pg_done() {
@@ -209,15 +215,32 @@ pg_check() {
 
 # pg_rounds WHAT SIZE...: the rounds between session pgh (the host's
 # pktgen) and pgc (the container's), whose links are up. Round 1: both
-# idle, the counts before any traffic (pktgen's report and the drivers'
-# xstats). Then host -> container at each SIZE, then container -> host;
-# the far end reports after the sender did, and pg_check checks each.
+# warm (driver.lua: each pktgen's first start, which prepares its frames
+# before it sends any, waited for). Round 2: both idle, the counts before
+# the measured traffic (pktgen's report and the drivers' xstats). Then
+# host -> container at each SIZE, then container -> host; the far end
+# reports after the sender did, and pg_check checks each.
 pg_rounds() {
-	local what=$1 n=1 dir size tx rx mac
+	local what=$1 n=2 dir size tx rx mac s first
 	shift
-	pg_go pgh 1 idle
-	pg_go pgc 1 idle
-	if ! pg_done pgh 1 || ! pg_done pgc 1 || ! pg_read pgh || ! pg_read pgc; then
+	pg_go pgh 1 "warm 0 64 $PG_CTR_MAC"
+	pg_go pgc 1 "warm 0 64 $PG_HOST_MAC"
+	if ! pg_done pgh 1 || ! pg_done pgc 1; then
+		fail "$what: the first start of each pktgen got no report"
+		return 1
+	fi
+	for s in pgh pgc; do
+		first=$(awk '$1 == "first_frames_ms" { print $2 }' "$(ctl_of "$s")/done.1")
+		if is_num "$(pg_count "$s" 1 opackets)" && [ "$(pg_count "$s" 1 opackets)" -gt 0 ]; then
+			log "$what: $s's pktgen sent its first frames ${first} ms after its first start"
+		else
+			fail "$what: $s's pktgen sent nothing in ${first:-?} ms after its first start"
+			return 1
+		fi
+	done
+	pg_go pgh 2 idle
+	pg_go pgc 2 idle
+	if ! pg_done pgh 2 || ! pg_done pgc 2 || ! pg_read pgh || ! pg_read pgc; then
 		fail "$what: no counts before the traffic"
 		return 1
 	fi

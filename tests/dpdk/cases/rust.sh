@@ -1,12 +1,12 @@
 # shellcheck shell=bash
 # Group "rust", sourced by tests/dpdk/run.sh: the ignored Rust tests that
 # need root, testpmd and the PMD (tests/dpdk_interop.rs, dpdk_hostile.rs,
-# dpdk_port.rs, dpdk_tools.rs, dpdk_tool.rs, dpdk_intr.rs, dpdk_monitor.rs,
+# dpdk_port.rs, dpdk_tools.rs, dpdk_cli.rs, dpdk_intr.rs, dpdk_monitor.rs,
 # dpdk_rx.rs), built with cargo and run here; each passing Rust test is one
 # PASS, and each binary must list and pass exactly the expected number of
 # tests.
 
-group rust rust_interop rust_hostile rust_port rust_tools rust_tool rust_intr rust_monitor rust_rx
+group rust rust_interop rust_hostile rust_port rust_tools rust_cli rust_intr rust_monitor rust_rx
 
 # rust_tests LABEL TEST COUNT: runs the ignored tests of tests/TEST.rs (each
 # counts as one check here). The binary must list exactly COUNT ignored
@@ -75,8 +75,8 @@ test_rust_port() { rust_tests "rust port" dpdk_port 7; }
 # tests/dpdk_tools.rs
 test_rust_tools() { rust_tests "rust tools" dpdk_tools 5; }
 # The vecring tool's frames through a testpmd port's MAC filter, and its
-# stats of a testpmd port's link (tests/dpdk_tool.rs).
-test_rust_tool() { rust_tests "rust tool" dpdk_tool 2; }
+# stats of a testpmd port's link (tests/dpdk_cli.rs).
+test_rust_cli() { rust_tests "rust cli" dpdk_cli 2; }
 
 # A C DPDK program sleeps in rte_epoll_wait with Rx interrupts (as
 # l3fwd-power does), woken by a Rust peer's frames, by its leaving and by

@@ -10,7 +10,7 @@
 //!
 //! ```sh
 //! VECRING_PMD_SO=$PWD/target/release/librte_net_vecring.so \
-//!   cargo test --release -p vecring-tests --test dpdk_tool -- --ignored --test-threads=1
+//!   cargo test --release -p vecring-tests --test dpdk_cli -- --ignored --test-threads=1
 //! ```
 
 use std::process::Command;

@@ -7,7 +7,7 @@
 #
 #   vecring-core  a public method made private, a parameter's type changed,
 #                 a variant added to an exhaustive enum: fail; a function
-#                 added: passes; the removal under version 0.2.0: passes
+#                 added: passes; the removal under version 0.3.0: passes
 #   vecring-ffi   a prototype's parameter type changed, a field appended to
 #                 vecring_frame_t: fail; a parameter renamed, a field
 #                 appended to vecring_counters_t (which may grow): pass; a
@@ -99,8 +99,9 @@ edit vecring-core/src/lib.rs '$a\
 pub fn api_probe() {}'
 expect pass "function added" "+ pub fn vecring_core::api_probe()"
 edit $link 's/^    pub fn wait_up(&self, timeout: Duration)/    pub(crate) fn wait_up(\&self, timeout: Duration)/'
-edit Cargo.toml 's/^version = "0\.1\.0"/version = "0.2.0"/; s/^\(vecring-\(abi\|core\) = .*version = \)"0\.1\.0"/\1"0.2.0"/'
-expect pass "method made private, version 0.2.0" "api: vecring-core 0.2.0: breaking changes allowed"
+edit vecring-core/Cargo.toml 's/^version = "0\.2\.0"/version = "0.3.0"/'
+edit Cargo.toml 's/^\(vecring-core = .*version = \)"0\.2\.0"/\1"0.3.0"/'
+expect pass "method made private, version 0.3.0" "api: vecring-core 0.3.0: breaking changes allowed"
 
 if [ "$failures" != 0 ]; then
   echo "api-breaks: $failures case(s) ended otherwise than they must" >&2

@@ -27,7 +27,7 @@ jobs=${MUTANTS_JOBS:-2}
 # sit with the rest of its methods in producer.rs and consumer.rs (only
 # those functions are mutated there: --re).
 WAIT_FILES=(-f vecring-core/src/ring/wait.rs -f vecring-core/src/ring/producer.rs -f vecring-core/src/ring/consumer.rs)
-WAIT_ONLY='ring/wait.rs|prepare_sleep|cancel_sleep|prepare_space_sleep|cancel_space_sleep|has_room|peer_present'
+WAIT_ONLY='ring/wait.rs|prepare_wait|cancel_wait|has_room|peer_present'
 [ $# -gt 0 ] || set -- unit loom pmd
 
 # cargo-mutants exits 2 when some mutants were missed: a result, not a

@@ -54,7 +54,7 @@ for f in files:
         problems.append(f"ring/{f}.rs is not on the map in ring/mod.rs")
 for i, item in enumerate(items):
     for name in re.findall(r"`(\w+)`", item):
-        if re.fullmatch(r"[a-z_]+", name) and name not in files and name not in ("abi", "geometry", "sync", "heap_channel", "model_read", "model_write", "put_desc", "prepare_sleep", "prepare_space_sleep", "recv", "send"):
+        if re.fullmatch(r"[a-z_]+", name) and name not in files and name not in ("abi", "geometry", "sync", "heap_channel", "model_read", "model_write", "put_desc", "prepare_wait", "recv", "send"):
             if not os.path.exists(os.path.join(SRC, name)):
                 problems.append(f"the map names `{name}`, which is no file of the ring")
 

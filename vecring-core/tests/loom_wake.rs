@@ -90,17 +90,17 @@ fn produce(
         if sent == 0 {
             match idle {
                 Idle::Poll => loom::thread::yield_now(),
-                Idle::Sleep => match tx.prepare_space_sleep(1).expect("producer") {
+                Idle::Sleep => match tx.prepare_wait(1).expect("producer") {
                     WaitDecision::Ready => {}
                     WaitDecision::Nap => {
                         assert!(!slept, "the producer napped after a sleep");
                         loom::thread::yield_now();
-                        tx.cancel_space_sleep();
+                        tx.cancel_wait();
                     }
                     WaitDecision::Sleep => {
                         slept = true;
-                        ring.wait_doorbell(Bell::Space);
-                        tx.cancel_space_sleep();
+                        ring.sleep(Bell::Space);
+                        tx.cancel_wait();
                     }
                 },
             }
@@ -121,17 +121,17 @@ fn consume(ring: &HeapRing, rx: &mut Consumer<HeapRing>, count: u8, idle: Idle) 
             }
             Err(RecvError::Empty) => match idle {
                 Idle::Poll => loom::thread::yield_now(),
-                Idle::Sleep => match rx.prepare_sleep().expect("consumer") {
+                Idle::Sleep => match rx.prepare_wait().expect("consumer") {
                     WaitDecision::Ready => {}
                     WaitDecision::Nap => {
                         assert!(!slept, "the consumer napped after a sleep");
                         loom::thread::yield_now();
-                        rx.cancel_sleep();
+                        rx.cancel_wait();
                     }
                     WaitDecision::Sleep => {
                         slept = true;
-                        ring.wait_doorbell(Bell::Data);
-                        rx.cancel_sleep();
+                        ring.sleep(Bell::Data);
+                        rx.cancel_wait();
                     }
                 },
             },
@@ -181,8 +181,8 @@ fn sleeping_producer_gets_room() {
         let (ring, mut tx, mut rx) = channel();
         tx.send(&[0]).expect("room");
         tx.send(&[1]).expect("room");
-        assert_eq!(tx.prepare_space_sleep(1), Ok(WaitDecision::Nap));
-        tx.cancel_space_sleep();
+        assert_eq!(tx.prepare_wait(1), Ok(WaitDecision::Nap));
+        tx.cancel_wait();
         let ring2 = ring.clone();
         let consumer = loom::thread::spawn(move || consume(&ring2, &mut rx, 4, Idle::Poll));
         produce(&ring, &mut tx, (2, 4), false, Idle::Sleep);
@@ -227,11 +227,11 @@ fn an_acknowledged_consumer_sleeps() {
     builder().check(|| {
         let (ring, mut tx, mut rx) = channel();
         assert_eq!(
-            rx.prepare_sleep(),
+            rx.prepare_wait(),
             Ok(WaitDecision::Nap),
             "nobody acknowledged yet"
         );
-        rx.cancel_sleep();
+        rx.cancel_wait();
         let producer = loom::thread::spawn(move || {
             tx.send(&[0]).expect("room");
             tx.send(&[1]).expect("room");
@@ -239,8 +239,8 @@ fn an_acknowledged_consumer_sleeps() {
         });
         consume(&ring, &mut rx, 2, Idle::Sleep);
         let mut tx = producer.join().expect("producer thread");
-        assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Sleep), "acknowledged");
-        rx.cancel_sleep();
+        assert_eq!(rx.prepare_wait(), Ok(WaitDecision::Sleep), "acknowledged");
+        rx.cancel_wait();
         let producer = loom::thread::spawn(move || tx.send(&[2]).expect("room"));
         let mut buf = [0u8; 64];
         loop {
@@ -254,12 +254,12 @@ fn an_acknowledged_consumer_sleeps() {
             }
             // A wakeup for an earlier signal or a spurious one: every wait
             // from now on is still a full sleep.
-            match rx.prepare_sleep().expect("consumer") {
+            match rx.prepare_wait().expect("consumer") {
                 WaitDecision::Ready => {}
                 WaitDecision::Nap => panic!("an acknowledged consumer napped"),
                 WaitDecision::Sleep => {
-                    ring.wait_doorbell(Bell::Data);
-                    rx.cancel_sleep();
+                    ring.sleep(Bell::Data);
+                    rx.cancel_wait();
                 }
             }
         }
@@ -278,11 +278,11 @@ fn an_acknowledged_producer_sleeps() {
         tx.send(&[0]).expect("room");
         tx.send(&[1]).expect("room");
         assert_eq!(
-            tx.prepare_space_sleep(1),
+            tx.prepare_wait(1),
             Ok(WaitDecision::Nap),
             "nobody acknowledged yet"
         );
-        tx.cancel_space_sleep();
+        tx.cancel_wait();
         let consumer = loom::thread::spawn(move || {
             let mut buf = [0u8; 64];
             for want in [0u8, 1] {
@@ -302,12 +302,8 @@ fn an_acknowledged_producer_sleeps() {
         produce(&ring, &mut tx, (0, 2), false, Idle::Sleep);
         let mut rx = consumer.join().expect("consumer thread");
         // The ring holds the two frames just sent: full again.
-        assert_eq!(
-            tx.prepare_space_sleep(1),
-            Ok(WaitDecision::Sleep),
-            "acknowledged"
-        );
-        tx.cancel_space_sleep();
+        assert_eq!(tx.prepare_wait(1), Ok(WaitDecision::Sleep), "acknowledged");
+        tx.cancel_wait();
         let consumer = loom::thread::spawn(move || {
             let mut buf = [0u8; 64];
             loop {
@@ -327,12 +323,12 @@ fn an_acknowledged_producer_sleeps() {
                 Err(SendError::Push(PushError::Full)) => {}
                 Err(e) => panic!("producer: {e}"),
             }
-            match tx.prepare_space_sleep(1).expect("producer") {
+            match tx.prepare_wait(1).expect("producer") {
                 WaitDecision::Ready => {}
                 WaitDecision::Nap => panic!("an acknowledged producer napped"),
                 WaitDecision::Sleep => {
-                    ring.wait_doorbell(Bell::Space);
-                    tx.cancel_space_sleep();
+                    ring.sleep(Bell::Space);
+                    tx.cancel_wait();
                 }
             }
         }

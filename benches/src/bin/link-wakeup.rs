@@ -116,7 +116,7 @@ fn recv_sleeping(rx: &mut vecring_core::Receiver, buf: &mut [u8]) -> bool {
         match rx.recv(buf) {
             Ok(_) => return true,
             Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {
-                if rx.wait(Some(Duration::from_secs(10))) != Ok(true) {
+                if rx.wait(Some(Duration::from_secs(10))).is_err() {
                     return false;
                 }
             }

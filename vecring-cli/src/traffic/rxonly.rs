@@ -192,7 +192,7 @@ fn receive(
         };
         let Some(got) = got else {
             if interrupt {
-                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+                wait_slice(rx)?;
             } else {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -204,7 +204,7 @@ fn receive(
                 tally.store(nf, nb);
             }
             if interrupt {
-                rx.wait(Some(WAIT_SLICE)).map_err(|e| e.to_string())?;
+                wait_slice(rx)?;
             } else {
                 std::hint::spin_loop();
             }
@@ -323,5 +323,14 @@ fn watch(
             );
             (last_at, last_f, last_b) = (Instant::now(), nf, nb);
         }
+    }
+}
+
+/// Sleeps until a frame comes or [`WAIT_SLICE`] passes (which is no
+/// error: the loop looks at its stop flag and reports, then waits again).
+fn wait_slice(rx: &mut Receiver) -> Result<(), String> {
+    match rx.wait(Some(WAIT_SLICE)) {
+        Ok(()) | Err(LinkRecvError::Timeout) => Ok(()),
+        Err(e) => Err(e.to_string()),
     }
 }

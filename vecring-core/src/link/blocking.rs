@@ -49,10 +49,10 @@ impl RingWaiter for Consumer<RegionRing> {
         self.ready_slots().is_ok_and(|n| n > 0)
     }
     fn prepare(&mut self, _slots: u64) -> Result<WaitDecision, Corruption> {
-        self.prepare_sleep()
+        self.prepare_wait()
     }
     fn cancel(&mut self) {
-        self.cancel_sleep();
+        self.cancel_wait();
     }
 }
 
@@ -61,15 +61,17 @@ impl RingWaiter for Producer<RegionRing> {
         self.has_room(slots)
     }
     fn prepare(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
-        self.prepare_space_sleep(slots)
+        self.prepare_wait(slots)
     }
     fn cancel(&mut self) {
-        self.cancel_space_sleep();
+        self.cancel_wait();
     }
 }
 
 /// Why a wait ended without work.
 pub(super) enum WaitAbort {
+    /// Its time passed.
+    TimedOut,
     /// The link was closed.
     Closed,
     /// The peer corrupted the ring.
@@ -124,21 +126,18 @@ impl<E: Attach + RingWaiter> Endpoint<E> {
         }
     }
 
-    /// Sleeps until the ring has work (true) or `timeout` passes (false).
-    pub(super) fn wait(
-        &mut self,
-        slots: u64,
-        timeout: Option<Duration>,
-    ) -> Result<bool, WaitAbort> {
+    /// Sleeps until the ring has work, or `timeout` passes
+    /// ([`WaitAbort::TimedOut`]).
+    pub(super) fn wait(&mut self, slots: u64, timeout: Option<Duration>) -> Result<(), WaitAbort> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         loop {
             if !self.prepare_wait(slots)? {
-                return Ok(true);
+                return Ok(());
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left == Some(Duration::ZERO) {
                 self.cancel_wait();
-                return Ok(false);
+                return Err(WaitAbort::TimedOut);
             }
             self.wait.sleep(Some(left.map_or(SLICE, |l| l.min(SLICE))));
             self.cancel_wait();
@@ -173,12 +172,13 @@ impl Receiver {
         self.endpoint().cancel_wait();
     }
 
-    /// Sleeps until a frame is ready (true) or `timeout` passes (false;
-    /// `None` waits without limit), through link down and up.
+    /// Sleeps until a frame is ready, through link down and up; `timeout`
+    /// bounds the wait (`None`: no limit).
     ///
     /// # Errors
-    /// As [`prepare_wait`](Self::prepare_wait).
-    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<bool, LinkRecvError> {
+    /// [`LinkRecvError::Timeout`] when no frame came in time; otherwise as
+    /// [`prepare_wait`](Self::prepare_wait).
+    pub fn wait(&mut self, timeout: Option<Duration>) -> Result<(), LinkRecvError> {
         self.endpoint().wait(1, timeout).map_err(recv_abort)
     }
 
@@ -199,9 +199,7 @@ impl Receiver {
                 r => return r,
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
-            if !self.wait(Some(left))? {
-                return Err(LinkRecvError::Timeout);
-            }
+            self.wait(Some(left))?;
         }
     }
 
@@ -226,9 +224,7 @@ impl Receiver {
                 return Ok(0);
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
-            if !self.wait(Some(left))? {
-                return Err(LinkRecvError::Timeout);
-            }
+            self.wait(Some(left))?;
         }
     }
 
@@ -266,16 +262,17 @@ impl Sender {
         self.endpoint().cancel_wait();
     }
 
-    /// Sleeps until a frame of `len` bytes fits (true) or `timeout` passes
-    /// (false), through link down and up.
+    /// Sleeps until a frame of `len` bytes fits, through link down and
+    /// up; `timeout` bounds the wait (`None`: no limit).
     ///
     /// # Errors
-    /// As [`prepare_wait`](Self::prepare_wait).
+    /// [`LinkSendError::Timeout`] when no room came in time; otherwise as
+    /// [`prepare_wait`](Self::prepare_wait).
     pub fn wait_space(
         &mut self,
         len: usize,
         timeout: Option<Duration>,
-    ) -> Result<bool, LinkSendError> {
+    ) -> Result<(), LinkSendError> {
         let slots = self.slots_for(len);
         self.endpoint().wait(slots, timeout).map_err(send_abort)
     }
@@ -293,15 +290,14 @@ impl Sender {
                 r => return r,
             }
             let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
-            if !self.wait_space(frame.len(), Some(left))? {
-                return Err(LinkSendError::Timeout);
-            }
+            self.wait_space(frame.len(), Some(left))?;
         }
     }
 }
 
 fn recv_abort(s: WaitAbort) -> LinkRecvError {
     match s {
+        WaitAbort::TimedOut => LinkRecvError::Timeout,
         WaitAbort::Closed => LinkRecvError::Closed,
         WaitAbort::Corrupt(c) => LinkRecvError::Corrupt(c),
     }
@@ -309,6 +305,7 @@ fn recv_abort(s: WaitAbort) -> LinkRecvError {
 
 fn send_abort(s: WaitAbort) -> LinkSendError {
     match s {
+        WaitAbort::TimedOut => LinkSendError::Timeout,
         WaitAbort::Closed => LinkSendError::Closed,
         WaitAbort::Corrupt(c) => LinkSendError::Corrupt(c),
     }

@@ -227,13 +227,13 @@ impl WaitSet {
 
     /// Sleeps until the set is readable or `timeout` passes (`None`:
     /// no limit), and notes what woke it (the next [`drain`](Self::drain)
-    /// reads only that). Returns whether it woke by an event.
-    pub(crate) fn sleep(&mut self, timeout: Option<Duration>) -> bool {
+    /// reads only that).
+    pub(crate) fn sleep(&mut self, timeout: Option<Duration>) {
         let mut ready = [0; 4];
         let Ok(n) = self.set.wait(timeout, &mut ready) else {
             // Interrupted: look at everything next time.
             self.woken_elsewhere();
-            return false;
+            return;
         };
         let (poke, timer) = (self.set.kick_fd(), self.timer.as_raw_fd());
         for &fd in &ready[..n] {
@@ -246,7 +246,6 @@ impl WaitSet {
                 BELL
             };
         }
-        n > 0
     }
 }
 

@@ -4,7 +4,7 @@
 //! stamps, publishing `tail`, the copying calls [`Consumer::recv`] and
 //! [`Consumer::recv_batch`], the word a monitoring wait watches
 //! ([`Consumer::ready_word`]), and a wait for frames
-//! ([`Consumer::prepare_sleep`]).
+//! ([`Consumer::prepare_wait`]).
 
 use super::bytes::copy_bytes;
 use super::copy::RUN;
@@ -467,7 +467,7 @@ impl<S: RingStorage> Consumer<S> {
     /// sleep; read them), [`WaitDecision::Sleep`] when the producer will ring the
     /// doorbell after its next publish, or [`WaitDecision::Nap`] when it may not
     /// yet (sleep on the doorbell with a short timeout). After a `Sleep` or
-    /// `Nap`, call [`cancel_sleep`](Self::cancel_sleep) on waking, so that
+    /// `Nap`, call [`cancel_wait`](Self::cancel_wait) on waking, so that
     /// the producer stops checking for a sleeper (forgetting it costs
     /// nothing more: the producer rings once per sleep).
     ///
@@ -477,7 +477,7 @@ impl<S: RingStorage> Consumer<S> {
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring.
-    pub fn prepare_sleep(&mut self) -> Result<WaitDecision, Corruption> {
+    pub fn prepare_wait(&mut self) -> Result<WaitDecision, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
@@ -490,7 +490,7 @@ impl<S: RingStorage> Consumer<S> {
         // descriptor at our read position.
         self.find_ready(1)?;
         if self.cached_head != self.tail {
-            self.cancel_sleep();
+            self.cancel_wait();
             return Ok(WaitDecision::Ready);
         }
         Ok(if acked {
@@ -501,8 +501,8 @@ impl<S: RingStorage> Consumer<S> {
     }
 
     /// Says the consumer runs again: the producer stops ringing until the
-    /// next [`prepare_sleep`](Self::prepare_sleep). Harmless when awake.
-    pub fn cancel_sleep(&mut self) {
+    /// next [`prepare_wait`](Self::prepare_wait). Harmless when awake.
+    pub fn cancel_wait(&mut self) {
         if self.wait.sleeping() {
             self.wait.wake(&self.storage.control().consumer_wait);
         }

@@ -74,7 +74,7 @@ impl HeapRing {
 
     /// Under loom only: sleeps until `bell` rang (or spuriously).
     #[cfg(loom)]
-    pub fn wait_doorbell(&self, bell: Bell) {
+    pub fn sleep(&self, bell: Bell) {
         self.0.bells[bell as usize].wait();
     }
 }

@@ -23,7 +23,7 @@
 //!   time, then an `Acquire` fence), read the frames, then give the slots
 //!   back with one `Release` store of `tail` per [`ReadChunk::release`].
 //!   Only [`Consumer::ready_slots`], the hold-back and
-//!   [`Consumer::prepare_sleep`] look ahead (`Consumer::find_ready`);
+//!   [`Consumer::prepare_wait`] look ahead (`Consumer::find_ready`);
 //! - the producer loads `tail` (`Acquire`) only when its cached view of
 //!   the free slots runs out: that line is written only by the consumer
 //!   and read rarely, so the two sides do not bounce each other's lines.
@@ -40,7 +40,7 @@
 //! outside the ring. The endpoint's own index is private and never re-read.
 //!
 //! A side with nothing to do may sleep instead of polling
-//! ([`Consumer::prepare_sleep`], [`Producer::prepare_space_sleep`]): it
+//! ([`Consumer::prepare_wait`], [`Producer::prepare_wait`]): it
 //! says so in its wait line and the other side, after its next index store,
 //! rings the storage's doorbell ([`RingStorage::ring_doorbell`]).
 

@@ -3,7 +3,7 @@
 //! the consumer's index, publishing frames (each by its descriptor's
 //! stamp, then `head` once per batch as a hint), the copying calls
 //! [`Producer::send`] and [`Producer::send_batch`], and a wait for room
-//! ([`Producer::prepare_space_sleep`]).
+//! ([`Producer::prepare_wait`]).
 
 use super::bytes::{copy_bytes, prefetch_for_write, COPY_32_TO_64, COPY_ANY, COPY_MEMCPY};
 use super::copy::{stream_like, StreamEnd};
@@ -472,13 +472,13 @@ impl<S: RingStorage> Producer<S> {
 
 impl<S: RingStorage> Producer<S> {
     /// Prepares to sleep until at least `slots` slots are free: as
-    /// [`Consumer::prepare_sleep`](super::Consumer::prepare_sleep), with [`WaitDecision::Ready`] meaning the room
-    /// is there after all. Call [`cancel_space_sleep`](Self::cancel_space_sleep)
+    /// [`Consumer::prepare_wait`](super::Consumer::prepare_wait), with [`WaitDecision::Ready`] meaning the room
+    /// is there after all. Call [`cancel_wait`](Self::cancel_wait)
     /// on waking.
     ///
     /// # Errors
     /// [`Corruption`] if the peer corrupted the ring.
-    pub fn prepare_space_sleep(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
+    pub fn prepare_wait(&mut self, slots: u64) -> Result<WaitDecision, Corruption> {
         if let Some(c) = self.poisoned {
             return Err(c);
         }
@@ -491,7 +491,7 @@ impl<S: RingStorage> Producer<S> {
         // The re-check after the fence in `prepare` (see `wait`).
         self.refresh_tail()?;
         if self.free_slots(slots)? >= slots {
-            self.cancel_space_sleep();
+            self.cancel_wait();
             return Ok(WaitDecision::Ready);
         }
         Ok(if acked {
@@ -509,8 +509,8 @@ impl<S: RingStorage> Producer<S> {
     }
 
     /// Says the producer runs again (see
-    /// [`Consumer::cancel_sleep`](super::Consumer::cancel_sleep)).
-    pub fn cancel_space_sleep(&mut self) {
+    /// [`Consumer::cancel_wait`](super::Consumer::cancel_wait)).
+    pub fn cancel_wait(&mut self) {
         if self.wait.sleeping() {
             self.wait.wake(&self.storage.control().producer_wait);
         }

@@ -21,7 +21,7 @@
 //!   per sleep), through the ring storage's [`Bell`].
 //! - **wait decision** ([`WaitDecision`]: `Ready`, `Nap`, `Sleep`): what
 //!   a ring end's re-check tells a side about to wait (`ring::wait`:
-//!   `Consumer::prepare_sleep`, `Producer::prepare_space_sleep`, and their
+//!   `Consumer::prepare_wait`, `Producer::prepare_wait`, and their
 //!   `cancel_*` on waking).
 //! - **doorbell** (`internal::doorbell::Doorbell`): a ring's socket pair
 //!   that carries the signals between the two processes.
@@ -34,10 +34,19 @@
 //!   link change (the **poke**), and a timer for naps.
 //! - **ring waiter** (`link::blocking::RingWaiter`): a ring end the link
 //!   can wait on; a wait that ends without work says why in a
-//!   **wait abort** (`WaitAbort`: the link closed, or the ring corrupt).
+//!   **wait abort** (`WaitAbort`: its time passed, the link closed, or
+//!   the ring corrupt).
 //! - **blocking calls** (`link::blocking`): `Receiver::wait`,
 //!   `recv_timeout`, `Sender::wait_space`, `send_timeout`, and the
 //!   event-loop pair `prepare_wait` / `cancel_wait`.
+//!
+//! The same two names at every level: `prepare_wait` announces a wait
+//! (a ring end's returns the [`WaitDecision`], a link end's a bool that
+//! is true when the caller should sleep, as the C API's
+//! `vecring_rx_prepare_wait` returns 1), `cancel_wait` ends it. A blocking
+//! wait ends in `Ok(())` when there is work and in `Err(Timeout)` when its
+//! time passed, like `recv_timeout`: no bool of the waiting calls means
+//! "ready".
 //!
 //! In the ring, *publish* means one thing: the Release store that hands
 //! slots to the other side. The producer publishes a frame by the Release

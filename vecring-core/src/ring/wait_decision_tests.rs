@@ -13,8 +13,8 @@ fn a_consumer_naps_until_the_producer_acknowledges_then_sleeps() {
     let mut buf = vec![0u8; 2048];
     // Before the producer has seen the consumer armed: a nap, since a
     // publish now may come without a signal.
-    assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Nap));
-    rx.cancel_sleep();
+    assert_eq!(rx.prepare_wait(), Ok(WaitDecision::Nap));
+    rx.cancel_wait();
     // The producer's first publish after the consumer armed takes the
     // fenced path and acknowledges it.
     tx.send(b"ack").unwrap();
@@ -22,15 +22,15 @@ fn a_consumer_naps_until_the_producer_acknowledges_then_sleeps() {
     assert_eq!(rx.recv(&mut buf), Err(RecvError::Empty));
     // Every later publish is followed by the producer's check of the
     // consumer's line: a full sleep, and the doorbell rings for it.
-    assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Sleep));
+    assert_eq!(rx.prepare_wait(), Ok(WaitDecision::Sleep));
     let signals = tx.wait.signals;
     tx.send(b"wake").unwrap();
     assert_eq!(tx.wait.signals, signals + 1, "the sleeper was signalled");
-    rx.cancel_sleep();
+    rx.cancel_wait();
     assert_eq!(rx.recv(&mut buf), Ok(4));
     // And so on for every later sleep.
-    assert_eq!(rx.prepare_sleep(), Ok(WaitDecision::Sleep));
-    rx.cancel_sleep();
+    assert_eq!(rx.prepare_wait(), Ok(WaitDecision::Sleep));
+    rx.cancel_wait();
 }
 
 #[test]
@@ -41,14 +41,14 @@ fn a_producer_naps_until_the_consumer_acknowledges_then_sleeps() {
         while tx.send(&[1; 64]).is_ok() {}
     };
     fill(&mut tx);
-    assert_eq!(tx.prepare_space_sleep(1), Ok(WaitDecision::Nap));
-    tx.cancel_space_sleep();
+    assert_eq!(tx.prepare_wait(1), Ok(WaitDecision::Nap));
+    tx.cancel_wait();
     // The consumer's first release after the producer armed acknowledges.
     assert_eq!(rx.recv(&mut buf), Ok(64));
     fill(&mut tx);
-    assert_eq!(tx.prepare_space_sleep(1), Ok(WaitDecision::Sleep));
+    assert_eq!(tx.prepare_wait(1), Ok(WaitDecision::Sleep));
     let signals = rx.wait.signals;
     assert_eq!(rx.recv(&mut buf), Ok(64));
     assert_eq!(rx.wait.signals, signals + 1, "the sleeper was signalled");
-    tx.cancel_space_sleep();
+    tx.cancel_wait();
 }

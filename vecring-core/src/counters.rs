@@ -38,32 +38,6 @@ pub struct LinkCounters {
     pub rx_bytes: u64,
 }
 
-/// The frames and bytes one end of a queue has moved since its link
-/// opened, over every generation: what
-/// [`Sender::totals`](crate::Sender::totals) and
-/// [`Receiver::totals`](crate::Receiver::totals) return.
-/// The ring counts each frame once, as it publishes or releases it; a
-/// caller keeping counters of its own (a DPDK port's, which the
-/// application resets) adds the growth between two calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Frames.
-    pub frames: u64,
-    /// Bytes.
-    pub bytes: u64,
-}
-
-impl Totals {
-    /// What was added since `earlier` (wrapping, as counters do).
-    #[must_use]
-    pub fn since(&self, earlier: Totals) -> Totals {
-        Totals {
-            frames: self.frames.wrapping_sub(earlier.frames),
-            bytes: self.bytes.wrapping_sub(earlier.bytes),
-        }
-    }
-}
-
 /// A snapshot of one queue pair's data-path counters (see
 /// [`Link::queue_counters`](crate::Link::queue_counters)); the link's
 /// [`LinkCounters`] hold their sums over all queues.

@@ -3,12 +3,12 @@
 //! calls, and the [`Endpoint`] beneath both, which follows the current
 //! session (one atomic load per call when nothing changed), attaches to its
 //! queue's ring in it (and puts its doorbell in the wait set), carries the
-//! totals across generations, and gives the queue back when dropped. Their
-//! blocking calls are in [`super::blocking`].
+//! totals across generations ([`Totals`]), and gives the queue back when
+//! dropped. Their blocking calls are in [`super::blocking`].
 
 use super::frame_error::{Gone, LinkRecvError, LinkSendError};
 use super::shared::{LinkShared, Session, Taken};
-use super::types::{Role, Totals};
+use super::types::Role;
 use super::wait_set::WaitSet;
 use crate::abi::{self, Dir};
 use crate::memory::{Region, RegionRing};
@@ -299,6 +299,32 @@ impl<E: Attach> Endpoint<E> {
             Gone::Closed
         } else {
             Gone::NoPeer
+        }
+    }
+}
+
+/// The frames and bytes one end of a queue has moved since its link
+/// opened, over every generation: what
+/// [`Sender::totals`](crate::Sender::totals) and
+/// [`Receiver::totals`](crate::Receiver::totals) return.
+/// The ring counts each frame once, as it publishes or releases it; a
+/// caller keeping counters of its own (a DPDK port's, which the
+/// application resets) adds the growth between two calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Frames.
+    pub frames: u64,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl Totals {
+    /// What was added since `earlier` (wrapping, as counters do).
+    #[must_use]
+    pub fn since(&self, earlier: Totals) -> Totals {
+        Totals {
+            frames: self.frames.wrapping_sub(earlier.frames),
+            bytes: self.bytes.wrapping_sub(earlier.bytes),
         }
     }
 }

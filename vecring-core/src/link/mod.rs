@@ -27,11 +27,11 @@ pub use crate::dirs::Unsafe;
 pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
-pub use endpoint::{Receiver, Sender};
+pub use endpoint::{Receiver, Sender, Totals};
 pub use error::LinkError;
 pub use frame_error::{LinkRecvError, LinkSendError};
 pub use types::{
-    LinkCounters, LinkState, QueueCounters, Role, Totals, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
+    LinkCounters, LinkState, QueueCounters, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
 };
 
 use shared::LinkShared;

@@ -1,7 +1,7 @@
 //! The plain types a link's users meet: its role and its state (its
 //! counters are [`LinkCounters`], which the status answer carries too).
 
-pub use crate::counters::{LinkCounters, QueueCounters, Totals};
+pub use crate::counters::{LinkCounters, QueueCounters};
 
 /// Default parent of the domain directories.
 pub const DEFAULT_RUN_DIR: &str = "/run/vecring";

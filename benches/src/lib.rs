@@ -34,6 +34,7 @@
 #[cfg(feature = "iceoryx2")]
 pub mod iceoryx2_peer;
 pub mod latency;
+pub mod one_way;
 pub mod pipeline;
 pub mod results;
 pub mod rtrb_bytes;

@@ -10,9 +10,17 @@
 //!   the consumer, with a ring of the link ring's byte capacity. Rounds of
 //!   a second each; the order swaps every round.
 //! - **Latency at 64 bytes.** The master `send`s one frame and `recv`s the
-//!   slave's echo of it; the floor is two processes flipping a counter in
-//!   one shared cache line on the same CPUs. One way is half the median
-//!   round trip (timed 100 round trips at a time), in alternating rounds.
+//!   slave's echo of it (the slave `recv`s and `send`s it back); the floor
+//!   is two processes flipping a counter in one shared cache line on the
+//!   same CPUs. Each is measured twice in the same round
+//!   ([`vecring_benches::one_way`]): a million round trips timed as a
+//!   whole (the untimed mean, which no timer inflates), then a million
+//!   timed one by one with the time-stamp counter, less its read's cost
+//!   (mean, median, 99th and 99.9th percentile). One way is half a round
+//!   trip. The link and the floor alternate which goes first. Then the
+//!   link once more with both ends receiving through `Receiver::wait`
+//!   (sleeping on the doorbell whenever the frame is not there yet: the
+//!   interrupt mode's latency), fewer trips.
 //!
 //! Each round is tagged with the core-to-core latency of the vCPU
 //! placement it drew (the VM's vCPUs move; see `docs/benchmarks/method.md`), and the
@@ -20,7 +28,7 @@
 //! core, near, far. Compare ratios within one placement.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N]
+//! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N] [--slots N]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -29,17 +37,20 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vecring_benches::{
-    core_to_core_latency, half_median_of_samples, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU,
-};
-use vecring_core::{Link, LinkRecvError, Role};
+use vecring_benches::one_way::{one_way, OneWay};
+use vecring_benches::{core_to_core_latency, pin_current_thread, CONSUMER_CPU, PRODUCER_CPU};
+use vecring_core::{Geometry, Link, LinkRecvError, Receiver, Role, Sender};
 
 const FRAME: usize = 1514;
 const BATCH: usize = 32;
 const ROUND: Duration = Duration::from_secs(1);
-/// Timed round trips of a latency round, after a tenth as many untimed.
-const TRIPS: usize = 100_000;
+/// Round trips of a latency round: a tenth as many to warm up, then this
+/// many timed as a whole and as many timed one by one.
+const TRIPS: usize = 1_000_000;
 const WARM_TRIPS: usize = TRIPS / 10;
+/// The same for the link received through `Receiver::wait`, whose every
+/// trip is a doorbell's wake-up (microseconds).
+const WAIT_TRIPS: usize = 50_000;
 /// The link's default ring: 32768 slots of 64 bytes.
 const RING_BYTES: usize = 32768 * 64;
 
@@ -47,7 +58,12 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("--slave") => return slave(&args[1]),
-        Some("--flipper") => return flipper(args[1].parse().expect("fd")),
+        Some("--flipper") => {
+            return flipper(
+                args[1].parse().expect("fd"),
+                args[2].parse().expect("lines"),
+            )
+        }
         _ => {}
     }
     let rounds = args
@@ -56,29 +72,40 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse().expect("--rounds N"))
         .unwrap_or(7);
+    // The link's ring, and the ring floor's, in 64-byte slots (lines).
+    let slots: u32 = args
+        .iter()
+        .position(|a| a == "--slots")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse().expect("--slots N"))
+        .unwrap_or(Geometry::DEFAULT.slot_count());
     let what = args.first().map(String::as_str).unwrap_or("both");
     pin_current_thread(PRODUCER_CPU).expect("pin");
     let dir = std::env::temp_dir().join(format!("vecring-user-view-{}", std::process::id()));
     let mut peer = Peer::start(&dir);
-    let link = open(Role::Master, dir.to_str().expect("path"));
+    let link = open(
+        Role::Master,
+        dir.to_str().expect("path"),
+        Some(Geometry::new(slots, 64).expect("--slots: a power of two the link takes")),
+    );
     peer.ask("up");
     if what != "latency" {
         throughput(&link, &mut peer, rounds);
     }
     if what != "throughput" {
-        latency(&link, &mut peer, rounds);
+        latency(&link, &mut peer, rounds, slots);
     }
     peer.send("quit");
     let _ = peer.child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn open(role: Role, dir: &str) -> Link {
-    let link = Link::builder("userview", "l")
-        .role(role)
-        .run_dir(dir)
-        .open()
-        .expect("open the link");
+fn open(role: Role, dir: &str, geometry: Option<Geometry>) -> Link {
+    let mut b = Link::builder("userview", "l").role(role).run_dir(dir);
+    if let Some(g) = geometry {
+        b = b.geometry(g);
+    }
+    let link = b.open().expect("open the link");
     link.wait_up(Duration::from_secs(20)).expect("link up");
     link
 }
@@ -127,7 +154,7 @@ impl Peer {
 
 fn slave(dir: &str) {
     pin_current_thread(CONSUMER_CPU).expect("pin");
-    let link = open(Role::Slave, dir);
+    let link = open(Role::Slave, dir, None);
     let (mut tx, mut rx) = (link.sender().unwrap(), link.receiver().unwrap());
     let mut bufs = vec![[0u8; FRAME]; BATCH];
     let mut lens = [0usize; BATCH];
@@ -150,17 +177,17 @@ fn slave(dir: &str) {
                 }
                 println!("got {got} {sum}");
             }
-            "echo" => {
+            cmd if cmd.starts_with("echo ") || cmd.starts_with("echo-wait ") => {
+                // `echo N`: N frames back, polling; `echo-wait N`: the
+                // same, receiving through `Receiver::wait`.
+                let (kind, n) = cmd.split_once(' ').expect("echo N");
+                let n: usize = n.parse().expect("echo N");
+                let wait = kind == "echo-wait";
                 println!("ready");
+                std::io::stdout().flush().expect("stdout");
                 let mut buf = [0u8; 64];
-                for _ in 0..WARM_TRIPS + TRIPS {
-                    let len = loop {
-                        match rx.recv(&mut buf) {
-                            Ok(len) => break len,
-                            Err(LinkRecvError::Empty) => std::hint::spin_loop(),
-                            Err(e) => panic!("{e}"),
-                        }
-                    };
+                for _ in 0..n {
+                    let len = receive(&mut rx, &mut buf, wait);
                     while tx.send(&buf[..len]).is_err() {}
                 }
                 println!("done");
@@ -252,7 +279,7 @@ fn rtrb_round() -> f64 {
 fn throughput(link: &Link, peer: &mut Peer, rounds: usize) {
     println!("throughput, {FRAME}-byte frames, batches of {BATCH}: link (two processes) / rtrb [u8; {FRAME}] (two threads), rounds of {ROUND:?}");
     println!("round | c2c ns before/between/after | link Mfps | rtrb Mfps | link / rtrb");
-    let ratios = alternate(
+    let results = alternate(
         rounds,
         || link_round(link, peer),
         rtrb_round,
@@ -265,138 +292,261 @@ fn throughput(link: &Link, peer: &mut Peer, rounds: usize) {
             )
         },
     );
+    let ratios: Vec<(Placement, f64)> = results.into_iter().map(|(p, l, r)| (p, l / r)).collect();
     summary("link / rtrb", &ratios);
 }
 
-/// The floor's other process: flips the counter in the shared line of the
-/// memfd `fd` from odd to even until told to stop by a counter of
-/// `u64::MAX`.
-fn flipper(fd: i32) {
+/// The floors' shared memory: one counter line, then (with `lines` > 0)
+/// two rings of `lines` 64-byte lines each, one a way.
+struct FloorMemory {
+    line: &'static AtomicU64,
+    data: *mut u8,
+    lines: usize,
+}
+
+impl FloorMemory {
+    fn len(lines: usize) -> usize {
+        4096 + 2 * lines * 64
+    }
+
+    /// The memory of the memfd `fd`, shared (never unmapped; the kernel
+    /// zeroes it; the counter is only ever used as an atomic).
+    fn map(fd: &OwnedFd, lines: usize) -> FloorMemory {
+        // SAFETY: a shared mapping of the whole memfd, sized by its maker.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::len(lines),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED, "mmap");
+        FloorMemory {
+            // SAFETY: the first, 64-byte aligned word of the mapping.
+            line: unsafe { &*p.cast::<AtomicU64>() },
+            // SAFETY: within the mapping.
+            data: unsafe { p.cast::<u8>().add(4096) },
+            lines,
+        }
+    }
+
+    /// Writes a 64-byte frame into line `i` (modulo the ring) of ring
+    /// `way` (0: to the flipper, 1: back).
+    fn write(&self, way: usize, i: u64, v: u64) {
+        if self.lines == 0 {
+            return;
+        }
+        let at = (way * self.lines + (i as usize % self.lines)) * 64;
+        for w in 0..8 {
+            // SAFETY: within the ring `way`; the other side reads this line
+            // only after the counter's Release store that follows.
+            unsafe { self.data.add(at + w * 8).cast::<u64>().write_volatile(v) };
+        }
+    }
+
+    /// Reads line `i` of ring `way` (as a receiver copies a frame out).
+    fn read(&self, way: usize, i: u64) -> u64 {
+        if self.lines == 0 {
+            return 0;
+        }
+        let at = (way * self.lines + (i as usize % self.lines)) * 64;
+        (0..8)
+            // SAFETY: within the ring `way`, written before the counter's
+            // Release store this side's Acquire load saw.
+            .map(|w| unsafe { self.data.add(at + w * 8).cast::<u64>().read_volatile() })
+            .fold(0, u64::wrapping_add)
+    }
+}
+
+/// The floors' other process: for each odd counter `2i + 1` in the shared
+/// memory of the memfd `fd`, reads line `i` of the first ring, writes line
+/// `i` of the second and stores `2i + 2` (with no rings, only flips the
+/// counter), until told to stop by a counter of `u64::MAX`.
+fn flipper(fd: i32, lines: usize) {
     pin_current_thread(CONSUMER_CPU).expect("pin");
     // SAFETY: the descriptor the parent left open for us.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let line = map_line(&fd);
+    let m = FloorMemory::map(&fd, lines);
+    let mut sink = 0u64;
     loop {
         // Acquire: pairs with the parent's Release store in `floor_round`.
-        let v = line.load(Ordering::Acquire);
+        let v = m.line.load(Ordering::Acquire);
         if v == u64::MAX {
+            std::hint::black_box(sink);
             return;
         }
         if v % 2 == 1 {
+            let i = v / 2;
+            sink = sink.wrapping_add(m.read(0, i));
+            m.write(1, i, v);
             // Release: pairs with the parent's Acquire load.
-            line.store(v + 1, Ordering::Release);
+            m.line.store(v + 1, Ordering::Release);
         }
         std::hint::spin_loop();
     }
 }
 
-/// The first line of the memfd `fd`, shared.
-fn map_line(fd: &OwnedFd) -> &'static AtomicU64 {
-    // SAFETY: a shared mapping of the memfd's first page, never unmapped;
-    // the page is zeroed by the kernel and only ever used as atomics.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED, "mmap");
-        &*p.cast::<AtomicU64>()
-    }
-}
-
-/// Half the median round trip of `trip` ([`half_median_of_samples`]),
-/// `TRIPS` timed after `WARM_TRIPS`.
-fn half_median(trip: impl FnMut()) -> f64 {
-    half_median_of_samples(WARM_TRIPS, TRIPS, trip)
-}
-
-/// One way through one shared line between two processes.
-fn floor_round() -> f64 {
+/// One way through shared memory between two processes, with no ring
+/// code: one counter line flipped (`lines` 0), or (`lines` > 0) a 64-byte
+/// frame written into the next line of a ring of `lines` lines before the
+/// counter is stored, and read after it is seen: the floor of any
+/// protocol that signals after the data, as the link does.
+fn floor_round(lines: usize) -> OneWay {
     // SAFETY: plain memfd_create; without MFD_CLOEXEC, so the child
     // inherits it.
     let raw = unsafe { libc::memfd_create(c"user-view-floor".as_ptr(), 0) };
     assert!(raw >= 0, "memfd_create");
     // SAFETY: a descriptor just made, ours alone.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let len = FloorMemory::len(lines) as libc::off_t;
     // SAFETY: sizing our own memfd.
-    assert_eq!(unsafe { libc::ftruncate(raw, 4096) }, 0, "ftruncate");
-    let line = map_line(&fd);
+    assert_eq!(unsafe { libc::ftruncate(raw, len) }, 0, "ftruncate");
+    let m = FloorMemory::map(&fd, lines);
     let mut child = Command::new(std::env::current_exe().expect("own path"))
         .arg("--flipper")
         .arg(raw.to_string())
+        .arg(lines.to_string())
         .spawn()
         .expect("start the flipper");
-    let mut v = 0u64;
-    let one_way = half_median(|| {
+    let (mut v, mut sink) = (0u64, 0u64);
+    let w = one_way(WARM_TRIPS, TRIPS, || {
+        let i = v / 2;
+        m.write(0, i, v);
         // Release/Acquire: pair with the flipper's Acquire load and Release
         // store.
-        line.store(v + 1, Ordering::Release);
-        while line.load(Ordering::Acquire) != v + 2 {
+        m.line.store(v + 1, Ordering::Release);
+        while m.line.load(Ordering::Acquire) != v + 2 {
             std::hint::spin_loop();
         }
+        sink = sink.wrapping_add(m.read(1, i));
         v += 2;
     });
+    std::hint::black_box(sink);
     // Release: pairs with the flipper's Acquire load.
-    line.store(u64::MAX, Ordering::Release);
+    m.line.store(u64::MAX, Ordering::Release);
     child.wait().expect("flipper");
-    one_way
+    w
 }
 
-/// One way through the link: `send` and the echo's `recv`.
-fn link_latency_round(link: &Link, peer: &mut Peer) -> f64 {
-    let (mut tx, mut rx) = (link.sender().unwrap(), link.receiver().unwrap());
-    assert_eq!(peer.ask("echo"), "ready");
+/// The next frame into `buf`: polling `recv`, or (`wait`) sleeping in
+/// `Receiver::wait` whenever there is none.
+fn receive(rx: &mut Receiver, buf: &mut [u8], wait: bool) -> usize {
+    loop {
+        match rx.recv(buf) {
+            Ok(len) => return len,
+            Err(LinkRecvError::Empty) if wait => rx.wait(None).expect("wait"),
+            Err(LinkRecvError::Empty) => std::hint::spin_loop(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// One way through the link: `send` and the echo's `recv` (through
+/// `Receiver::wait` on both ends with `wait`), `trips` of each kind.
+fn link_latency_round(link: &Link, peer: &mut Peer, wait: bool, trips: usize) -> OneWay {
+    let (mut tx, mut rx): (Sender, Receiver) = (link.sender().unwrap(), link.receiver().unwrap());
+    let warm = trips / 10;
+    let kind = if wait { "echo-wait" } else { "echo" };
+    assert_eq!(peer.ask(&format!("{kind} {}", warm + 2 * trips)), "ready");
     let frame = [7u8; 64];
     let mut buf = [0u8; 64];
-    let mut trips = 0;
-    let one_way = half_median(|| {
+    let mut done = 0;
+    let w = one_way(warm, trips, || {
         while tx.send(&frame).is_err() {}
-        loop {
-            match rx.recv(&mut buf) {
-                Ok(_) => break,
-                Err(LinkRecvError::Empty) => std::hint::spin_loop(),
-                Err(e) => panic!("{e}"),
-            }
-        }
-        trips += 1;
+        receive(&mut rx, &mut buf, wait);
+        done += 1;
     });
     // The slave echoes exactly as many frames.
-    assert_eq!(trips, WARM_TRIPS + TRIPS);
-    one_way
+    assert_eq!(done, warm + 2 * trips);
+    assert_eq!(peer.reply(), "done");
+    w
 }
 
-fn latency(link: &Link, peer: &mut Peer, rounds: usize) {
-    println!("latency, 64-byte send/recv ping-pong (two processes) / one shared counter line (two processes); one way = half the median round trip");
-    println!("round | c2c ns before/between/after | link ns | floor ns | link / floor");
-    let ratios = alternate(
-        rounds,
-        || {
-            let l = link_latency_round(link, peer);
-            assert_eq!(peer.reply(), "done");
-            l
-        },
-        floor_round,
-        |round, c2c, l, f| println!("{round:5} | {c2c} | {l:7.1} | {f:8.1} | {:.3}", l / f),
+fn latency(link: &Link, peer: &mut Peer, rounds: usize, slots: u32) {
+    let ring = slots as usize;
+    println!("latency at 64 bytes between two processes, one way = half a round trip, in ns:");
+    println!("  link: send, and recv of the echo (the slave recvs and sends it back)");
+    println!("  line: one shared counter line flipped (the floor of any hand-off)");
+    println!("  ring: a 64-byte frame written into the next line of a ring of {ring} lines, then a counter line stored (the floor of any protocol that signals after the data, with no ring code)");
+    println!("  untimed: the mean of {TRIPS} round trips timed as a whole; mean, p50, p99, p99.9: {TRIPS} more timed one by one (fenced rdtsc, less its read's cost, timer); the three go first in turn");
+    println!("round | c2c ns before/between/after | link untimed mean p50 p99 p99.9 | line untimed mean p50 p99 | ring untimed mean p50 p99 | timer | link/line untimed, link p99/line untimed, link/ring untimed");
+    let c2c = || core_to_core_latency().as_nanos();
+    let mut results = Vec::new();
+    for round in 0..rounds {
+        let mut got: [Option<OneWay>; 3] = [None; 3];
+        let mut c = vec![c2c()];
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            got[which] = Some(match which {
+                0 => link_latency_round(link, peer, false, TRIPS),
+                1 => floor_round(0),
+                _ => floor_round(ring),
+            });
+            if k == 0 {
+                c.push(c2c());
+            }
+        }
+        c.push(c2c());
+        let [l, f, r] = got.map(|x| x.expect("measured"));
+        let placement = Placement([c[0], c[1], c[2]]);
+        println!(
+            "{round:5} | {placement} | {:6.1} {:6.1} {:6.1} {:6.1} {:7.1} | {:5.1} {:5.1} {:5.1} {:5.1} | {:6.1} {:6.1} {:6.1} {:6.1} | {:4.1} | {:.2}, {:.2}, {:.2}",
+            l.untimed_mean, l.mean, l.p50, l.p99, l.p999,
+            f.untimed_mean, f.mean, f.p50, f.p99,
+            r.untimed_mean, r.mean, r.p50, r.p99,
+            l.timer,
+            l.untimed_mean / f.untimed_mean,
+            l.p99 / f.untimed_mean,
+            l.untimed_mean / r.untimed_mean,
+        );
+        results.push((placement, l, f, r));
+    }
+    let ratio = |g: fn(&OneWay, &OneWay, &OneWay) -> f64| -> Vec<(Placement, f64)> {
+        results
+            .iter()
+            .map(|(p, l, f, r)| (p.clone(), g(l, f, r)))
+            .collect()
+    };
+    summary(
+        "mean one way, link / untimed line (target <= 2.0 near)",
+        &ratio(|l, f, _| l.untimed_mean / f.untimed_mean),
     );
-    summary("link / floor", &ratios);
+    summary(
+        "p99 one way, link / untimed line (target <= 3.0 near)",
+        &ratio(|l, f, _| l.p99 / f.untimed_mean),
+    );
+    summary(
+        "mean one way, link / untimed ring floor",
+        &ratio(|l, _, r| l.untimed_mean / r.untimed_mean),
+    );
+    let mut w: Vec<OneWay> = (0..rounds.min(3))
+        .map(|_| link_latency_round(link, peer, true, WAIT_TRIPS))
+        .collect();
+    w.sort_by(|a, b| a.p50.total_cmp(&b.p50));
+    println!("the link, both ends receiving through Receiver::wait ({WAIT_TRIPS} trips a run; every trip a doorbell's wake-up: compare link-wakeup's eventfd ping-pong):");
+    for x in &w {
+        println!(
+            "  untimed {:.0} ns, mean {:.0}, p50 {:.0}, p99 {:.0}, p99.9 {:.0}",
+            x.untimed_mean, x.mean, x.p50, x.p99, x.p999
+        );
+    }
 }
 
 /// `rounds` rounds of `a` and `b`, which goes first swapping every round,
 /// each printed by `show(round, placement, a, b)`; returns each round's
-/// placement and `a / b`. The core-to-core latency is taken before, between
+/// placement and both results. The core-to-core latency is taken before, between
 /// and after the two runs of a round, because the host moves the vCPUs
 /// now and then: a round whose three figures fall in different placements
 /// compared one placement with another.
-fn alternate(
+fn alternate<T: Copy>(
     rounds: usize,
-    mut a: impl FnMut() -> f64,
-    mut b: impl FnMut() -> f64,
-    show: impl Fn(usize, &Placement, f64, f64),
-) -> Vec<(Placement, f64)> {
+    mut a: impl FnMut() -> T,
+    mut b: impl FnMut() -> T,
+    show: impl Fn(usize, &Placement, T, T),
+) -> Vec<(Placement, T, T)> {
     let c2c = || core_to_core_latency().as_nanos();
     (0..rounds)
         .map(|round| {
@@ -412,13 +562,14 @@ fn alternate(
             };
             let placement = Placement([before, between, c2c()]);
             show(round, &placement, x, y);
-            (placement, x / y)
+            (placement, x, y)
         })
         .collect()
 }
 
 /// A round's core-to-core latencies, in ns: before, between and after
 /// its two runs.
+#[derive(Clone)]
 struct Placement([u128; 3]);
 
 impl Placement {

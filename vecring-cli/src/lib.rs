@@ -33,13 +33,13 @@ pub mod cpus;
 mod doctor;
 mod escape;
 mod manual;
+mod open;
 mod ops;
 mod persist;
 mod prepare;
 mod tap;
 pub mod traffic;
 mod userns;
-mod wait;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

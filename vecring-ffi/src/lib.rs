@@ -21,7 +21,7 @@
 //! - `closing`: the eventfd that `vecring_close` rings to wake the
 //!   blocking waits of other threads;
 //! - [`link`], [`tx`], [`rx`]: the exported functions;
-//! - [`wait`]: sleeping instead of polling: the descriptors for the
+//! - [`blocking`]: sleeping instead of polling: the descriptors for the
 //!   application's own `epoll`, prepare / cancel around each sleep, and
 //!   the blocking waits.
 //!
@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]
 
+pub mod blocking;
 mod closing;
 pub mod env;
 pub mod error;
@@ -40,8 +41,8 @@ pub mod options;
 pub mod rx;
 mod table;
 pub mod tx;
-pub mod wait;
 
+pub use blocking::*;
 pub use env::*;
 pub use error::*;
 pub use handle::vecring_link;
@@ -49,7 +50,6 @@ pub use link::*;
 pub use options::*;
 pub use rx::*;
 pub use tx::*;
-pub use wait::*;
 
 /// `vecring_frame_t.flags`: the frame's slots wrap around the end of the
 /// ring, so `data` points to a copy rather than into the ring.

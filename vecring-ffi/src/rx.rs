@@ -3,11 +3,11 @@
 //! belong to the link's one consumer thread; a second thread inside one of
 //! them at the same moment gets `VECRING_E_BUSY`.
 
+use crate::blocking::{self, RxWaiter};
 use crate::error::{corruption, guard, recv_error, Error, VECRING_E_AGAIN, VECRING_OK};
 use crate::handle::vecring_link;
 use crate::table::{Lane, Ref};
 use crate::tx::c_count;
-use crate::wait::{self, RxWaiter};
 use crate::{vecring_buf_t, vecring_frame_t, VECRING_FRAME_COPIED};
 use std::ffi::{c_int, c_void};
 use std::time::Duration;
@@ -48,7 +48,7 @@ pub unsafe extern "C" fn vecring_recv_timeout(
         if len.is_null() {
             return Err(Error::inval("len is NULL"));
         }
-        let timeout = wait::timeout(timeout_ms)?;
+        let timeout = blocking::timeout(timeout_ms)?;
         let dst: &mut [u8] = if cap == 0 {
             &mut []
         } else if buf.is_null() {
@@ -86,8 +86,8 @@ pub unsafe extern "C" fn vecring_recv_timeout(
                 Err(LinkRecvError::Empty | LinkRecvError::NoPeer) => {}
                 Err(e) => return Err(recv_error(e)),
             }
-            let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
-            if !wait::block(&h, &mut RxWaiter(r), h.rx_fd(), wait::left(until))? {
+            let until = *deadline.get_or_insert_with(|| blocking::deadline(timeout));
+            if !blocking::block(&h, &mut RxWaiter(r), h.rx_fd(), blocking::left(until))? {
                 return Err(no_frame(timeout_ms));
             }
         }
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn vecring_recv_batch_timeout(
 ) -> c_int {
     guard(|| {
         let h = Ref::new(link, Lane::Rx)?;
-        let timeout = wait::timeout(timeout_ms)?;
+        let timeout = blocking::timeout(timeout_ms)?;
         if count == 0 {
             return Ok(0);
         }
@@ -207,8 +207,8 @@ fn recv_batch_waiting(
             }
             Err(e) => return Err(recv_error(e)),
         }
-        let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
-        if !wait::block(h, &mut RxWaiter(r), h.rx_fd(), wait::left(until))? {
+        let until = *deadline.get_or_insert_with(|| blocking::deadline(timeout));
+        if !blocking::block(h, &mut RxWaiter(r), h.rx_fd(), blocking::left(until))? {
             return Ok(0);
         }
     }

@@ -3,13 +3,13 @@
 //! form. All of these belong to the link's one producer thread; a second
 //! thread inside one of them at the same moment gets `VECRING_E_BUSY`.
 
+use crate::blocking::{self, TxWaiter};
 use crate::error::{
     guard, push_error, send_error, Error, FULL, VECRING_E_AGAIN, VECRING_E_TOOBIG, VECRING_OK,
 };
 use crate::handle::{vecring_link, Staged};
 use crate::table::{Lane, Ref};
 use crate::vecring_frame_t;
-use crate::wait::{self, TxWaiter};
 use std::ffi::{c_int, c_void};
 use std::time::Duration;
 use vecring_core::{LinkSendError, PushError};
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn vecring_send_timeout(
         let h = Ref::new(link, Lane::Tx)?;
         // SAFETY: forwarded caller guarantee.
         let bytes = unsafe { bytes(frame, len, "frame")? };
-        let timeout = wait::timeout(timeout_ms)?;
+        let timeout = blocking::timeout(timeout_ms)?;
         let mut tx = h.tx()?;
         let sender = tx.sender()?;
         // Set at the first miss, so that a frame sent at once (the polling
@@ -90,9 +90,9 @@ pub unsafe extern "C" fn vecring_send_timeout(
                     if timeout != Some(Duration::ZERO) => {}
                 Err(e) => return Err(send_error(e)),
             }
-            let until = *deadline.get_or_insert_with(|| wait::deadline(timeout));
+            let until = *deadline.get_or_insert_with(|| blocking::deadline(timeout));
             let mut w = TxWaiter { sender, len };
-            if !wait::block(&h, &mut w, h.tx_fd(), wait::left(until))? {
+            if !blocking::block(&h, &mut w, h.tx_fd(), blocking::left(until))? {
                 return Err(Error::new(
                     VECRING_E_AGAIN,
                     format!("no room for the frame within {timeout_ms} ms"),

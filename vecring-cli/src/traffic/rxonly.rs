@@ -3,7 +3,7 @@
 //! reporting on stderr, per queue and in total.
 
 use super::{interrupt, Failure, BATCH};
-use crate::wait::Waited;
+use crate::open::Waited;
 use crate::{cpus, queues_of, LinkArgs};
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

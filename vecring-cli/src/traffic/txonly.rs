@@ -7,7 +7,7 @@
 
 use super::frame::{self, Addresses};
 use super::{interrupt, on_each_queue, send_for, Burst, Failure};
-use crate::wait::Waited;
+use crate::open::Waited;
 use crate::{queues_of, LinkArgs};
 use clap::Args;
 use std::time::{Duration, Instant};

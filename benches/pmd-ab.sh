@@ -6,14 +6,17 @@
 # dropped), every period's Rx rate in M pps, and the core-to-core latency
 # just before and after the run (the vCPU placement it drew).
 #
-# Usage: benches/pmd-ab.sh PAIRS SIZE NAME=/path/librte_net_vecring.so ...
+# Usage: benches/pmd-ab.sh PAIRS SIZE NAME=/path/librte_net_vecring.so[,DEVARGS] ...
 # SECS= sets the seconds per run (default 9); DEVARGS= appends devargs to
-# the master (e.g. ",slots=1024").
+# the master of every variant (e.g. ",slots=1024"), and a variant's own
+# devargs after its path to its master only (e.g. small=$SO,slots=4096:
+# one build, two ring geometries). TESTPMD_OPTS= adds options to both
+# testpmds (e.g. "--burst=128").
 # Needs root, hugepages and the latency probe (cargo build --release -p
 # vecring-benches).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 3 ] || { sed -n '2,13p' "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,15p' "$0"; exit 2; }
 PAIRS=$1
 SIZE=$2
 shift 2
@@ -27,13 +30,16 @@ LATENCY=$ROOT/target/release/core-latency
 
 # run SO: one txonly -> rxonly run over the driver SO.
 run() {
-	local so=$1 work prefix rx tx r t per
+	local so=${1%%,*} own= work prefix rx tx r t per
+	[ "$so" = "$1" ] || own=,${1#*,}
 	work=$(mktemp -d /run/vecring-ab.XXXXXX)
 	prefix=vab$$x$RANDOM
 	local common=(--no-pci --log-level=lib.eal:warning -d "$so")
 	local opts=(--stats-period=1 --txd=1024 --rxd=1024)
+	# shellcheck disable=SC2206
+	opts+=(${TESTPMD_OPTS:-})
 	dpdk-testpmd --lcores='(0,1)@1' --file-prefix="${prefix}rx" "${common[@]}" \
-		--vdev="eth_vecring0,domain=b,link=l,master=true,run_dir=$work/run$DEVARGS" \
+		--vdev="eth_vecring0,domain=b,link=l,master=true,run_dir=$work/run$DEVARGS$own" \
 		-- --forward-mode=rxonly "${opts[@]}" >"$work/rx.log" 2>&1 &
 	rx=$!
 	sleep 1

@@ -1,22 +1,37 @@
 #!/bin/bash
-# Instructions per packet in eth_vecring's burst functions, counted by
-# valgrind's callgrind inside a real dpdk-testpmd: the side measured runs
-# under callgrind (as the link's master), the other side runs natively and
-# keeps the measured side busy (the ring is never empty for RX, never full
-# for TX, so every burst moves 32 packets). Counted for 8 seconds of
-# steady traffic. Like benches/ir-per-frame.sh this is a CPU cost, the same
-# on every run, not a speed. Figures include DPDK's bulk mbuf allocation
-# (RX) and bulk free (TX), which the burst functions call.
+# Instructions per packet of a DPDK driver's bursts, counted by valgrind's
+# callgrind inside a real dpdk-testpmd: the side measured runs under
+# callgrind, the other side runs natively and keeps the measured side busy
+# (the ring is never empty for RX, never full for TX, so every burst moves
+# 32 packets). Counted for 8 seconds of steady traffic. Like
+# benches/ir-per-frame.sh this is a CPU cost, the same on every run, not a
+# speed.
+#
+# For eth_vecring (the default) it prints the burst function's inclusive
+# count, which includes DPDK's bulk mbuf allocation (RX) and bulk free
+# (TX). For every driver it then prints the whole process's instructions
+# per packet split by the library they ran in (benches/callgrind-objects.py:
+# testpmd's own generation or reception, the driver, the mempool, libc's
+# memcpy), so that drivers compare on the whole lcore's work:
 #
 #   bash benches/pmd-ir-per-packet.sh [rx|tx ...]     (default: rx tx)
+#   DRIVER=null bash benches/pmd-ir-per-packet.sh tx rx
 #
-# Needs root, hugepages, valgrind and the release build of the PMD.
+# net_null has no other side: its TX frees what it is given, its RX
+# allocates empty mbufs. Not net_memif: under callgrind its bursts move
+# varying numbers of packets (a third of TX's dropped at a full ring,
+# RX's bursts mostly empty), so calls do not count its packets. Needs root, hugepages, valgrind and the release
+# build of the PMD (eth_vecring only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIDES=${*:-rx tx}
+DRIVER=${DRIVER:-vecring}
 command -v valgrind >/dev/null || { echo "pmd-ir-per-packet: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-# shellcheck source=benches/plugin.sh
-. "$ROOT/benches/plugin.sh"
+SO=
+if [ "$DRIVER" = vecring ]; then
+	# shellcheck source=benches/plugin.sh
+	. "$ROOT/benches/plugin.sh"
+fi
 WORK=$(mktemp -d /run/vecring-pmd-ir.XXXXXX)
 trap 'pkill -f "file-prefix=vrir" 2>/dev/null || true; [ "${VECRING_BENCH_KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 
@@ -28,22 +43,32 @@ for side in $SIDES; do
 	esac
 	rm -rf "$WORK/run" "$WORK"/cg.*
 	opts="--stats-period=5 --txd=1024 --rxd=1024 --txpkts=64"
+	plugin=() logs=("$WORK/measured.log" "$WORK/other.log")
+	case $DRIVER in
+	vecring)
+		plugin=(-d "$SO")
+		mvdev="eth_vecring0,domain=bench,link=ir,master=true,run_dir=$WORK/run"
+		ovdev="eth_vecring0,domain=bench,link=ir,run_dir=$WORK/run"
+		sock=$WORK/run/bench/ir.sock obj=$(basename "$SO") ;;
+	null)
+		mvdev=net_null0 ovdev= obj=librte_net_null logs=("$WORK/measured.log") ;;
+	*) echo "pmd-ir-per-packet: DRIVER is vecring or null, not $DRIVER" >&2; exit 2 ;;
+	esac
 	# shellcheck disable=SC2086
 	timeout 300 valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" \
-		dpdk-testpmd --lcores="(0,1)@$mcpu" --file-prefix=vrirm --no-pci --log-level=lib.eal:warning -d "$SO" \
-		--vdev="eth_vecring0,domain=bench,link=ir,master=true,run_dir=$WORK/run" \
-		-- --forward-mode=$measured $opts >"$WORK/measured.log" 2>&1 &
-	# EAL start-up under valgrind takes a while; the link comes up when the
-	# other side arrives.
-	for _ in $(seq 120); do [ -S "$WORK/run/bench/ir.sock" ] && break; sleep 1; done
-	# shellcheck disable=SC2086
-	timeout 100 dpdk-testpmd --lcores="(0,1)@$ocpu" --file-prefix=vriro --no-pci --log-level=lib.eal:warning -d "$SO" \
-		--vdev="eth_vecring0,domain=bench,link=ir,run_dir=$WORK/run" \
-		-- --forward-mode=$other $opts >"$WORK/other.log" 2>&1 &
-	# Count from steady traffic: both sides forwarding, plus a margin.
+		dpdk-testpmd --lcores="(0,1)@$mcpu" --file-prefix=vrirm --no-pci --log-level=lib.eal:warning "${plugin[@]}" \
+		--vdev="$mvdev" -- --forward-mode=$measured $opts >"$WORK/measured.log" 2>&1 &
+	# EAL start-up under valgrind takes a while; the link comes up when
+	# the other side arrives.
+	if [ -n "$ovdev" ]; then
+		for _ in $(seq 120); do [ -S "$sock" ] && break; sleep 1; done
+		# shellcheck disable=SC2086
+		timeout 100 dpdk-testpmd --lcores="(0,1)@$ocpu" --file-prefix=vriro --no-pci --log-level=lib.eal:warning "${plugin[@]}" \
+			--vdev="$ovdev" -- --forward-mode=$other $opts >"$WORK/other.log" 2>&1 &
+	fi
+	# Count from steady traffic: every side forwarding, plus a margin.
 	for _ in $(seq 300); do
-		grep -q "packet forwarding - ports" "$WORK/measured.log" "$WORK/other.log" 2>/dev/null &&
-			[ "$(grep -l "packet forwarding - ports" "$WORK/measured.log" "$WORK/other.log" | wc -l)" = 2 ] && break
+		[ "$(grep -l "packet forwarding - ports" "${logs[@]}" 2>/dev/null | wc -l)" = "${#logs[@]}" ] && break
 		sleep 1
 	done
 	sleep 5
@@ -56,6 +81,9 @@ for side in $SIDES; do
 	pkill -f "file-prefix=vrir" || true
 	wait 2>/dev/null || true
 	dump=$(ls "$WORK"/cg.out.* | head -1)
+	echo "$DRIVER $measured, instructions per packet by library:"
+	python3 "$ROOT/benches/callgrind-objects.py" "$dump" "$obj" 32
+	[ "$DRIVER" = vecring ] || continue
 	# The burst function's inclusive count is the line after its caller's
 	# (testpmd's forwarding loop), which carries the number of calls.
 	line=$(callgrind_annotate --inclusive=yes --tree=caller "$dump" 2>/dev/null | tr -d , |

@@ -8,7 +8,9 @@
 #
 # Usage: benches/pmd-profile.sh [SIZE]   (default 64)
 # SO= the driver to load (default: the installed one, as benches/plugin.sh
-# finds it); DEVARGS= appends devargs to the master.
+# finds it); DEVARGS= appends devargs to the master; TESTPMD_OPTS= adds
+# options to both testpmds (e.g. "--burst=16"); TOP= symbols a side
+# (default 6).
 # Needs root, hugepages, perf and the latency probe (cargo build --release
 # -p vecring-benches).
 set -euo pipefail
@@ -35,6 +37,8 @@ cleanup() {
 trap cleanup EXIT
 COMMON=(--no-pci --log-level=lib.eal:warning -d "$SO")
 OPTS=(--stats-period=1 --txd=1024 --rxd=1024)
+# shellcheck disable=SC2206
+OPTS+=(${TESTPMD_OPTS:-})
 
 dpdk-testpmd --lcores='(0,1)@1' --file-prefix="${PREFIX}rx" "${COMMON[@]}" \
 	--vdev="eth_vecring0,domain=b,link=l,master=true,run_dir=$WORK/run$DEVARGS" \
@@ -59,5 +63,5 @@ echo "rx_pps=$(median_periods Rx-pps "$WORK/rx.log") tx_pps=$(median_periods Tx-
 grep -A3 "Forward statistics for port 0" "$WORK/tx.log" | grep TX-packets | head -1 || true
 for side in tx rx; do
 	echo "  $side:"
-	perf report -i "$WORK/$side.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep -v "^$" | head -6 || true
+	perf report -i "$WORK/$side.data" --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | grep -v "^$" | head -"${TOP:-6}" || true
 done

@@ -27,7 +27,9 @@
 # VECRING (the tool; default target/release/vecring), VECRING_B (the
 # tool of the -b kinds), TAP_POLL_US (tap-poll's --poll-us; TAP_POLL_US_B
 # that of tap-poll-b), TAP_COMPARE_OUT
-# (where the logs go; default benches/results/runs/<date>-tap).
+# (where the logs go; default benches/results/runs/<date>-tap),
+# TAP_COMPARE_PERF=1 (profile both CPUs with perf during each TCP 1-stream
+# run and print where their time went: benches/cpu-split.sh).
 # Prints each run's iperf3 interval lines and totals, one line per run,
 # and a table of medians with ranges (min-max) and the ratio to veth's.
 set -euo pipefail
@@ -175,7 +177,16 @@ for round in $(seq "$ROUNDS"); do
 		echo "=== round $round, $kind"
 		c0=$(tap_cpu "$kind")
 		echo "--- TCP, 1 stream"
-		iperf "$kind" "r$round-$kind-tcp1"
+		if [ "${TAP_COMPARE_PERF:-0}" = 1 ]; then
+			perf record -q -a -e cpu-clock -F 997 -o "$OUT/r$round-$kind-tcp1.perf" -- sleep "$SECS" 2>/dev/null &
+			perf_pid=$!
+			iperf "$kind" "r$round-$kind-tcp1"
+			wait "$perf_pid" || true
+			echo "CPU, TCP 1 stream, $kind:"
+			bash "$ROOT/benches/cpu-split.sh" "$OUT/r$round-$kind-tcp1.perf"
+		else
+			iperf "$kind" "r$round-$kind-tcp1"
+		fi
 		echo "--- TCP, 4 streams"
 		iperf "$kind" "r$round-$kind-tcp4" -P 4
 		echo "--- UDP, 18-byte payloads (64-byte frames)"

@@ -11,7 +11,7 @@
 #         link's waiting (vecring-core) against the core's unit tests
 #   loom  the mutants of the wait protocol the unit tests missed, against
 #         the loom models of sleep and wake (two preemptions)
-#   pmd   the driver's streaming gate, zero-copy reclaim and queue set
+#   pmd   the driver's zero-copy reclaim and queue set
 #         against the driver's unit tests (the DPDK tests that cover them
 #         need root and testpmd: tests/dpdk_rx.rs, tests/dpdk_interop.rs)
 #
@@ -60,11 +60,10 @@ for group in "$@"; do
       --timeout 300 --jobs "$jobs" -o "$out/loom" -- --release --test loom_wake
     ;;
   pmd)
-    # The streaming gate (`StreamGate`, in datapath/tx.rs beside the
-    # burst that uses it), zero-copy reclaim and the queue set.
-    mutants -p vecring-pmd -f vecring-pmd/src/datapath/tx.rs \
+    # Zero-copy reclaim and the queue set.
+    mutants -p vecring-pmd \
       -f vecring-pmd/src/datapath/zerocopy.rs -f vecring-pmd/src/port/queue_set.rs \
-      --re 'StreamGate|datapath/zerocopy.rs|port/queue_set.rs' \
+      --re 'datapath/zerocopy.rs|port/queue_set.rs' \
       --timeout 120 --jobs "$jobs" -o "$out/pmd" -- --lib
     ;;
   *)

@@ -256,10 +256,9 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize], hugepages: bool
     std::thread::sleep(Duration::from_millis(100));
     stop.store(true, Ordering::Relaxed);
     let seen = receiver.join().expect("receiver thread");
-    let streamed = stat(&x, "tx_streamed_bursts");
     println!(
         "{test}: testpmd sent {sent} frames of {len} bytes in {} segment(s) ({tx_dropped} not taken by the full ring, \
-         tx_ring_full {}; {streamed} bursts streamed); Rust received {} intact ({} with an all-zero payload){pages}",
+         tx_ring_full {}); Rust received {} intact ({} with an all-zero payload){pages}",
         segs.len(),
         stat(&x, "tx_ring_full"),
         seen.frames,
@@ -285,14 +284,6 @@ fn txonly_into_rust(test: &str, rust_role: Role, segs: &[usize], hugepages: bool
     // txonly does not retry: what the full ring did not take was freed and
     // counted on both sides.
     assert_eq!(stat(&x, "tx_ring_full"), tx_dropped);
-    // testpmd's txonly sends bursts of 32 as fast as the ring takes them:
-    // the non-temporal path ran, and every byte it wrote was checked.
-    assert!(
-        streamed > 0,
-        "no burst was streamed (tx_streamed_bursts 0)\n{}",
-        pmd.tail()
-    );
-    assert_eq!(stat(&x, "tx_q0_streamed_bursts"), streamed);
     let st = pmd.quit();
     assert!(st.success(), "testpmd exit {st}");
     let _ = std::fs::remove_dir_all(&env.work);
@@ -412,8 +403,8 @@ fn testpmd_slave_txonly_frames_arrive_intact_in_rust_master() {
     txonly_into_rust("tx-s64", Role::Master, &[64], false);
 }
 
-/// Frames of two lines, the second partly filled, through the transmit
-/// path's non-temporal stores (testpmd sends bursts of 32).
+/// Frames of two slots, the second partly filled, written into slots the
+/// transmit path took ahead of each burst (testpmd sends bursts of 32).
 #[test]
 #[ignore = "needs root, dpdk-testpmd and the PMD: run by tests/dpdk/run.sh"]
 fn testpmd_master_100_byte_frames_arrive_intact_in_rust_slave() {

@@ -510,6 +510,17 @@ impl Sender {
         self.store_totals();
     }
 
+    /// Starts taking the next `slots` free slots (at most 64) for writing,
+    /// for a sender whose next batch comes after other work of its own
+    /// ([`Producer::prefetch_next`](crate::ring::Producer::prefetch_next));
+    /// nothing when the link is down.
+    #[inline]
+    pub fn prefetch_next(&mut self, slots: usize) {
+        if let Some(p) = self.ep.ring() {
+            p.prefetch_next(slots);
+        }
+    }
+
     /// What this queue has sent since the link opened, over every
     /// generation, as the ring counted it (committed chunks included,
     /// flushed or not).

@@ -107,12 +107,15 @@ impl<S: RingStorage> WriteChunk<'_, S> {
     ///
     /// For bursts of small frames from a sender slower than the memory: the
     /// sender then does not wait for one transfer between the cores per
-    /// line when its receiver keeps up (eth_vecring's transmit path streams
-    /// its bursts of small frames for this). The receiver reads the frames
-    /// from memory instead of the sender's cache: it waits longer for a
-    /// frame it is waiting for, and the rate is bounded by the memory's
-    /// bandwidth (`docs/benchmarks/design-notes.md`, "The small-frame slow
-    /// mode of the driver", has the measurements).
+    /// line when its receiver keeps up. The receiver reads the frames from
+    /// memory instead of the sender's cache: it waits longer for a frame
+    /// it is waiting for, the rate is bounded by the memory's bandwidth,
+    /// and `commit` waits for the stores to reach it before it publishes.
+    /// A sender with other work between its batches does better taking
+    /// the next batch's lines ahead ([`Producer::prefetch_next`]), as
+    /// eth_vecring's transmit path does (`docs/benchmarks/design-notes.md`,
+    /// "Where the sending core's time goes at 64 bytes", has both
+    /// measured).
     #[inline]
     pub fn set_streaming(&mut self, on: bool) {
         self.stream = on;

@@ -201,8 +201,6 @@ pub struct TxCounters {
     /// the ring is full and the peer has no receiver on it. Taken and freed
     /// rather than left to the application, which would retry them forever.
     pub peer_queue_absent: Counter,
-    /// Bursts that wrote frames with non-temporal stores (`super::tx`).
-    pub streamed: Counter,
 }
 
 const _: () = assert!(

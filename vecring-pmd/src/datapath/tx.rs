@@ -6,9 +6,9 @@
 //! into their pool when the application enabled fast free). Its leading
 //! single-segment mbufs of one slot each, every mbuf of a burst of small
 //! frames, go in one loop (`WriteChunk::push_small`), the rest one by
-//! one. A burst of a sender fast enough writes its frames of up to 128
-//! bytes with non-temporal stores (`WriteChunk::set_streaming`; when:
-//! [`StreamGate`]). The burst function is chosen once, at `dev_start`
+//! one. After the commit it starts taking the lines of as many slots as
+//! it used for writing, for the next burst (see "Ahead of the next
+//! burst"). The burst function is chosen once, at `dev_start`
 //! ([`tx_burst_fn`]): fast free is a const generic. The flag saying that
 //! a reopened link's end waits for the queue ([`super::shared`], "Hand-offs") is read
 //! once per burst.
@@ -23,24 +23,20 @@
 //! the rest of a burst if the peer has no receiver on the queue (the
 //! consumer's wait line in shared memory says so; read only then).
 //!
-//! # When a burst streams
+//! # Ahead of the next burst
 //!
-//! When a transmit burst is written with non-temporal stores
-//! (`WriteChunk::set_streaming`): a burst of [`STREAM_MIN_BURST`] frames
-//! or more from a sender that runs at [`STREAM_MIN_RATE`] frames a second
-//! or faster.
-//!
-//! With ordinary stores, each of a small frame's lines waits for the line
-//! to come back from the receiver's cache when the receiver keeps up (and
-//! prefetches the lines ahead of the ones it was given): in a third of
-//! testpmd txonly -> rxonly runs at 64 bytes the sender fell to 11-15 M
-//! pps, against 32-50 M in every run with streaming (the benchmark report,
-//! "The small-frame slow mode of the driver"). A streamed frame reaches the
-//! receiver from memory instead: forwarding 64-byte frames at 5 M pps, the
-//! median round trip rose from 351 to 399 ns with every burst of 32
-//! streamed. So only a sender fast enough for the slow mode to matter
-//! streams: a frame or two at a time, or bursts at a moderate rate, are a
-//! receiver waiting for them.
+//! A small frame's slot was read by the receiver a lap ago, and a store
+//! into it waits for its line. Written when the burst comes, the burst's
+//! stores wait for a line each, about 300 ns a burst of 32 between far
+//! CPUs, which is the whole difference between this driver and
+//! `net_null` at 64 bytes (`docs/benchmarks/design-notes.md`, "Where the
+//! sending core's time goes at 64 bytes"). So after each burst the queue
+//! takes the next burst's lines for writing (`Sender::prefetch_next`, as
+//! many slots as the burst used): they arrive while the application
+//! builds its next packets. Writing small frames with non-temporal stores
+//! instead, as this driver did before, avoids the wait only to pay it at
+//! the fence before the descriptors: that build ran 0.77 of this one at
+//! 64 bytes (4 alternated pairs, the same notes).
 
 use super::mbuf::{free_bulk, free_sent, seg_bytes};
 use super::setup::QueueSetup;
@@ -66,8 +62,6 @@ pub struct TxQueue {
     fast_free: bool,
     /// The descriptor count and offloads the queue was set up with.
     pub setup: QueueSetup,
-    /// Whether a burst is streamed.
-    stream: StreamGate,
     /// `sender`'s totals already added to the queue's counters: the ring
     /// counts each frame it publishes, and a burst adds the growth (see
     /// [`super::shared`], "Counters").
@@ -87,7 +81,6 @@ impl TxQueue {
             shared,
             fast_free,
             setup: QueueSetup::default(),
-            stream: StreamGate::new(),
             seen: Totals::default(),
         };
         q.set_sender(sender);
@@ -164,12 +157,8 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
     // line out of most bursts.
     // SAFETY: every pointer of the array is a valid mbuf.
     let lens = mbufs.iter().map(|&m| unsafe { mbuf::pkt_len(m) } as usize);
-    let (mut chunk, streamed) = match sender.write_chunk_for(lens) {
-        Ok(mut c) => {
-            let streamed = q.stream.admit(n);
-            c.set_streaming(streamed);
-            (c, streamed)
-        }
+    let mut chunk = match sender.write_chunk_for(lens) {
+        Ok(c) => c,
         Err(_) => {
             if q.shared.link_up.load(Ordering::Relaxed) && !sender.is_up() {
                 // Up, but no ring for this queue: the session has fewer
@@ -183,6 +172,9 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
             return 0;
         }
     };
+    // Exactly the burst's slots (see above); fewer are used when the ring
+    // refuses a frame.
+    let reserved = chunk.free_slots();
 
     // Whether every mbuf taken so far is single-segment and direct.
     let mut plain = true;
@@ -236,7 +228,11 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
         }
         taken += 1;
     }
+    let used = reserved - chunk.free_slots();
     chunk.commit();
+    // The next burst's slots, taken for writing while the application
+    // builds it (see "Ahead of the next burst").
+    sender.prefetch_next(used);
     // What the ring counted this burst (every frame it took, nothing else).
     sender.flush_counters();
     let totals = sender.totals();
@@ -249,9 +245,6 @@ unsafe extern "C" fn tx_burst<const FAST_FREE: bool>(
 
     t.packets.add(sent.frames);
     t.bytes.add(sent.bytes);
-    if streamed && sent.frames > 0 {
-        t.streamed.add(1);
-    }
     if dropped > 0 {
         t.too_large.add(dropped);
     }
@@ -284,86 +277,4 @@ unsafe fn drop_absent(t: &TxCounters, pkts: *mut *mut rte_mbuf, n: usize) -> u16
     unsafe { free_bulk(pkts, n) };
     t.peer_queue_absent.add(n as u64);
     n as u16
-}
-
-/// The fewest frames of a burst that is streamed (testpmd sends 32).
-pub const STREAM_MIN_BURST: usize = 8;
-
-/// The slowest sender, in frames a second, whose bursts are streamed:
-/// under the slow mode's rates (7-15 M pps), above a moderately loaded
-/// forwarder's.
-pub const STREAM_MIN_RATE: u64 = 6_000_000;
-
-/// A transmit queue's record of its sender's pace.
-#[derive(Debug, Default)]
-pub struct StreamGate {
-    /// TSC ticks a frame takes at [`STREAM_MIN_RATE`] (0: never stream).
-    ticks_per_frame: u64,
-    /// The TSC at the previous burst of [`STREAM_MIN_BURST`] frames or
-    /// more.
-    last: u64,
-}
-
-impl StreamGate {
-    /// The gate of a queue in this process (EAL's TSC frequency).
-    pub fn new() -> Self {
-        // SAFETY: a plain query of EAL, initialised before any queue.
-        let hz = unsafe { ffi::rte_get_tsc_hz() };
-        StreamGate {
-            ticks_per_frame: hz / STREAM_MIN_RATE,
-            last: 0,
-        }
-    }
-
-    /// Whether a burst of `frames` frames, given now, is streamed: enough
-    /// frames, and they came at [`STREAM_MIN_RATE`] or faster since the
-    /// previous burst of enough frames. A smaller burst costs one
-    /// comparison (no clock read: a clock read on every burst added about
-    /// 30 ns to a forwarded frame's round trip).
-    #[inline]
-    pub fn admit(&mut self, frames: usize) -> bool {
-        if frames < STREAM_MIN_BURST {
-            return false;
-        }
-        let now = tsc();
-        let since = now.wrapping_sub(self.last);
-        self.last = now;
-        since <= frames as u64 * self.ticks_per_frame
-    }
-}
-
-/// The time stamp counter (0 on other architectures, where nothing is
-/// streamed).
-#[inline(always)]
-fn tsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: RDTSC reads a counter; it has no memory effects.
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_bursts_at_the_rate_are_streamed() {
-        // A gate whose frame may take a 1024th of the counter's range:
-        // every burst after the first counts as fast enough.
-        let mut g = StreamGate {
-            ticks_per_frame: u64::MAX / 1024,
-            last: 0,
-        };
-        g.admit(STREAM_MIN_BURST);
-        assert!(!g.admit(STREAM_MIN_BURST - 1), "too few frames");
-        assert!(g.admit(STREAM_MIN_BURST));
-        assert!(g.admit(32));
-        // One that never streams.
-        let mut never = StreamGate::default();
-        never.admit(32);
-        assert!(!never.admit(32));
-    }
 }

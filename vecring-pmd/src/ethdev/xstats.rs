@@ -11,14 +11,12 @@
 //!    `tx_peer_queue_absent_drops`), summed over every queue;
 //! 2. port totals of the data path's ways: `rx_zero_copy_frames` (frames
 //!    delivered attached to their slots), `rx_held_back_bursts` (bursts
-//!    that returned nothing because the hold-back held ready frames back)
-//!    and `tx_streamed_bursts` (bursts written with non-temporal stores);
+//!    that returned nothing because the hold-back held ready frames back);
 //! 3. per RX queue `q`: `rx_q{q}_too_large_drops`, `rx_q{q}_filtered_drops`,
 //!    `rx_q{q}_scatter_nombuf_drops`, `rx_q{q}_zero_copy_frames`,
 //!    `rx_q{q}_held_back_bursts`;
 //! 4. per TX queue `q`: `tx_q{q}_too_large_drops`, `tx_q{q}_ring_full`,
-//!    `tx_q{q}_link_down`, `tx_q{q}_peer_queue_absent_drops`,
-//!    `tx_q{q}_streamed_bursts`;
+//!    `tx_q{q}_link_down`, `tx_q{q}_peer_queue_absent_drops`;
 //! 5. the link's counters, `link_generation` to `pinned_regions`.
 //!
 //! ethdev adds the per-queue packet and byte counts itself (`rx_q0_packets`,
@@ -78,7 +76,6 @@ const PORT_DROPS: &[Named<Snapshot>] = &[
 const PORT_PATHS: &[Named<Snapshot>] = &[
     ("rx_zero_copy_frames", |s| s.rx().zero_copy),
     ("rx_held_back_bursts", |s| s.rx().held_back),
-    ("tx_streamed_bursts", |s| s.tx().streamed),
 ];
 
 /// Per RX queue `q`: `rx_q{q}_` and these.
@@ -96,7 +93,6 @@ const TX_QUEUE: &[Named<TxSnap>] = &[
     ("ring_full", |q| q.ring_full),
     ("link_down", |q| q.link_down),
     ("peer_queue_absent_drops", |q| q.peer_queue_absent),
-    ("streamed_bursts", |q| q.streamed),
 ];
 
 /// The link's counters, last.

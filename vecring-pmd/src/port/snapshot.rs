@@ -79,8 +79,6 @@ pub struct TxSnap {
     pub link_down: u64,
     /// [`TxCounters::peer_queue_absent`].
     pub peer_queue_absent: u64,
-    /// [`TxCounters::streamed`].
-    pub streamed: u64,
 }
 
 impl TxSnap {
@@ -92,7 +90,6 @@ impl TxSnap {
             ring_full: c.ring_full.get(),
             link_down: c.link_down.get(),
             peer_queue_absent: c.peer_queue_absent.get(),
-            streamed: c.streamed.get(),
         }
     }
 
@@ -105,7 +102,6 @@ impl TxSnap {
             ring_full: f(self.ring_full, o.ring_full),
             link_down: f(self.link_down, o.link_down),
             peer_queue_absent: f(self.peer_queue_absent, o.peer_queue_absent),
-            streamed: f(self.streamed, o.streamed),
         }
     }
 

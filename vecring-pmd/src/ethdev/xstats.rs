@@ -172,8 +172,8 @@ mod tests {
                 assert!(seen.insert(x.name.clone()), "{} twice", x.name);
             }
         }
-        assert_eq!(count(1, 1), 8 + 3 + 5 + 5 + 6);
-        assert_eq!(count(16, 16), 8 + 3 + 16 * 10 + 6, "16 queues at most");
+        assert_eq!(count(1, 1), 8 + 2 + 5 + 4 + 6);
+        assert_eq!(count(16, 16), 8 + 2 + 16 * 9 + 6, "16 queues at most");
         assert_eq!(count(40, 17), count(16, 16));
     }
 

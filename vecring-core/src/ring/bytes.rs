@@ -195,11 +195,13 @@ pub(super) fn prefetch_for_write(p: *const u8) {
 
 /// How far ahead, in slots, the consumer prefetches the published slots of
 /// a run it validated: enough small frames to cover a cross-core
-/// transfer. (The producer does not prefetch ahead of a batch:
-/// a `PREFETCHW` of slots ahead measured no better, of the next frame's
-/// lines at 1514 bytes much worse, and outside its reservation it would
-/// take lines the consumer may still be reading. It only primes one free
-/// slot after publishing a single frame: `Producer::prime_next_slot`.)
+/// transfer. (The producer does not prefetch ahead within a batch: a
+/// `PREFETCHW` of slots ahead in `send_batch` measured no better, of the
+/// next frame's lines at 1514 bytes much worse. It primes one free slot
+/// after publishing a single frame (`Producer::prime_next_slot`), and the
+/// free slots of the next batch when its sender asks, having work to do
+/// before that batch (`Producer::prefetch_next`); never a slot not known
+/// to be free, whose line the consumer may still be reading.)
 pub(super) const PREFETCH_SLOTS: u64 = 8;
 
 /// One-slot frames' descriptors checked together, by [`all_hold`].

@@ -55,8 +55,6 @@ def main():
                     in_call, cob = None, None
                 else:
                     self_cost[ob] += cost
-            elif line.startswith(("fn=", "fl=", "fi=", "fe=")):
-                cob = None if not line.startswith(("fi=", "fe=")) else cob
     if bursts == 0:
         sys.exit(f"no call from testpmd into an object matching {driver!r}")
     packets = bursts * per_burst

@@ -20,8 +20,10 @@
 # net_null has no other side: its TX frees what it is given, its RX
 # allocates empty mbufs. Not net_memif: under callgrind its bursts move
 # varying numbers of packets (a third of TX's dropped at a full ring,
-# RX's bursts mostly empty), so calls do not count its packets. Needs root, hugepages, valgrind and the release
-# build of the PMD (eth_vecring only).
+# RX's bursts mostly empty), so calls do not count its packets.
+#
+# Needs root, hugepages, valgrind and (eth_vecring only) the release
+# build of the PMD.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIDES=${*:-rx tx}

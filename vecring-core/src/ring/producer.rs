@@ -167,12 +167,12 @@ impl<S: RingStorage> Producer<S> {
     /// first store would wait for a line last held by the consumer a lap
     /// ago. Taking it now moves that wait off the next frame's latency
     /// (`docs/benchmarks/design-notes.md`, "Prefetch", has the measurement).
-    /// Batches are left alone: the next batch's stores follow at once.
+    /// Batches are left to their sender ([`Producer::prefetch_next`]):
+    /// in a tight loop the next batch's stores follow at once.
     #[inline(always)]
     fn prime_next_slot(&self, frames: usize) {
-        let cap = u64::from(self.shape.slot_count);
-        if frames == 1 && self.head.wrapping_sub(self.cached_tail) < cap {
-            prefetch_for_write(self.shape.slot_ptr(self.head));
+        if frames == 1 {
+            self.prefetch_next(1);
         }
     }
 
@@ -189,7 +189,7 @@ impl<S: RingStorage> Producer<S> {
     /// `docs/benchmarks/design-notes.md`, "Where the sending core's time
     /// goes at 64 bytes", has the measurement.) A producer sending batch
     /// after batch in a tight loop gains nothing from it.
-    #[inline]
+    #[inline(always)]
     pub fn prefetch_next(&self, slots: usize) {
         let cap = u64::from(self.shape.slot_count);
         let ahead = self.head.wrapping_sub(self.cached_tail);

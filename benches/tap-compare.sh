@@ -23,7 +23,8 @@
 #        (as root, after cargo build --release -p vecring-cli and
 #        scripts/setup.sh for iperf3; default 3 rounds of 5 s)
 # Environment: TAP_COMPARE_KINDS (default "veth veth-9202 tap tap-offload
-# tap-poll"),
+# tap-poll"), TAP_MTU (every tap's --mtu; by default the largest the
+# link's frames carry, which another build may set otherwise),
 # VECRING (the tool; default target/release/vecring), VECRING_B (the
 # tool of the -b kinds), TAP_POLL_US (tap-poll's --poll-us; TAP_POLL_US_B
 # that of tap-poll-b), TAP_COMPARE_OUT
@@ -99,6 +100,7 @@ for kind in "${KINDS[@]}"; do
 		[ "$base" != "$kind" ] && poll=${TAP_POLL_US_B:-$poll}
 		[ "$base" = tap-poll ] && extra=(--poll-us "$poll")
 		[ "$base" = tap-offload-q2 ] && extra=(--offload --poll-us 0 --queues 2)
+		[ -z "${TAP_MTU:-}" ] || extra+=(--mtu "$TAP_MTU")
 		ip netns exec "$a" "$tool" -q tap --role master --domain "$P" --link "l$i" --run-dir "$RUN" \
 			--ifname eth0 "${extra[@]}" 2>"$OUT/$kind-master.log" &
 		PIDS+=($!)

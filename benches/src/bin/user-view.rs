@@ -7,8 +7,9 @@
 //!   frames with `Receiver::recv_batch` into its own buffers; alternating
 //!   with it, rtrb between two threads of one process on the same CPUs,
 //!   carrying `[u8; 1514]` elements copied in by the producer and out by
-//!   the consumer, with a ring of the link ring's byte capacity. Rounds of
-//!   a second each; the order swaps every round.
+//!   the consumer, with a ring of the link ring's byte capacity (`--slots`
+//!   slots of `--slot-size` bytes; by default the link's default
+//!   geometry). Rounds of a second each; the order swaps every round.
 //! - **Latency at 64 bytes.** The master `send`s one frame and `recv`s the
 //!   slave's echo of it (the slave `recv`s and `send`s it back); the floor
 //!   is two processes flipping a counter in one shared cache line on the
@@ -28,7 +29,7 @@
 //! core, near, far. Compare ratios within one placement.
 //!
 //! ```text
-//! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N] [--slots N]
+//! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N] [--slots N] [--slot-size BYTES]
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -51,8 +52,6 @@ const WARM_TRIPS: usize = TRIPS / 10;
 /// The same for the link received through `Receiver::wait`, whose every
 /// trip is a doorbell's wake-up (microseconds).
 const WAIT_TRIPS: usize = 50_000;
-/// The link's default ring: 32768 slots of 64 bytes.
-const RING_BYTES: usize = 32768 * 64;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -72,13 +71,20 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse().expect("--rounds N"))
         .unwrap_or(7);
-    // The link's ring, and the ring floor's, in 64-byte slots (lines).
+    // The link's ring in slots, and the ring floor's in 64-byte lines.
     let slots: u32 = args
         .iter()
         .position(|a| a == "--slots")
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse().expect("--slots N"))
         .unwrap_or(Geometry::DEFAULT.slot_count());
+    // The link's slot size (throughput's rtrb gets the same bytes).
+    let slot_size: u32 = args
+        .iter()
+        .position(|a| a == "--slot-size")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse().expect("--slot-size N"))
+        .unwrap_or(64);
     let what = args.first().map(String::as_str).unwrap_or("both");
     pin_current_thread(PRODUCER_CPU).expect("pin");
     let dir = std::env::temp_dir().join(format!("vecring-user-view-{}", std::process::id()));
@@ -86,11 +92,11 @@ fn main() {
     let link = open(
         Role::Master,
         dir.to_str().expect("path"),
-        Some(Geometry::new(slots, 64).expect("--slots: a power of two the link takes")),
+        Some(Geometry::new(slots, slot_size).expect("--slots, --slot-size: powers of two the link takes")),
     );
     peer.ask("up");
     if what != "latency" {
-        throughput(&link, &mut peer, rounds);
+        throughput(&link, &mut peer, rounds, slots as usize * slot_size as usize);
     }
     if what != "throughput" {
         latency(&link, &mut peer, rounds, slots);
@@ -221,8 +227,8 @@ fn link_round(link: &Link, peer: &mut Peer) -> f64 {
 }
 
 /// Frames a second through rtrb between two threads: one round.
-fn rtrb_round() -> f64 {
-    let (mut p, mut c) = rtrb::RingBuffer::<[u8; FRAME]>::new(RING_BYTES / FRAME);
+fn rtrb_round(ring_bytes: usize) -> f64 {
+    let (mut p, mut c) = rtrb::RingBuffer::<[u8; FRAME]>::new(ring_bytes / FRAME);
     let done = Arc::new(AtomicBool::new(false));
     let received = Arc::new(AtomicU64::new(0));
     let (done2, received2) = (Arc::clone(&done), Arc::clone(&received));
@@ -276,13 +282,13 @@ fn rtrb_round() -> f64 {
     sent as f64 / elapsed.as_secs_f64()
 }
 
-fn throughput(link: &Link, peer: &mut Peer, rounds: usize) {
+fn throughput(link: &Link, peer: &mut Peer, rounds: usize, ring_bytes: usize) {
     println!("throughput, {FRAME}-byte frames, batches of {BATCH}: link (two processes) / rtrb [u8; {FRAME}] (two threads), rounds of {ROUND:?}");
     println!("round | c2c ns before/between/after | link Mfps | rtrb Mfps | link / rtrb");
     let results = alternate(
         rounds,
         || link_round(link, peer),
-        rtrb_round,
+        || rtrb_round(ring_bytes),
         |round, c2c, l, r| {
             println!(
                 "{round:5} | {c2c} | {:9.2} | {:9.2} | {:.3}",

@@ -16,6 +16,7 @@
 #
 #   bash benches/pmd-ir-per-packet.sh [rx|tx ...]     (default: rx tx)
 #   DRIVER=null bash benches/pmd-ir-per-packet.sh tx rx
+#   DEVARGS=,zero_copy=1 bash benches/pmd-ir-per-packet.sh rx   (more devargs for the measured side)
 #
 # net_null has no other side: its TX frees what it is given, its RX
 # allocates empty mbufs. Not net_memif: under callgrind its bursts move
@@ -49,7 +50,7 @@ for side in $SIDES; do
 	case $DRIVER in
 	vecring)
 		plugin=(-d "$SO")
-		mvdev="eth_vecring0,domain=bench,link=ir,master=true,run_dir=$WORK/run"
+		mvdev="eth_vecring0,domain=bench,link=ir,master=true,run_dir=$WORK/run${DEVARGS:-}"
 		ovdev="eth_vecring0,domain=bench,link=ir,run_dir=$WORK/run"
 		sock=$WORK/run/bench/ir.sock obj=$(basename "$SO") ;;
 	null)

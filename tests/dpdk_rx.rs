@@ -9,7 +9,9 @@
 //!   them out of order (last, middle, first): the peer gets ring room back
 //!   only when the oldest is freed, all of it at once (slots go back in
 //!   ring order); while they are held the peer fills every free slot, and
-//!   the held frames' bytes stay intact. Held mbufs also outlive the link
+//!   the held frames' bytes stay intact. Frames under 512 bytes, copied,
+//!   give their slots back in the burst that copied them unless an
+//!   attached frame still held lies before them. Held mbufs also outlive the link
 //!   (the peer leaves) and the port (`rte_eth_dev_stop` and
 //!   `rte_eth_dev_close`): their bytes stay readable and intact, the region
 //!   stays mapped until the last one is freed and not after, and every mbuf
@@ -213,7 +215,14 @@ fn frame(seq: u64, len: usize) -> Vec<u8> {
 /// Sends frames `from..to` of `len` bytes with one index store; the ring
 /// must take them all.
 fn send_burst(tx: &mut Sender, from: u64, to: u64, len: usize, p: &Program) {
-    let frames: Vec<Vec<u8>> = (from..to).map(|s| frame(s, len)).collect();
+    let lens: Vec<usize> = (from..to).map(|_| len).collect();
+    send_frames(tx, from, &lens, p);
+}
+
+/// Sends frames `from`, `from + 1`, ... of the lengths `lens` with one
+/// index store; the ring must take them all.
+fn send_frames(tx: &mut Sender, from: u64, lens: &[usize], p: &Program) {
+    let frames: Vec<Vec<u8>> = (from..).zip(lens).map(|(s, &len)| frame(s, len)).collect();
     let deadline = Instant::now() + STALL;
     loop {
         match tx.send_batch(frames.iter().map(Vec::as_slice)) {
@@ -358,6 +367,94 @@ fn zero_copy_slots_come_back_in_ring_order_and_held_frames_stay_intact() {
         "{test}: 3 attached frames freed last, middle, first: room {held}, {held}, {} of {all} slots; \
          {fillers} more frames filled the ring meanwhile, held bytes intact; {base}",
         3 * per
+    );
+    p.quit("zc: ok");
+    drop(link);
+    let _ = std::fs::remove_dir_all(&env.work);
+}
+
+// ---- zero-copy: copied frames go back at once ------------------------------
+
+/// Frames under 512 bytes are copied in zero-copy mode too; with no
+/// attached frame held before them, their slots go back to the peer in the
+/// burst that copied them, as in copy mode. Behind an attached frame the
+/// application still holds, they wait for it; the copied frame before it
+/// does not.
+#[test]
+#[ignore = "needs root, a C compiler, DPDK and the PMD: run by tests/dpdk/run.sh"]
+fn zero_copy_copied_frames_go_back_in_their_burst_unless_behind_a_held_one() {
+    let _w = Watchdog::new("zero-copy copied frames", LIMIT);
+    let test = "zc-copied";
+    let env = Env::new(test);
+    let link = peer(&env, test, Role::Master, true);
+    // Frames of any length (the program checks each by its own).
+    let mut p = Program::start(
+        &env,
+        "zero_copy",
+        &vdev(&env, test, Role::Slave, true, "zero_copy=true"),
+        &["0"],
+    );
+    p.line("zc: up");
+    let base = p.ask("count", "zc: in_use");
+    let mut tx = link.sender().unwrap();
+    let all = ZC_SLOTS as usize;
+    // One slot, copied.
+    let small = 100;
+    assert_eq!(free_slots(&mut tx), all, "an empty ring\n{}", p.output());
+
+    send_frames(&mut tx, 0, &[small; 3], &p);
+    assert_eq!(
+        p.ask("recv 3", "zc: received"),
+        "zc: received 3 attached 0",
+        "three small frames, copied\n{}",
+        p.output()
+    );
+    assert_eq!(
+        free_slots(&mut tx),
+        all,
+        "the copied frames' slots, back in the burst that copied them\n{}",
+        p.output()
+    );
+
+    // Copied, attached, copied: the first one's slot comes back now, the
+    // other two's when the attached one is freed.
+    send_frames(&mut tx, 3, &[small, ZC_FRAME_LEN, small], &p);
+    assert_eq!(
+        p.ask("recv 3", "zc: received"),
+        "zc: received 3 attached 1",
+        "the middle frame attached\n{}",
+        p.output()
+    );
+    assert_eq!(
+        free_slots(&mut tx),
+        all - ZC_FRAME_SLOTS - 1,
+        "the attached frame and the copied one behind it still hold their slots\n{}",
+        p.output()
+    );
+    assert_eq!(p.ask("check", "zc: intact"), "zc: intact 6");
+    assert_eq!(
+        p.ask("free 4", "zc: freed"),
+        "zc: freed 4 polled 0 attached 0"
+    );
+    assert_eq!(
+        free_slots(&mut tx),
+        all,
+        "every slot back once the attached frame was freed\n{}",
+        p.output()
+    );
+    assert_eq!(
+        p.ask("free_all", "zc: freed all"),
+        "zc: freed all 5 polled 0 attached 0"
+    );
+    assert_eq!(
+        p.ask("count", "zc: in_use"),
+        base,
+        "every mbuf back in its pool"
+    );
+    println!(
+        "{test}: 3 copied frames gave their {all} slots back in their own burst; \
+         copied, attached, copied: {} slots held until the attached one was freed",
+        ZC_FRAME_SLOTS + 1
     );
     p.quit("zc: ok");
     drop(link);

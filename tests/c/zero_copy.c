@@ -4,7 +4,9 @@
  *
  * Frames of 512 bytes or more come as mbufs attached to their ring slots;
  * the slots go back to the producer when the application frees the mbufs,
- * in ring order only, at the port's next receive burst. The test's process
+ * in ring order only, at the port's next receive burst (copied frames with
+ * no attached frame held before them, in the burst that copied them). The
+ * test's process
  * is the peer: it sends self-checking frames (tests/c/pattern.h, sequence
  * numbers 0, 1, 2, ... in order), watches the room its ring has, and drives
  * this program through stdin, one command a line, each answered with one
@@ -29,7 +31,8 @@
  *   "quit"      "zc: ok", exit 0
  *
  * Every frame received is checked when it arrives and at each "check":
- * its length, its sequence number (the next one expected) and every byte.
+ * its length (FRAME_LEN, or any when FRAME_LEN is 0), its sequence number
+ * (the next one expected) and every byte.
  * Prints "zc: up" once the link is up. Exits 1 on a damaged frame, a setup
  * error or a timeout; SIGALRM ends it after WATCHDOG_S seconds.
  *
@@ -58,19 +61,21 @@ static struct rte_mbuf *held[MAX_HELD];
 static uint64_t held_seq[MAX_HELD];
 static unsigned int nheld;
 
-/* Checks held mbuf i: one segment of frame_len bytes, frame held_seq[i]. */
+/* Checks held mbuf i: one segment of frame_len bytes (of any length from
+ * PATTERN_MIN_LEN when frame_len is 0), frame held_seq[i]. */
 static void check_held(unsigned int i)
 {
 	const struct rte_mbuf *m = held[i];
 	uint64_t seq;
 
-	if (m->nb_segs != 1 || m->pkt_len != frame_len || m->data_len != frame_len) {
+	if (m->nb_segs != 1 || m->data_len != m->pkt_len || m->pkt_len < PATTERN_MIN_LEN ||
+	    (frame_len != 0 && m->pkt_len != frame_len)) {
 		fprintf(stderr, "zero_copy: frame %u: %u segments, %u bytes, want 1 of %zu\n", i, m->nb_segs,
 			m->pkt_len, frame_len);
 		printf("zc: damaged %u\n", i);
 		exit(1);
 	}
-	if (pattern_check(rte_pktmbuf_mtod(m, const uint8_t *), frame_len, &seq) != 0 || seq != held_seq[i]) {
+	if (pattern_check(rte_pktmbuf_mtod(m, const uint8_t *), m->pkt_len, &seq) != 0 || seq != held_seq[i]) {
 		fprintf(stderr, "zero_copy: frame %u (sequence %" PRIu64 ") damaged\n", i, held_seq[i]);
 		printf("zc: damaged %u\n", i);
 		exit(1);
@@ -128,7 +133,7 @@ int main(int argc, char **argv)
 	rc = eal_start(argc, argv, WATCHDOG_S);
 	argc -= rc;
 	argv += rc;
-	if (argc != 2 || (frame_len = strtoul(argv[1], NULL, 10)) < PATTERN_MIN_LEN) {
+	if (argc != 2 || ((frame_len = strtoul(argv[1], NULL, 10)) != 0 && frame_len < PATTERN_MIN_LEN)) {
 		fprintf(stderr, "usage: zero_copy <EAL args> -- FRAME_LEN\n");
 		return 1;
 	}

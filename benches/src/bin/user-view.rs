@@ -92,11 +92,19 @@ fn main() {
     let link = open(
         Role::Master,
         dir.to_str().expect("path"),
-        Some(Geometry::new(slots, slot_size).expect("--slots, --slot-size: powers of two the link takes")),
+        Some(
+            Geometry::new(slots, slot_size)
+                .expect("--slots, --slot-size: powers of two the link takes"),
+        ),
     );
     peer.ask("up");
     if what != "latency" {
-        throughput(&link, &mut peer, rounds, slots as usize * slot_size as usize);
+        throughput(
+            &link,
+            &mut peer,
+            rounds,
+            slots as usize * slot_size as usize,
+        );
     }
     if what != "throughput" {
         latency(&link, &mut peer, rounds, slots);

@@ -298,6 +298,15 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         // every burst: a ring full of held frames must drain.
         zerocopy::reclaim(receiver, q.zc.as_ref());
     }
+    // Zero-copy: when every slot read before is back with the producer
+    // (no attached frame is held), the frames this burst copies or drops
+    // before its first attached one need no done flag: they go back at the
+    // burst's end, as in copy mode, and a burst of small frames costs what
+    // it costs there.
+    let clean = ZC
+        && receiver
+            .positions()
+            .is_some_and(|(released, read)| released == read);
     let Ok(mut chunk) = receiver.read_chunk(usize::from(nb_pkts)) else {
         // Link down, or the ring is corrupt (the link counts and logs it).
         return 0;
@@ -340,6 +349,8 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // The bytes of the frames dropped (too large, filtered, no mbufs).
     let mut dropped_bytes = 0u64;
     let mut attached = 0u64;
+    // The ring index of the burst's first attached frame.
+    let mut first_attached = None;
     while filled < want {
         let frame = match chunk.next_frame() {
             Ok(Some(f)) => f,
@@ -350,9 +361,15 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         let len = frame.len();
         let (index, slots) = (frame.index(), frame.slots());
         // In zero-copy mode every frame not attached to an mbuf is done with
-        // once this iteration ends (copied or dropped).
-        let done = |zc: Option<&Arc<ZcSlots>>| {
-            if let Some(z) = zc {
+        // once this iteration ends (copied or dropped); its flag is needed
+        // only behind a frame still held (see `clean`).
+        let marks = if clean && first_attached.is_none() {
+            None
+        } else {
+            zc
+        };
+        let done = || {
+            if let Some(z) = marks {
                 z.mark_done(index, slots);
             }
         };
@@ -366,20 +383,21 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
             if !filter.accept_shared(frame.first_segment()) {
                 filtered += 1;
                 dropped_bytes += len as u64;
-                done(zc);
+                done();
                 continue;
             }
             // SAFETY: `m` is a fresh mbuf of ours; the frame is contiguous,
             // in the ring `z` was made for.
             unsafe { z.attach(m, &frame) };
             attached += 1;
+            first_attached.get_or_insert(index);
         } else if len <= buf_space {
             // SAFETY: `m` is ours, freshly reset, with `buf_space >= len`
             // bytes of room.
             let room = unsafe { seg_room(m, len) };
             // One copy (two when the frame wraps around the ring's end).
             frame.copy_to(room);
-            done(zc);
+            done();
             if !filter.accept(room) {
                 // `m` stays unfilled, for the next frame.
                 filtered += 1;
@@ -394,7 +412,7 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         } else if SCATTER {
             // SAFETY: `m` is ours and freshly reset; `pool` is the queue's.
             let got = unsafe { scatter_into(m, pool, buf_space, frame.segments(), len, &filter) };
-            done(zc);
+            done();
             match got {
                 Scatter::Filled => {}
                 Scatter::NoMbufs => {
@@ -411,16 +429,23 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
         } else {
             too_large += 1;
             dropped_bytes += len as u64;
-            done(zc);
+            done();
             continue;
         }
         filled += 1;
     }
-    if ZC {
-        // The slots stay ours until their done flags are set.
-        chunk.keep();
-    } else {
+    if !ZC || (clean && first_attached.is_none()) {
+        // Copy mode, or nothing held before the burst and nothing attached
+        // in it: every frame read goes back now.
         chunk.release();
+    } else {
+        // The slots stay ours until their done flags are set, ...
+        chunk.keep();
+        if let (true, Some(at)) = (clean, first_attached) {
+            // ... but with nothing held before the burst, the frames before
+            // its first attached one go back now.
+            receiver.release_to(at);
+        }
     }
     // Return the mbufs the burst did not fill (fewer frames than slots).
     // SAFETY: entries `filled..want` are unused mbufs we own.

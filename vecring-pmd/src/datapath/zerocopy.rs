@@ -10,8 +10,11 @@
 //! *span* (how many slots the frame holds): the mbuf's free callback sets
 //! the flag, and every receive burst first walks the frames from the last
 //! released slot and releases the run of done ones with one index store
-//! ([`reclaim`]). Frames the burst copies (small, wrapped, filtered) are
-//! marked done at once.
+//! ([`reclaim`]). Frames the burst copies (small, wrapped) or drops
+//! (filtered) are marked done at once when an attached frame still held
+//! lies before them; when none does, the burst gives them back itself, as
+//! copy mode does, and marks nothing (a burst of small frames then costs
+//! what it costs in copy mode).
 //!
 //! Each link generation gets its own [`ZcSlots`], reference-counted by the
 //! queue and by every outstanding mbuf, so that the shared mapping outlives

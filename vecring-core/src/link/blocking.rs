@@ -18,10 +18,10 @@
 //! wait with a deadline that passes ends with
 //! [`LinkRecvError::Timeout`] or [`LinkSendError::Timeout`].
 
-use super::endpoint::Receiver;
-use super::endpoint::Sender;
 use super::endpoint::{Attach, Endpoint};
 use super::frame_error::{LinkRecvError, LinkSendError};
+use super::receiver::Receiver;
+use super::sender::Sender;
 use crate::memory::RegionRing;
 use crate::ring::{Consumer, Corruption, Producer, PushError, WaitDecision};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};

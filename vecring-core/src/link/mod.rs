@@ -19,6 +19,8 @@ mod endpoint;
 mod error;
 mod frame_error;
 mod rate_log;
+mod receiver;
+mod sender;
 mod shared;
 mod types;
 mod wait_set;
@@ -27,9 +29,11 @@ pub use crate::dirs::Unsafe;
 pub use budget::RegionBudget;
 pub use builder::LinkBuilder;
 pub use control::{MAX_PENDING, MAX_REGIONS};
-pub use endpoint::{Receiver, Sender, Totals};
+pub use endpoint::Totals;
 pub use error::LinkError;
 pub use frame_error::{LinkRecvError, LinkSendError};
+pub use receiver::Receiver;
+pub use sender::Sender;
 pub use types::{
     LinkCounters, LinkState, QueueCounters, Role, DEFAULT_RUN_DIR, DEFAULT_SOCKET_MODE,
 };

@@ -23,6 +23,7 @@ fn parameter_string_lists_every_key() {
 
 use super::*;
 use vecring_core::name::MAX_NAME_LEN;
+use vecring_core::MAX_QUEUES;
 
 fn ok(args: &str) -> Devargs {
     Devargs::parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"))

@@ -1,9 +1,10 @@
 //! The master's control loop: accepts connections, checks credentials,
 //! makes one offer at a time within the bound on regions, seals the region
-//! once the slave has mapped it, and watches the attached slave.
+//! once the slave has mapped it, and watches the attached slave until its
+//! generation ends ([`leave`]).
 
 use super::MAX_REGIONS;
-use super::{corrupt, stopping, wait, Wake, BACKOFF_FIRST, BACKOFF_MAX};
+use super::{stopping, wait, Wake};
 use crate::closer::{self, PeerSocket, Received};
 use crate::doorbell::Doorbell;
 use crate::handshake::{self, Kind, Msg};
@@ -15,13 +16,13 @@ use crate::memory::Region;
 use crate::pinned::PinWatch;
 use crate::status::{LinkStatus, PeerInfo, RegionInfo};
 use crate::{abi, geometry::Geometry};
-use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod accept;
+mod leave;
 mod offer;
 mod pause;
 mod penalty;
@@ -517,112 +518,6 @@ impl<'a> Master<'a> {
             )
         } else {
             "another slave is being served; try again".into()
-        }
-    }
-
-    /// The attached slave closed (EOF) or broke protocol: either way it is
-    /// gone for this generation.
-    fn slave_left(&mut self) {
-        let Some(a) = self.attached.take() else {
-            return;
-        };
-        let farewell = handshake::recv(&a.conn, Duration::ZERO);
-        // Closed before the link reports down, so that down means the
-        // connection is gone too.
-        drop(a.conn);
-        let g = a.generation;
-        match farewell {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                let label = self.label().to_string();
-                self.left_lines
-                    .log(module_path!(), log::Level::Info, "more such lines", || {
-                        format!("vecring: {label}: slave of generation {g} left")
-                    })
-            }
-            Err(e) if closer::is_no_room(&e) => {
-                let label = self.label().to_string();
-                self.left_lines
-                    .log(module_path!(), log::Level::Info, "more such lines", || {
-                        format!("vecring: {label}: slave of generation {g} left or wrote (not read: {e})")
-                    })
-            }
-            Err(e) => {
-                let punished = handshake::passed_fds(&e).map(|n| {
-                    closer::count_planted(n);
-                    format!(", {}", self.punish(a.peer.uid))
-                });
-                let punished = punished.unwrap_or_default();
-                self.peer_line(log::Level::Warn, || {
-                    format!("slave of generation {g}: {e}{punished}")
-                })
-            }
-            Ok((_, fds)) if !fds.is_empty() => {
-                let why = planted(&fds).unwrap_or_default();
-                let punished = self.punish(a.peer.uid);
-                self.peer_line(log::Level::Warn, || {
-                    format!("slave of generation {g}: {why}; disconnecting, {punished}")
-                })
-            }
-            Ok((m, _)) => self.peer_line(log::Level::Warn, || {
-                format!("unexpected {:?} from slave; disconnecting", m.kind)
-            }),
-        }
-        self.end_session(a.watch, a.since);
-    }
-
-    /// The generation begun at `since` ended. One shorter than
-    /// [`SHORT_GENERATION`](super::SHORT_GENERATION) makes the next offer
-    /// wait, doubling up to [`BACKOFF_MAX`]; only a generation that lasted
-    /// resets the back-off, so attaching and leaving in a loop is
-    /// throttled like taking regions and leaving.
-    fn end_session(&mut self, watch: i32, since: Instant) {
-        self.shared.set_session(None);
-        self.pins.dropped(watch);
-        if let Some(p) = &mut self.paused {
-            p.ended(watch);
-        }
-        if since.elapsed() < super::SHORT_GENERATION {
-            self.backoff = (self.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_MAX);
-            self.next_offer = Instant::now() + self.backoff;
-        } else {
-            self.backoff = Duration::ZERO;
-        }
-    }
-
-    fn check_corruption(&mut self) {
-        if self.attached.is_some() && self.shared.session_tainted() {
-            let g = self.attached.as_ref().map_or(0, |a| a.generation);
-            let uid = self.attached.as_ref().map_or(0, |a| a.peer.uid);
-            let punished = self.punish(uid);
-            self.peer_line(log::Level::Warn, || {
-                format!(
-                    "slave of generation {g} passed file descriptors on a doorbell \
-                     (closed apart, off the data path); disconnecting, {punished}"
-                )
-            });
-            self.shared
-                .counters
-                .rejected_peers
-                .fetch_add(1, Ordering::Relaxed);
-            if let Some(a) = self.attached.take() {
-                drop(a.conn);
-                self.end_session(a.watch, a.since);
-            }
-            return;
-        }
-        if self
-            .attached
-            .as_ref()
-            .is_some_and(|a| corrupt(self.shared, a.generation))
-        {
-            self.shared
-                .counters
-                .peer_corruptions
-                .fetch_add(1, Ordering::Relaxed);
-            if let Some(a) = self.attached.take() {
-                drop(a.conn);
-                self.end_session(a.watch, a.since);
-            }
         }
     }
 }

@@ -15,6 +15,7 @@ use super::wait_set::WaitSet;
 use crate::abi::{self, Dir};
 use crate::memory::RegionRing;
 use crate::ring::{Consumer, Corruption, EndpointStats, Producer};
+use crate::Geometry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -45,6 +46,8 @@ pub(super) trait Attach: Sized {
     /// The claims of this kind of endpoint.
     fn taken(shared: &LinkShared) -> &Taken;
     fn corruption(&self) -> Option<Corruption>;
+    /// The ring's geometry.
+    fn geometry(&self) -> Geometry;
     fn stats(&self) -> EndpointStats;
     fn detach(self, shared: &LinkShared, queue: u16);
     /// Called once attached to `generation`'s ring.
@@ -72,6 +75,9 @@ fn rx_dir(role: Role) -> Dir {
 }
 
 impl Attach for Producer<RegionRing> {
+    fn geometry(&self) -> Geometry {
+        Producer::geometry(self)
+    }
     fn dir(role: Role) -> Dir {
         tx_dir(role)
     }
@@ -122,6 +128,9 @@ impl Attach for Producer<RegionRing> {
 }
 
 impl Attach for Consumer<RegionRing> {
+    fn geometry(&self) -> Geometry {
+        Consumer::geometry(self)
+    }
     fn dir(role: Role) -> Dir {
         rx_dir(role)
     }
@@ -275,6 +284,17 @@ impl<E: Attach> Endpoint<E> {
             self.report(&c);
         }
         self.ring.as_mut()
+    }
+
+    /// The rings' geometry, if the link is up.
+    pub(super) fn geometry(&mut self) -> Option<Geometry> {
+        Some(self.ring()?.geometry())
+    }
+
+    /// The generation of the ring attached to, if the link is up.
+    pub(super) fn generation_if_up(&mut self) -> Option<u64> {
+        self.ring()?;
+        Some(self.generation)
     }
 
     /// The ring to use now, or why there is none.

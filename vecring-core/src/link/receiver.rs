@@ -104,13 +104,12 @@ impl Receiver {
 
     /// The geometry of the rings, if the link is up.
     pub fn geometry(&mut self) -> Option<crate::Geometry> {
-        Some(self.ep.ring()?.geometry())
+        self.ep.geometry()
     }
 
     /// The generation this endpoint receives from, if the link is up.
     pub fn generation(&mut self) -> Option<u64> {
-        self.ep.ring()?;
-        Some(self.ep.generation)
+        self.ep.generation_if_up()
     }
 
     /// Ready frames, read in place and released when the chunk drops.

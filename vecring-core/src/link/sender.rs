@@ -75,13 +75,12 @@ impl Sender {
     /// The geometry of the rings, if the link is up (it may change when a
     /// new master arrives).
     pub fn geometry(&mut self) -> Option<crate::Geometry> {
-        Some(self.ep.ring()?.geometry())
+        self.ep.geometry()
     }
 
     /// The generation this endpoint sends into, if the link is up.
     pub fn generation(&mut self) -> Option<u64> {
-        self.ep.ring()?;
-        Some(self.ep.generation)
+        self.ep.generation_if_up()
     }
 
     /// Reserves up to `max_slots` slots for writing frames in place; commit

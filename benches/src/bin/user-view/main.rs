@@ -32,8 +32,12 @@
 //! cargo run --release -p vecring-benches --bin user-view -- [throughput|latency] [--rounds N] [--slots N] [--slot-size BYTES]
 //! ```
 
+mod floor;
+mod rounds;
+
+use floor::{flipper, floor_round};
+use rounds::{alternate, summary, Placement};
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -310,141 +314,6 @@ fn throughput(link: &Link, peer: &mut Peer, rounds: usize, ring_bytes: usize) {
     summary("link / rtrb", &ratios);
 }
 
-/// The floors' shared memory: one counter line, then (with `lines` > 0)
-/// two rings of `lines` 64-byte lines each, one a way.
-struct FloorMemory {
-    line: &'static AtomicU64,
-    data: *mut u8,
-    lines: usize,
-}
-
-impl FloorMemory {
-    fn len(lines: usize) -> usize {
-        4096 + 2 * lines * 64
-    }
-
-    /// The memory of the memfd `fd`, shared (never unmapped; the kernel
-    /// zeroes it; the counter is only ever used as an atomic).
-    fn map(fd: &OwnedFd, lines: usize) -> FloorMemory {
-        // SAFETY: a shared mapping of the whole memfd, sized by its maker.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                Self::len(lines),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED, "mmap");
-        FloorMemory {
-            // SAFETY: the first, 64-byte aligned word of the mapping.
-            line: unsafe { &*p.cast::<AtomicU64>() },
-            // SAFETY: within the mapping.
-            data: unsafe { p.cast::<u8>().add(4096) },
-            lines,
-        }
-    }
-
-    /// Writes a 64-byte frame into line `i` (modulo the ring) of ring
-    /// `way` (0: to the flipper, 1: back).
-    fn write(&self, way: usize, i: u64, v: u64) {
-        if self.lines == 0 {
-            return;
-        }
-        let at = (way * self.lines + (i as usize % self.lines)) * 64;
-        for w in 0..8 {
-            // SAFETY: within the ring `way`; the other side reads this line
-            // only after the counter's Release store that follows.
-            unsafe { self.data.add(at + w * 8).cast::<u64>().write_volatile(v) };
-        }
-    }
-
-    /// Reads line `i` of ring `way` (as a receiver copies a frame out).
-    fn read(&self, way: usize, i: u64) -> u64 {
-        if self.lines == 0 {
-            return 0;
-        }
-        let at = (way * self.lines + (i as usize % self.lines)) * 64;
-        (0..8)
-            // SAFETY: within the ring `way`, written before the counter's
-            // Release store this side's Acquire load saw.
-            .map(|w| unsafe { self.data.add(at + w * 8).cast::<u64>().read_volatile() })
-            .fold(0, u64::wrapping_add)
-    }
-}
-
-/// The floors' other process: for each odd counter `2i + 1` in the shared
-/// memory of the memfd `fd`, reads line `i` of the first ring, writes line
-/// `i` of the second and stores `2i + 2` (with no rings, only flips the
-/// counter), until told to stop by a counter of `u64::MAX`.
-fn flipper(fd: i32, lines: usize) {
-    pin_current_thread(CONSUMER_CPU).expect("pin");
-    // SAFETY: the descriptor the parent left open for us.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let m = FloorMemory::map(&fd, lines);
-    let mut sink = 0u64;
-    loop {
-        // Acquire: pairs with the parent's Release store in `floor_round`.
-        let v = m.line.load(Ordering::Acquire);
-        if v == u64::MAX {
-            std::hint::black_box(sink);
-            return;
-        }
-        if v % 2 == 1 {
-            let i = v / 2;
-            sink = sink.wrapping_add(m.read(0, i));
-            m.write(1, i, v);
-            // Release: pairs with the parent's Acquire load.
-            m.line.store(v + 1, Ordering::Release);
-        }
-        std::hint::spin_loop();
-    }
-}
-
-/// One way through shared memory between two processes, with no ring
-/// code: one counter line flipped (`lines` 0), or (`lines` > 0) a 64-byte
-/// frame written into the next line of a ring of `lines` lines before the
-/// counter is stored, and read after it is seen: the floor of any
-/// protocol that signals after the data, as the link does.
-fn floor_round(lines: usize) -> OneWay {
-    // SAFETY: plain memfd_create; without MFD_CLOEXEC, so the child
-    // inherits it.
-    let raw = unsafe { libc::memfd_create(c"user-view-floor".as_ptr(), 0) };
-    assert!(raw >= 0, "memfd_create");
-    // SAFETY: a descriptor just made, ours alone.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    let len = FloorMemory::len(lines) as libc::off_t;
-    // SAFETY: sizing our own memfd.
-    assert_eq!(unsafe { libc::ftruncate(raw, len) }, 0, "ftruncate");
-    let m = FloorMemory::map(&fd, lines);
-    let mut child = Command::new(std::env::current_exe().expect("own path"))
-        .arg("--flipper")
-        .arg(raw.to_string())
-        .arg(lines.to_string())
-        .spawn()
-        .expect("start the flipper");
-    let (mut v, mut sink) = (0u64, 0u64);
-    let w = one_way(WARM_TRIPS, TRIPS, || {
-        let i = v / 2;
-        m.write(0, i, v);
-        // Release/Acquire: pair with the flipper's Acquire load and Release
-        // store.
-        m.line.store(v + 1, Ordering::Release);
-        while m.line.load(Ordering::Acquire) != v + 2 {
-            std::hint::spin_loop();
-        }
-        sink = sink.wrapping_add(m.read(1, i));
-        v += 2;
-    });
-    std::hint::black_box(sink);
-    // Release: pairs with the flipper's Acquire load.
-    m.line.store(u64::MAX, Ordering::Release);
-    child.wait().expect("flipper");
-    w
-}
-
 /// The next frame into `buf`: polling `recv`, or (`wait`) sleeping in
 /// `Receiver::wait` whenever there is none.
 fn receive(rx: &mut Receiver, buf: &mut [u8], wait: bool) -> usize {
@@ -546,94 +415,5 @@ fn latency(link: &Link, peer: &mut Peer, rounds: usize, slots: u32) {
             "  untimed {:.0} ns, mean {:.0}, p50 {:.0}, p99 {:.0}, p99.9 {:.0}",
             x.untimed_mean, x.mean, x.p50, x.p99, x.p999
         );
-    }
-}
-
-/// `rounds` rounds of `a` and `b`, which goes first swapping every round,
-/// each printed by `show(round, placement, a, b)`; returns each round's
-/// placement and both results. The core-to-core latency is taken before, between
-/// and after the two runs of a round, because the host moves the vCPUs
-/// now and then: a round whose three figures fall in different placements
-/// compared one placement with another.
-fn alternate<T: Copy>(
-    rounds: usize,
-    mut a: impl FnMut() -> T,
-    mut b: impl FnMut() -> T,
-    show: impl Fn(usize, &Placement, T, T),
-) -> Vec<(Placement, T, T)> {
-    let c2c = || core_to_core_latency().as_nanos();
-    (0..rounds)
-        .map(|round| {
-            let before = c2c();
-            let (x, between, y) = if round % 2 == 0 {
-                let x = a();
-                let between = c2c();
-                (x, between, b())
-            } else {
-                let y = b();
-                let between = c2c();
-                (a(), between, y)
-            };
-            let placement = Placement([before, between, c2c()]);
-            show(round, &placement, x, y);
-            (placement, x, y)
-        })
-        .collect()
-}
-
-/// A round's core-to-core latencies, in ns: before, between and after
-/// its two runs.
-#[derive(Clone)]
-struct Placement([u128; 3]);
-
-impl Placement {
-    /// The vCPUs on one physical core (under 45 ns: they share its
-    /// caches), near (under 100 ns) or far; `None` if the round's three
-    /// figures disagree (the host moved a vCPU during it).
-    fn class(&self) -> Option<&'static str> {
-        let class = |c: u128| match c {
-            0..45 => "same-core",
-            45..100 => "near",
-            _ => "far",
-        };
-        let [a, b, c] = self.0.map(class);
-        (a == b && b == c).then_some(a)
-    }
-}
-
-impl std::fmt::Display for Placement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let [a, b, c] = self.0;
-        let moved = if self.class().is_none() { " moved" } else { "" };
-        write!(f, "{:>17}", format!("{a}/{b}/{c}{moved}"))
-    }
-}
-
-/// The median, min and max of `ratios`, over all rounds and per placement:
-/// the two vCPUs on one physical core (core-to-core under 45 ns: they share
-/// its caches), near (under 100 ns) or far, leaving out of these the
-/// rounds that moved between them.
-fn summary(what: &str, ratios: &[(Placement, f64)]) {
-    for name in ["all", "same-core", "near", "far"] {
-        let mut r: Vec<f64> = ratios
-            .iter()
-            .filter(|(p, _)| name == "all" || p.class() == Some(name))
-            .map(|&(_, r)| r)
-            .collect();
-        if r.is_empty() {
-            continue;
-        }
-        r.sort_by(f64::total_cmp);
-        println!(
-            "{what}, {name} rounds: median {:.3}, {:.3}-{:.3} ({} rounds)",
-            r[r.len() / 2],
-            r[0],
-            r[r.len() - 1],
-            r.len()
-        );
-    }
-    let moved = ratios.iter().filter(|(p, _)| p.class().is_none()).count();
-    if moved > 0 {
-        println!("{what}: {moved} rounds moved between placements, in no placement's figures");
     }
 }

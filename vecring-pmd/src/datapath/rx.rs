@@ -302,11 +302,12 @@ unsafe extern "C" fn rx_burst<const SCATTER: bool, const ZC: bool>(
     // (no attached frame is held), the frames this burst copies or drops
     // before its first attached one need no done flag: they go back at the
     // burst's end, as in copy mode, and a burst of small frames costs what
-    // it costs there.
+    // it costs there. With no ring attached yet, the burst attaches one
+    // afresh, where nothing is held either.
     let clean = ZC
         && receiver
             .positions()
-            .is_some_and(|(released, read)| released == read);
+            .is_none_or(|(released, read)| released == read);
     let Ok(mut chunk) = receiver.read_chunk(usize::from(nb_pkts)) else {
         // Link down, or the ring is corrupt (the link counts and logs it).
         return 0;

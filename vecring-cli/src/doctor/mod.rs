@@ -284,11 +284,13 @@ fn run_dir(r: &mut Report, dir: &Path) {
         }
     }
     for p in v["problems"].as_array().into_iter().flatten() {
-        // A lock a dead master left is harmless (the next master takes
-        // it): a note, as `list` calls it; anything else is not vecring's.
-        let harmless = p["problem"]
-            .as_str()
-            .is_some_and(|s| s.starts_with("lock without a socket"));
+        // A lock or a half-made socket a dead master left is harmless (the
+        // next master takes or removes it): a note, as `list` calls it;
+        // anything else is not vecring's.
+        let harmless = p["problem"].as_str().is_some_and(|s| {
+            s.starts_with("lock without a socket")
+                || s.starts_with("socket a master was setting up")
+        });
         r.add(
             if harmless { Level::Note } else { Level::Warn },
             "run-dir",

@@ -158,6 +158,17 @@ pub(super) fn scan(run_dir: &Path, only: Option<(&str, Option<&str>)>) -> Result
                 }
                 continue;
             }
+            // A master binds `.<link>.new` and renames it to `<link>.sock`
+            // once it listens; the name outlives only a master that died
+            // in between.
+            if name.starts_with('.') && name.ends_with(".new") && md.file_type().is_socket() {
+                out.problems.push((
+                    path,
+                    "socket a master was setting up when it died; its next master removes it"
+                        .into(),
+                ));
+                continue;
+            }
             let Some(link) = name.strip_suffix(".sock") else {
                 out.problems.push((
                     path,
@@ -274,4 +285,36 @@ fn ask_all(sockets: &[&Path]) -> Vec<Found> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+
+    #[test]
+    fn what_dead_masters_leave_is_named_and_the_rest_is_not_vecrings() {
+        let run = std::env::temp_dir().join(format!("vecring-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&run);
+        std::fs::create_dir_all(run.join("d")).unwrap();
+        for name in ["l.lock", "other"] {
+            std::fs::write(run.join("d").join(name), b"").unwrap();
+        }
+        drop(UnixListener::bind(run.join("d/.l.new")).unwrap());
+        drop(UnixListener::bind(run.join("d/.x")).unwrap());
+        let s = scan(&run, None).unwrap();
+        assert!(s.links.is_empty());
+        let said = |name: &str| {
+            s.problems
+                .iter()
+                .find(|(p, _)| p.ends_with(name))
+                .map(|(_, what)| what.as_str())
+                .unwrap_or_else(|| panic!("nothing said of {name}"))
+        };
+        assert!(said(".l.new").starts_with("socket a master was setting up"));
+        assert!(said("l.lock").starts_with("lock without a socket"));
+        assert!(said(".x").contains("did not create"), "{}", said(".x"));
+        assert!(said("other").contains("did not create"));
+        std::fs::remove_dir_all(&run).unwrap();
+    }
 }

@@ -1,5 +1,6 @@
 //! The link's files, handled so that nobody else's entry is ever followed
-//! or trusted: `<run-dir>/<domain>/<link>.lock` and `<link>.sock`.
+//! or trusted: `<run-dir>/<domain>/<link>.lock` and `<link>.sock` (made
+//! as `.<link>.new` and renamed into place once listening: [`socket`]).
 //!
 //! The master usually runs as root and the domain directory is reachable
 //! from an untrusted container, so every step works on descriptors:
@@ -24,6 +25,7 @@
 //! master may have by default: root and those two owners.
 
 mod at;
+mod socket;
 
 use crate::closer::PeerSocket;
 use at::{
@@ -214,17 +216,7 @@ pub(crate) fn claim_master(
     let sock_name = cstring(sock_file.as_bytes()).map_err(io_at("opening", &socket))?;
     // Refuse a planted entry before creating anything; checked again
     // under the lock below.
-    let check_socket = |dir: BorrowedFd<'_>| -> Result<bool, DirError> {
-        match stat_entry(dir, &sock_name).map_err(io_at("inspecting", &socket))? {
-            None => Ok(false),
-            Some(st) if st.st_mode & libc::S_IFMT == libc::S_IFSOCK => Ok(true),
-            Some(st) => Err(unsafe_at(
-                &socket,
-                format!("it is {}, not a socket left by a master", kind(st.st_mode)),
-            )),
-        }
-    };
-    check_socket(fd_ref(&dir))?;
+    socket::stale(fd_ref(&dir), &sock_name, &socket)?;
 
     let lock_path = dir_path.join(format!("{}.lock", files.link));
     let lock_name =
@@ -232,15 +224,11 @@ pub(crate) fn claim_master(
     let lock = take_lock(fd_ref(&dir), &lock_name, &lock_path, me)?;
 
     // We hold the lock, so a socket of ours left there is stale.
-    if check_socket(fd_ref(&dir))? {
-        // SAFETY: valid C string, our directory descriptor.
-        cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), sock_name.as_ptr(), 0) })
-            .map_err(io_at("removing stale socket", &socket))?;
+    if socket::stale(fd_ref(&dir), &sock_name, &socket)? {
+        socket::remove(fd_ref(&dir), &sock_name, &socket)?;
         log::info!("vecring: removed stale socket {}", socket.display());
     }
-    let listener =
-        listen(&via_fd(fd_ref(&dir), &sock_file)).map_err(io_at("listening on", &socket))?;
-    set_socket_access(fd_ref(&dir), &sock_name, &socket, files)?;
+    let listener = socket::place(fd_ref(&dir), &dir_path, &sock_file, files, listen)?;
     Ok(MasterClaim {
         dir,
         _lock: lock,
@@ -301,57 +289,6 @@ fn take_lock(
         }
     }
     Err(io_at("locking", path)(io::ErrorKind::WouldBlock.into()).into())
-}
-
-/// Sets the socket file's mode and owner through an `O_PATH` descriptor of
-/// it, never by path.
-fn set_socket_access(
-    dir: BorrowedFd<'_>,
-    name: &CStr,
-    path: &Path,
-    files: &MasterFiles<'_>,
-) -> Result<(), DirError> {
-    let sock = open_at(dir.as_raw_fd(), name, libc::O_PATH | libc::O_NOFOLLOW, 0)
-        .map_err(io_at("opening", path))?;
-    let st = stat_fd(fd_ref(&sock)).map_err(io_at("inspecting", path))?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-        return Err(unsafe_at(
-            path,
-            format!("it is {}, not our socket", kind(st.st_mode)),
-        ));
-    }
-    // The owner's group gets the socket, never its ownership: the owner of
-    // a file may chmod it, and a container that could make the root
-    // master's socket 0777 would open it to every local user. The socket
-    // stays the master's; its group, with read and write, is how the
-    // container reaches it.
-    let mode = match files.owner {
-        Some(_) => files.socket_mode | 0o060,
-        None => files.socket_mode,
-    };
-    if let Some((_, gid)) = files.owner {
-        // SAFETY: AT_EMPTY_PATH makes fchownat act on `sock` itself; an
-        // owner of -1 leaves the owner as it is (ours).
-        cvt(unsafe {
-            libc::fchownat(
-                sock.as_raw_fd(),
-                c"".as_ptr(),
-                u32::MAX,
-                gid,
-                libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
-            )
-        })
-        .map_err(io_at("changing the group of", path))?;
-    }
-    // chmod through the descriptor's /proc link reaches exactly this inode
-    // (fchmod refuses O_PATH descriptors). After the chown, which may
-    // clear mode bits.
-    let by_fd = cstring(format!("/proc/self/fd/{}", sock.as_raw_fd()).as_bytes())
-        .map_err(io_at("setting the mode of", path))?;
-    // SAFETY: valid C string; the result is checked.
-    cvt(unsafe { libc::chmod(by_fd.as_ptr(), mode) })
-        .map_err(io_at("setting the mode of", path))?;
-    Ok(())
 }
 
 /// The directories a slave connects through, opened and checked.
@@ -461,6 +398,48 @@ mod tests {
         assert!(!run.join("d/l.sock").exists());
         assert!(!run.join("d/l.lock").exists());
         drop(claim(&run).unwrap());
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+
+    #[test]
+    fn the_socket_appears_listening_with_its_mode() {
+        let run = scratch("appears");
+        let sock = run.join("d/l.sock");
+        let listen = |path: &Path| {
+            let l = crate::handshake::listen(path)?;
+            assert!(
+                !sock.exists(),
+                "the socket's name is there before it listens"
+            );
+            Ok(l)
+        };
+        let c = claim_master(&files(&run), listen).unwrap();
+        let md = std::fs::symlink_metadata(&sock).unwrap();
+        assert_eq!(md.permissions().mode() & 0o777, 0o660);
+        crate::handshake::connect(&sock).expect("the socket accepts");
+        assert_eq!(std::fs::read_dir(run.join("d")).unwrap().count(), 2);
+        drop(c);
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+
+    #[test]
+    fn a_staging_socket_left_is_replaced_and_anything_else_there_refused() {
+        let run = scratch("staging");
+        std::fs::create_dir(run.join("d")).unwrap();
+        std::fs::set_permissions(run.join("d"), std::fs::Permissions::from_mode(0o710)).unwrap();
+        // What a master that died between bind and rename leaves.
+        let left = crate::handshake::listen(&run.join("d/.l.new")).unwrap();
+        drop(left);
+        let c = claim(&run).unwrap();
+        assert!(!run.join("d/.l.new").exists());
+        crate::handshake::connect(&run.join("d/l.sock")).expect("the socket accepts");
+        drop(c);
+
+        symlink(run.join("victim"), run.join("d/.l.new")).unwrap();
+        let u = refusal(claim(&run));
+        assert!(u.problem.contains("symlink"), "{u}");
+        assert!(!run.join("victim").exists());
+        assert!(!run.join("d/l.sock").exists());
         std::fs::remove_dir_all(&run).unwrap();
     }
 

@@ -307,3 +307,56 @@ fn silent_listeners_cost_a_list_one_deadline_together() {
     master.0.wait().unwrap();
     std::fs::remove_dir_all(&run).unwrap();
 }
+
+/// A listener anyone could bind in a domain directory they can write,
+/// named with a terminal escape and answering a well-formed status: both
+/// `list` and `stats` print its name escaped, never the raw bytes.
+#[test]
+fn a_name_carrying_a_terminal_escape_is_printed_escaped() {
+    let _w = Watchdog::new("escape", Duration::from_secs(60));
+    let run = run_dir("escape");
+    let dom = run.join("d");
+    std::fs::create_dir(&dom).unwrap();
+    std::fs::set_permissions(&dom, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let answer = "vecring-status 1\\nmaster_pid 0\\nmaster_uid 0\\nuptime_secs 1\\nqueues 1\\n\
+                  generation 1\\nlink_ups 0\\nlink_downs 0\\npeer_corruptions 0\\n\
+                  rejected_peers 0\\npinned_regions 0\\ntx_frames 0\\ntx_bytes 0\\n\
+                  tx_lost_on_link_down 0\\ntx_ring_full 0\\nrx_frames 0\\nrx_bytes 0\\n";
+    // Answers every question, for as long as the test runs.
+    let script = format!(
+        "use Socket; $| = 1; \
+         socket(my $s, AF_UNIX, SOCK_SEQPACKET, 0) or die \"socket: $!\"; \
+         bind($s, pack_sockaddr_un(\"$ARGV[0]/\\e[2Jx.sock\")) or die \"bind: $!\"; \
+         listen($s, 64) or die \"listen: $!\"; print \"ready\\n\"; \
+         while (accept(my $c, $s)) {{ my $q; recv($c, $q, 512, 0); send($c, \"{answer}\", 0); }}"
+    );
+    let mut server = Proc(
+        Command::new("perl")
+            .args(["-e", &script])
+            .arg(&dom)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start perl"),
+    );
+    let mut ready = [0u8; 6];
+    server
+        .0
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut ready)
+        .unwrap();
+    assert_eq!(&ready, b"ready\n");
+    let r = run.to_str().unwrap();
+    for cmd in ["list", "stats"] {
+        let (ok, out) = tool(&[cmd, "--run-dir", r]);
+        assert!(ok, "{cmd}: {out}");
+        assert!(
+            !out.contains('\x1b'),
+            "{cmd} printed the raw escape: {out:?}"
+        );
+        assert!(out.contains("\\u{1b}[2Jx"), "{cmd}: {out:?}");
+    }
+    drop(server);
+    std::fs::remove_dir_all(&run).unwrap();
+}

@@ -11,6 +11,11 @@ use crate::error::{code, CniError, Result};
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// The plugin's records by default: root's, apart from the run directory,
+/// whose domain directories belong to the masters (a switch may run as a
+/// user of its own) and may be bound into pods.
+pub const DEFAULT_STATE_DIR: &str = "/run/vecring-cni";
+
 /// The CNI versions this plugin speaks: results and errors take the
 /// configuration's; the plugin adds its interface and passes the rest of
 /// the previous result through unchanged.
@@ -272,7 +277,7 @@ impl Config {
             mtu,
             run_dir: path(&v, "runDir")?
                 .unwrap_or_else(|| PathBuf::from(vecring_core::link::DEFAULT_RUN_DIR)),
-            state_dir: path(&v, "stateDir")?.unwrap_or_else(|| PathBuf::from("/run/vecring/cni")),
+            state_dir: path(&v, "stateDir")?.unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             vecring: path(&v, "vecring")?,
             ovs_vsctl: path(&v, "ovsVsctl")?,
             prev_result,
@@ -294,7 +299,7 @@ mod tests {
         assert_eq!(c.mode, Mode::Tap);
         assert_eq!(c.domain, "cni");
         assert_eq!(c.queues, 1);
-        assert_eq!(c.state_dir, PathBuf::from("/run/vecring/cni"));
+        assert_eq!(c.state_dir, PathBuf::from("/run/vecring-cni"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ mod tap;
 use config::{Command, Config, Env, Mode, SUPPORTED_VERSIONS};
 use error::{code, CniError, Result};
 use serde_json::{json, Value};
-use state::State;
+use state::{Records, State};
 use std::io::Read;
 use std::process::ExitCode;
 use vecring_core::internal::netns::{abstract_name, NetNs};
@@ -115,8 +115,9 @@ fn add(cfg: &Config, env: &Env) -> Result<Value> {
     let link = link_name(cfg, env, &port);
     let sw = ovs(cfg);
     sw.check_bridge(&cfg.bridge)?;
-    let file = state::path(&cfg.state_dir, &env.container_id, &ifname);
-    if State::load(&file)?.is_some() {
+    let records = Records::open(&cfg.state_dir)?;
+    let key = state::key(&env.container_id, &ifname);
+    if records.load(&key)?.is_some() {
         return Err(CniError::new(
             code::INVALID_CONFIG,
             format!(
@@ -131,16 +132,15 @@ fn add(cfg: &Config, env: &Env) -> Result<Value> {
         bridge: cfg.bridge.clone(),
         tap: None,
     };
-    st.save(&file)?;
-    let made = make(cfg, env, &sw, &mut st, &file, &ifname, &link);
+    records.save(&key, &st)?;
+    let made = make(cfg, env, &sw, &mut st, (&records, &key), &ifname, &link);
     if let Err(e) = made {
         // Undo everything: the bridge, the port, the record.
         if let Some(t) = st.tap {
             tap::stop(t);
         }
         let _ = sw.del_port(&cfg.bridge, &port);
-        let _ = State::remove(&file);
-        let _ = std::fs::remove_file(file.with_extension("log"));
+        let _ = records.remove(&key);
         return Err(e);
     }
     Ok(result(cfg, env, &ifname, &link, &port))
@@ -152,7 +152,7 @@ fn make(
     env: &Env,
     sw: &ovs::Ovs,
     st: &mut State,
-    file: &std::path::Path,
+    (records, key): (&Records, &str),
     ifname: &str,
     link: &str,
 ) -> Result<()> {
@@ -177,9 +177,9 @@ fn make(
     }
     sw.add_port(&cfg.bridge, &st.port, &devargs, cfg.queues)?;
     if cfg.mode == Mode::Tap {
-        let t = tap::start(cfg, netns, ifname, link, &file.with_extension("log"))?;
+        let t = tap::start(cfg, netns, ifname, link, (records, key))?;
         st.tap = Some(t);
-        st.save(file)?;
+        records.save(key, st)?;
     }
     Ok(())
 }
@@ -232,8 +232,9 @@ fn mac_text(mac: [u8; 6]) -> String {
 
 fn del(cfg: &Config, env: &Env) -> Result<()> {
     let ifname = ifname(cfg, env);
-    let file = state::path(&cfg.state_dir, &env.container_id, &ifname);
-    let st = State::load(&file)?;
+    let records = Records::open(&cfg.state_dir)?;
+    let key = state::key(&env.container_id, &ifname);
+    let st = records.load(&key)?;
     if let Some(t) = st.as_ref().and_then(|s| s.tap) {
         tap::stop(t);
     }
@@ -247,15 +248,14 @@ fn del(cfg: &Config, env: &Env) -> Result<()> {
         ),
     };
     ovs(cfg).del_port(&bridge, &port)?;
-    State::remove(&file)?;
-    let _ = std::fs::remove_file(file.with_extension("log"));
-    Ok(())
+    records.remove(&key)
 }
 
 fn check(cfg: &Config, env: &Env) -> Result<()> {
     let ifname = ifname(cfg, env);
-    let file = state::path(&cfg.state_dir, &env.container_id, &ifname);
-    let st = State::load(&file)?.ok_or_else(|| {
+    let records = Records::open(&cfg.state_dir)?;
+    let key = state::key(&env.container_id, &ifname);
+    let st = records.load(&key)?.ok_or_else(|| {
         CniError::new(
             code::UNKNOWN_CONTAINER,
             format!(
@@ -272,7 +272,7 @@ fn check(cfg: &Config, env: &Env) -> Result<()> {
             return Err(CniError::new(
                 code::TAP,
                 format!("the bridge of {ifname} (vecring tap) is not running"),
-                file.with_extension("log").display().to_string(),
+                records.path(&format!("{key}.log")).display().to_string(),
             ));
         }
     }

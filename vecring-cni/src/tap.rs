@@ -7,6 +7,7 @@
 
 use crate::config::Config;
 use crate::error::{code, CniError, Result};
+use crate::state::Records;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -59,16 +60,13 @@ pub fn start(
     netns: &Path,
     ifname: &str,
     link: &str,
-    log: &Path,
+    (records, key): (&Records, &str),
 ) -> Result<(u32, u64)> {
-    let out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(|e| CniError::new(code::STATE, format!("opening {}: {e}", log.display()), ""))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| CniError::new(code::STATE, format!("opening {}: {e}", log.display()), ""))?;
+    let out = records.log(key)?;
+    let err = out.try_clone().map_err(|e| {
+        let log = records.path(&format!("{key}.log"));
+        CniError::new(code::STATE, format!("opening {}: {e}", log.display()), "")
+    })?;
     let tool = tool(cfg);
     let mut cmd = Command::new(&tool);
     cmd.args([
@@ -133,7 +131,7 @@ pub fn start(
             return Err(CniError::new(
                 code::TAP,
                 format!("vecring tap exited ({status}) before {ifname} appeared"),
-                tail(log),
+                records.log_tail(key, 5),
             ));
         }
         if Instant::now() >= end {
@@ -142,18 +140,11 @@ pub fn start(
             return Err(CniError::new(
                 code::TAP,
                 format!("{ifname} did not appear in the container within {IF_UP:?}"),
-                tail(log),
+                records.log_tail(key, 5),
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The last lines of the bridge's log, for an error's details.
-fn tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join("\n")
 }
 
 /// Stops the bridge `(pid, start)`: SIGTERM, then SIGKILL after 3 s.

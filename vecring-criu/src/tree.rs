@@ -4,13 +4,17 @@
 //! Unix socket whose peer is the master's listener: an abstract
 //! `@vecring/1/<domain>/<link>` (a link in the container's network
 //! namespace) or a path `<run-dir>/<domain>/<link>.sock` beside its
-//! `.lock` (a master binds it through its directory's descriptor, so the
-//! name reads `/proc/self/fd/N/<link>.sock`, which is the master's
-//! `/proc/PID/fd/N`). The plugin takes a copy of each socket of each
+//! `.lock` (a master binds it through its directory's descriptor as
+//! `.<link>.new` and renames it once it listens, so the name reads
+//! `/proc/self/fd/N/.<link>.new`, which is the master's `/proc/PID/fd/N`;
+//! masters before that bound `<link>.sock` itself, and the plugin takes
+//! either). The plugin takes a copy of each socket of each
 //! process (`pidfd_getfd`), reads its peer's name and the listener's pid,
 //! and asks the master on its host socket: the same path, or for an
 //! abstract name `<link>@ns<inode>.sock` in the domain's directory, which
-//! the master's `/proc/PID/net/unix` lists. A master is asked only if it
+//! the master's `/proc/PID/net/unix` lists (only the master's own sockets
+//! are looked at there: that table is the whole namespace's, and any
+//! local user can bind names in it). A master is asked only if it
 //! is that listener's process (checked on the connection that asks) and
 //! is not part of what is dumped: outside the container's pid namespace,
 //! or for a tree of the host's, outside the tree. A process of the
@@ -158,6 +162,17 @@ fn link_of(sock: &OwnedFd, pid: c_int, root: c_int, pids: &[c_int]) -> Option<Fo
     if master_pid <= 0 {
         return None;
     }
+    // Before any path is built from what the listener bound: a process of
+    // the container is never trusted to name one (nor to make this one
+    // look at its own mounts).
+    if inside(master_pid, root, pids) {
+        log::info(&format!(
+            "pid {pid} is connected to {} served by pid {master_pid}, a process of the dumped \
+             container or tree: dumped with it, not paused",
+            String::from_utf8_lossy(&name).replace('\0', "@")
+        ));
+        return None;
+    }
     let socket = match name.strip_prefix(b"\0") {
         Some(abs) => {
             let abs = std::str::from_utf8(abs).ok()?;
@@ -167,20 +182,13 @@ fn link_of(sock: &OwnedFd, pid: c_int, root: c_int, pids: &[c_int]) -> Option<Fo
             host_socket(master_pid, domain, link, ino)?
         }
         None => {
-            let socket = in_master(master_pid, std::str::from_utf8(&name).ok()?);
-            let lock = socket.to_str()?.strip_suffix(".sock")?.to_string() + ".lock";
-            fs::symlink_metadata(&lock).ok()?;
+            let file = socket_file(std::str::from_utf8(&name).ok()?)?;
+            let socket = in_master(master_pid, &file);
+            let lock = file.strip_suffix(".sock")?.to_string() + ".lock";
+            fs::symlink_metadata(in_master(master_pid, &lock)).ok()?;
             socket
         }
     };
-    if inside(master_pid, root, pids) {
-        log::info(&format!(
-            "pid {pid} is connected to {} served by pid {master_pid}, a process of the dumped \
-             container or tree: dumped with it, not paused",
-            socket.display()
-        ));
-        return None;
-    }
     Some(Found {
         peer_name: name,
         socket,
@@ -194,18 +202,52 @@ fn link_of(sock: &OwnedFd, pid: c_int, root: c_int, pids: &[c_int]) -> Option<Fo
 /// the master's network namespace lists its sockets.
 fn host_socket(master: c_int, domain: &str, link: &str, ino: u64) -> Option<PathBuf> {
     let tail = format!("/{link}@ns{ino}.sock");
+    let own = socket_inodes(master);
     let table = fs::read_to_string(format!("/proc/{master}/net/unix")).ok()?;
     table
         .lines()
         .skip(1)
-        .filter_map(|l| l.split_whitespace().nth(7))
-        .filter(|p| p.starts_with('/') && p.ends_with(&tail))
-        .map(|p| in_master(master, p))
+        .filter_map(|l| {
+            let mut cols = l.split_whitespace();
+            let inode: u64 = cols.nth(6)?.parse().ok()?;
+            Some((inode, cols.next()?))
+        })
+        .filter(|(inode, _)| own.contains(inode))
+        .filter_map(|(_, bound)| bound.starts_with("/proc/self/fd/").then_some(bound))
+        .filter_map(socket_file)
+        .filter(|p| p.ends_with(&tail))
+        .map(|p| in_master(master, &p))
         .find(|p| {
             p.parent()
                 .and_then(|d| fs::canonicalize(d).ok())
                 .is_some_and(|d| d.file_name().is_some_and(|n| n == domain))
         })
+}
+
+/// The socket file of the name a master bound: `<dir>/.<link>.new` is
+/// `<dir>/<link>.sock` once renamed (a link's name never starts with a
+/// `.`); `<dir>/<link>.sock` is itself. `None` for anything else.
+fn socket_file(bound: &str) -> Option<String> {
+    let (dir, file) = bound.rsplit_once('/')?;
+    if file.ends_with(".sock") && !file.starts_with('.') {
+        return Some(bound.to_string());
+    }
+    let link = file.strip_prefix('.')?.strip_suffix(".new")?;
+    (!link.is_empty()).then(|| format!("{dir}/{link}.sock"))
+}
+
+/// The inodes of the sockets process `pid` holds.
+fn socket_inodes(pid: c_int) -> HashSet<u64> {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return HashSet::new();
+    };
+    fds.flatten()
+        .filter_map(|e| {
+            let l = fs::read_link(e.path()).ok()?;
+            let l = l.to_str()?;
+            l.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .collect()
 }
 
 /// A path a master bound, as this process reaches it: a master binds
@@ -307,4 +349,44 @@ fn peer_pid(fd: c_int) -> Option<c_int> {
         )
     };
     (rc == 0).then_some(cred.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bound_name_gives_its_socket_file() {
+        let f = |b: &str| socket_file(b);
+        assert_eq!(
+            f("/proc/self/fd/7/.net1.new").as_deref(),
+            Some("/proc/self/fd/7/net1.sock")
+        );
+        assert_eq!(
+            f("/proc/self/fd/7/.net1@ns4026532.new").as_deref(),
+            Some("/proc/self/fd/7/net1@ns4026532.sock")
+        );
+        assert_eq!(
+            f("/run/vecring/d/l0.sock").as_deref(),
+            Some("/run/vecring/d/l0.sock")
+        );
+        for other in [
+            "/run/x/.new",
+            "/run/x/.l0.sock",
+            "/run/x/l0.new",
+            "l0.sock",
+            "/run/x/l0",
+        ] {
+            assert_eq!(f(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn our_own_sockets_are_listed() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let ino = fs::metadata(format!("/proc/self/fd/{}", a.as_raw_fd()))
+            .unwrap()
+            .ino();
+        assert!(socket_inodes(std::process::id() as c_int).contains(&ino));
+    }
 }

@@ -8,7 +8,10 @@
 //!   mounted.
 //! - `dir`: the domain directory, bound read-only at the same path, and
 //!   `VECRING_RUN_DIR` with the rest: the kubelet makes the bind, so the
-//!   pod's spec has no `hostPath`.
+//!   pod's spec has no `hostPath`. A pod given the directory can reach
+//!   every link's socket in it, and a master tells slaves apart only by
+//!   uid, which pods share: so this mode hands out a domain of one link,
+//!   never a link among others a pod could attach to instead.
 //! - `cdi`: the CDI device `vecring.dev/link=<domain>-<link>` that `vecring
 //!   cdi write --domain D --link L` made, for runtimes with CDI.
 
@@ -32,10 +35,12 @@ pub struct Devices {
 }
 
 impl Devices {
-    /// Checks the names (vecring-core's rules) and that links are unique.
+    /// Checks the names (vecring-core's rules), that links are unique, and
+    /// that mode `dir` has one.
     ///
     /// # Errors
-    /// The first bad name, or a link given twice, or none.
+    /// The first bad name, or a link given twice, or none, or several in
+    /// mode `dir`.
     pub fn new(domain: &str, links: &[String], mode: Mode) -> Result<Devices, String> {
         vecring_core::name::validate("domain", domain).map_err(|e| e.to_string())?;
         if links.is_empty() {
@@ -46,6 +51,14 @@ impl Devices {
             if links[..i].contains(l) {
                 return Err(format!("--link {l} is given twice"));
             }
+        }
+        if matches!(mode, Mode::Dir { .. }) && links.len() > 1 {
+            return Err(format!(
+                "--mode dir binds the whole domain directory into each pod given a link, and a \
+                 pod could attach to any of the {} links in it instead of its own: give each \
+                 link a domain (and a plugin) of its own, or use --mode netns",
+                links.len()
+            ));
         }
         Ok(Devices {
             domain: domain.into(),
@@ -153,17 +166,16 @@ mod tests {
         assert_eq!(r.envs["VECRING_LINKS"], "net2,net1");
         assert_eq!(r.envs["VECRING_NETNS"], "self");
         assert!(r.mounts.is_empty());
-        let d = Devices::new(
-            "k8s",
-            &links(&["net1", "net2"]),
-            Mode::Dir {
-                run_dir: "/run/vecring".into(),
-            },
-        )
-        .unwrap();
-        let r = d.allocate(&ids).unwrap();
+        let dir = || Mode::Dir {
+            run_dir: "/run/vecring".into(),
+        };
+        let e = Devices::new("k8s", &links(&["net1", "net2"]), dir()).unwrap_err();
+        assert!(e.contains("domain (and a plugin) of its own"), "{e}");
+        let d = Devices::new("k8s", &links(&["net1"]), dir()).unwrap();
+        let r = d.allocate(&links(&["net1"])).unwrap();
         assert_eq!(r.mounts[0].host_path, "/run/vecring/k8s");
         assert!(r.mounts[0].read_only);
+        assert_eq!(r.envs["VECRING_RUN_DIR"], "/run/vecring");
         let d = Devices::new("k8s", &links(&["net1", "net2"]), Mode::Cdi).unwrap();
         let r = d.allocate(&ids).unwrap();
         assert_eq!(r.cdi_devices[0].name, "vecring.dev/link=k8s-net2");

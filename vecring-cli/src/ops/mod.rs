@@ -306,8 +306,8 @@ pub fn stats(args: &StatsArgs) -> Result<(), String> {
                 let c = &s.counters;
                 out.push_str(&format!(
                     "{}/{}: {} (generation {}); queues {}; link ups {}, downs {}; peer corruptions {}; rejected peers {}; pinned regions {}\n",
-                    e.domain,
-                    e.link,
+                    printable(&e.domain),
+                    printable(&e.link),
                     if s.is_up() { "up" } else { "waiting for slave" },
                     c.generation,
                     s.queues,

@@ -405,12 +405,17 @@ mod tests {
     fn the_socket_appears_listening_with_its_mode() {
         let run = scratch("appears");
         let sock = run.join("d/l.sock");
+        let staging = run.join("d/.l.new");
         let listen = |path: &Path| {
             let l = crate::handshake::listen(path)?;
             assert!(
                 !sock.exists(),
                 "the socket's name is there before it listens"
             );
+            // Nobody else may connect before the mode is set, whatever
+            // the umask (one of 022 gives a socket bound as made 0755).
+            let md = std::fs::symlink_metadata(&staging).unwrap();
+            assert_eq!(md.permissions().mode() & 0o077, 0, "{md:?}");
             Ok(l)
         };
         let c = claim_master(&files(&run), listen).unwrap();

@@ -98,6 +98,12 @@ pub fn listen_abstract(name: &str) -> io::Result<PeerSocket> {
 fn listen_on(addr: &libc::sockaddr_un, len: libc::socklen_t) -> io::Result<PeerSocket> {
     // Before bind: no connection can exist yet that did not inherit it.
     let fd = PeerSocket::new(seqpacket()?, true);
+    // The file bind makes gets the socket's own mode less the umask: owner
+    // only from the start, so nobody else can connect before the master
+    // has set the mode it wants (a umask of 0 would otherwise leave it
+    // open to all until then). An abstract name has no file; no effect.
+    // SAFETY: fchmod on our own socket descriptor.
+    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) })?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     cvt(unsafe {
         libc::bind(

@@ -21,67 +21,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use vecring_tests::hostile::{attacker, scratch, Proc};
+use vecring_tests::hostile::{attacker, scratch, Container, Proc};
 use vecring_tests::Watchdog;
 
 const LIMIT: Duration = Duration::from_secs(90);
 const NAME: &str = "vecring/1/k8s/net1";
-
-/// A container as the kernel sees one: `unshare` holding a network and a
-/// pid namespace (its child, `sleep`, is pid 1 there). Dropping it kills
-/// the holder, and with it every process of the pid namespace.
-struct Container {
-    holder: Proc,
-}
-
-impl Container {
-    fn new() -> Container {
-        let mut holder = Proc::spawn(
-            "container",
-            Command::new("unshare").args([
-                "--net",
-                "--pid",
-                "--fork",
-                "--kill-child",
-                "sh",
-                "-c",
-                "echo ready; exec sleep 600",
-            ]),
-        );
-        holder
-            .line("ready", Duration::from_secs(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        Container { holder }
-    }
-
-    /// Its network namespace, as the host names it.
-    fn netns(&self) -> PathBuf {
-        PathBuf::from(format!("/proc/{}/ns/net", self.holder.pid()))
-    }
-
-    /// `args` run inside: its network and pid namespaces, optionally as
-    /// `uid` (root otherwise).
-    fn inside(&self, uid: Option<u32>, args: &[&str]) -> Command {
-        let mut c = Command::new("nsenter");
-        c.arg(format!("--net={}", self.netns().display()))
-            .arg(format!(
-                "--pid=/proc/{}/ns/pid_for_children",
-                self.holder.pid()
-            ))
-            .arg("--");
-        if let Some(uid) = uid {
-            c.args([
-                "setpriv",
-                &format!("--reuid={uid}"),
-                &format!("--regid={uid}"),
-                "--clear-groups",
-                "--",
-            ]);
-        }
-        c.args(args);
-        c
-    }
-}
 
 /// The `vecring` tool.
 fn built_tool() -> PathBuf {
@@ -182,7 +126,7 @@ fn finish(mut p: Proc) -> String {
 fn a_slave_with_nothing_mounted_meets_the_master_and_comes_back_after_kill_9() {
     let _w = Watchdog::new("netns: traffic and restart", LIMIT);
     vecring_tests::require_root!();
-    let c = Container::new();
+    let c = Container::start();
     let run = scratch("netns-traffic");
     let mut s = slave(&c, None, &[], "30");
     // A master that is killed while the link is up...
@@ -219,7 +163,7 @@ fn a_slave_with_nothing_mounted_meets_the_master_and_comes_back_after_kill_9() {
 fn a_process_outside_the_namespace_is_refused_whatever_its_socket() {
     let _w = Watchdog::new("netns: outside", LIMIT);
     vecring_tests::require_root!();
-    let c = Container::new();
+    let c = Container::start();
     for fallback in [false, true] {
         let run = scratch(&format!("netns-outside-{fallback}"));
         let env: &[(&str, &str)] = if fallback {
@@ -270,7 +214,7 @@ fn a_process_outside_the_namespace_is_refused_whatever_its_socket() {
 fn a_process_inside_with_a_refused_uid_is_refused() {
     let _w = Watchdog::new("netns: refused uid", LIMIT);
     vecring_tests::require_root!();
-    let c = Container::new();
+    let c = Container::start();
     let run = scratch("netns-uid");
     let mut m = master(&c, &run, &["rxonly", "--allow-uid", "0"], &[]);
     stderr_says(&mut m, "waiting for the slave", Duration::from_secs(20));
@@ -296,7 +240,7 @@ fn a_process_inside_with_a_refused_uid_is_refused() {
 fn a_squatter_is_named_by_the_master_and_never_taken_for_it() {
     let _w = Watchdog::new("netns: squatter", LIMIT);
     vecring_tests::require_root!();
-    let c = Container::new();
+    let c = Container::start();
     let run = scratch("netns-squat");
     // A process of the container, as nobody, takes the name first and
     // serves a real region to whoever asks.
@@ -368,7 +312,7 @@ fn a_squatter_is_named_by_the_master_and_never_taken_for_it() {
 fn a_slave_in_a_user_namespace_accepts_the_host_master() {
     let _w = Watchdog::new("netns: user namespace", LIMIT);
     vecring_tests::require_root!();
-    let c = Container::new();
+    let c = Container::start();
     let run = scratch("netns-userns");
     // Container root is host uid 100000; the host's uids are unmapped.
     // (A /proc of the container's pid namespace first: newuidmap finds

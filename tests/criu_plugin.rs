@@ -3,14 +3,16 @@
 //! real processes: `PAUSE_DEVICES` on a slave's tree pauses the link at
 //! its master, and the process then holds nothing of it (no region
 //! mapped or open, no doorbell); the end of the dump lets the slave attach
-//! again. A master that is part of the dumped tree is never asked.
+//! again. A master that is part of the dumped tree is never asked, and
+//! for a link in the container's network namespace, look-alike host
+//! sockets another user binds cannot stand in for the master's.
 //! (`tests/containers/podman/criu.sh` checkpoints and restores real
 //! containers with it.)
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::PathBuf;
 use std::time::Duration;
-use vecring_tests::hostile::{mkdir, scratch, tool, wait_for_path, Proc};
+use vecring_tests::hostile::{mkdir, scratch, set_owner, tool, wait_for_path, Container, Proc};
 use vecring_tests::{built_binary, Watchdog};
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -177,4 +179,91 @@ fn a_master_in_the_dumped_tree_is_not_asked() {
     );
     assert_ne!(holds(both.pid()).0, 0, "the slave let go of its region");
     end_of_dump();
+}
+
+#[test]
+fn look_alike_host_sockets_of_another_user_cannot_fail_a_netns_pause() {
+    let _w = Watchdog::alone("criu plugin look-alikes", LIMIT);
+    vecring_tests::require_root!();
+    let s = Setup::new("criu-lookalike");
+    let c = Container::start();
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(c.netns()).unwrap());
+    let mut master = Proc::spawn(
+        "master",
+        tool()
+            .args([
+                "txonly", "--role", "master", "--domain", "k8s", "--link", "net1",
+            ])
+            .arg("--netns")
+            .arg(c.netns())
+            .arg("--run-dir")
+            .arg(&s.run)
+            .args(["--up-timeout", "60", "--seconds", "60"]),
+    );
+    let built = vecring_tests::built_binary("vecring").display().to_string();
+    let mut slave = Proc::spawn(
+        "slave",
+        &mut c.inside(
+            None,
+            &[
+                &built,
+                "rxonly",
+                "--domain",
+                "k8s",
+                "--link",
+                "net1",
+                "--netns",
+                "self",
+                "--run-dir",
+                "/nonexistent/run",
+                "--up-timeout",
+                "60",
+                "--interval",
+                "0",
+            ],
+        ),
+    );
+    master.logged("slave attached", 1, PROMPT).unwrap();
+    slave.logged("(slave): link up", 1, PROMPT).unwrap();
+    // The tool's own lines: the link's are rate-limited.
+    let ups = slave.stderr().matches("rxonly: link up").count();
+    // `nobody`, on the host: 64 listeners named as the master's host
+    // socket is, each in a directory called after the domain. They share
+    // the host namespace's socket table with the master's.
+    let evil = s.root.join("evil");
+    mkdir(&evil, 0o755);
+    set_owner(&evil, 65534, 65534);
+    let script = format!(
+        "use Socket; $| = 1; my @s; for my $i (1 .. 64) {{ \
+         mkdir \"$ARGV[0]/$i\"; mkdir \"$ARGV[0]/$i/k8s\"; \
+         socket(my $s, AF_UNIX, SOCK_SEQPACKET, 0) or die \"socket: $!\"; \
+         bind($s, pack_sockaddr_un(\"$ARGV[0]/$i/k8s/net1\\@ns{ino}.sock\")) or die \"bind: $!\"; \
+         listen($s, 64) or die \"listen: $!\"; push @s, $s }} \
+         print \"ready\\n\"; sleep 100;"
+    );
+    let mut planted = Proc::spawn(
+        "look-alikes",
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["perl", "-e", &script])
+            .arg(&evil),
+    );
+    planted
+        .line("ready", PROMPT)
+        .unwrap_or_else(|e| panic!("{e}: {}", planted.output()));
+    let unix = std::fs::read_to_string("/proc/self/net/unix").unwrap();
+    let named = format!("/k8s/net1@ns{ino}.sock");
+    assert!(
+        unix.lines().filter(|l| l.ends_with(&named)).count() >= 64,
+        "the look-alikes are not in the table"
+    );
+
+    // The slave's tree (nsenter and its child) is paused at the master.
+    assert_eq!(pause_devices(slave.pid()), -libc::ENOTSUP);
+    master.logged("asked to detach", 1, PROMPT).unwrap();
+    end_of_dump();
+    master
+        .logged("ended; serving requests again", 1, PROMPT)
+        .unwrap();
+    slave.logged("rxonly: link up", ups + 1, PROMPT).unwrap();
 }

@@ -474,3 +474,59 @@ pub fn muted_plant_steps(
     }
     (sent, planted)
 }
+
+/// A container as the kernel sees one: `unshare` holding a network and a
+/// pid namespace (its child, `sleep`, is pid 1 there). Dropping it kills
+/// the holder, and with it every process of the pid namespace.
+pub struct Container {
+    holder: Proc,
+}
+
+impl Container {
+    pub fn start() -> Container {
+        let mut holder = Proc::spawn(
+            "container",
+            Command::new("unshare").args([
+                "--net",
+                "--pid",
+                "--fork",
+                "--kill-child",
+                "sh",
+                "-c",
+                "echo ready; exec sleep 600",
+            ]),
+        );
+        holder
+            .line("ready", Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Container { holder }
+    }
+
+    /// Its network namespace, as the host names it.
+    pub fn netns(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/ns/net", self.holder.pid()))
+    }
+
+    /// `args` run inside: its network and pid namespaces, optionally as
+    /// `uid` (root otherwise).
+    pub fn inside(&self, uid: Option<u32>, args: &[&str]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net={}", self.netns().display()))
+            .arg(format!(
+                "--pid=/proc/{}/ns/pid_for_children",
+                self.holder.pid()
+            ))
+            .arg("--");
+        if let Some(uid) = uid {
+            c.args([
+                "setpriv",
+                &format!("--reuid={uid}"),
+                &format!("--regid={uid}"),
+                "--clear-groups",
+                "--",
+            ]);
+        }
+        c.args(args);
+        c
+    }
+}

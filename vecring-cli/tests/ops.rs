@@ -77,6 +77,23 @@ fn wait_for(run: &Path, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
+/// Runs the Perl `script` by `perl` (a command that runs perl, perhaps as
+/// another user) with `dir` as its argument, once it has printed "ready"
+/// (its listeners are bound).
+fn perl_listeners(mut perl: Command, script: &str, dir: &Path) -> Proc {
+    let mut p = Proc(
+        perl.args(["-e", script])
+            .arg(dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start perl"),
+    );
+    let mut ready = [0u8; 6];
+    p.0.stdout.take().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    p
+}
+
 #[test]
 fn an_empty_run_directory_lists_nothing() {
     let _w = Watchdog::new("empty", Duration::from_secs(60));
@@ -260,24 +277,9 @@ fn silent_listeners_cost_a_list_one_deadline_together() {
          listen($s, 64) or die \"listen: $!\"; push @s, $s }} \
          print \"ready\\n\"; sleep 100;"
     );
-    let mut listeners = Proc(
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(["perl", "-e", &script])
-            .arg(&planted)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start perl"),
-    );
-    let mut ready = [0u8; 6];
-    listeners
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_exact(&mut ready)
-        .unwrap();
-    assert_eq!(&ready, b"ready\n");
+    let mut nobody = Command::new("setpriv");
+    nobody.args(["--reuid=65534", "--regid=65534", "--clear-groups", "perl"]);
+    let listeners = perl_listeners(nobody, &script, &planted);
 
     let start = Instant::now();
     let v = list_json(&run);
@@ -330,23 +332,7 @@ fn a_name_carrying_a_terminal_escape_is_printed_escaped() {
          listen($s, 64) or die \"listen: $!\"; print \"ready\\n\"; \
          while (accept(my $c, $s)) {{ my $q; recv($c, $q, 512, 0); send($c, \"{answer}\", 0); }}"
     );
-    let mut server = Proc(
-        Command::new("perl")
-            .args(["-e", &script])
-            .arg(&dom)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start perl"),
-    );
-    let mut ready = [0u8; 6];
-    server
-        .0
-        .stdout
-        .take()
-        .unwrap()
-        .read_exact(&mut ready)
-        .unwrap();
-    assert_eq!(&ready, b"ready\n");
+    let server = perl_listeners(Command::new("perl"), &script, &dom);
     let r = run.to_str().unwrap();
     for cmd in ["list", "stats"] {
         let (ok, out) = tool(&[cmd, "--run-dir", r]);

@@ -478,6 +478,74 @@ fn with_offloads_tcp_super_frames_cross_in_pieces_and_the_bytes_arrive_intact() 
     }
 }
 
+/// A master may make its ring small: 128 slots of 256 bytes hold two
+/// 9 KiB frames, but not a TCP super-frame of four segments or more, whose
+/// 9 KiB pieces need 37 slots each. Such a frame is dropped and counted, never waited
+/// for (the wait would find the ring as empty as it gets and spin, and the
+/// queue would never read its interface again).
+#[test]
+fn a_super_frame_the_ring_can_never_hold_is_dropped_and_the_interface_goes_on() {
+    if !root_or_skip("a_super_frame_the_ring_can_never_hold") {
+        return;
+    }
+    require("ping");
+    let _w = Watchdog::new("tap tiny ring", Duration::from_secs(120));
+    let p = Pair::with_master(
+        "tiny-ring",
+        &["--offload", "--mtu", "9192"],
+        &["--slots", "128", "--slot-size", "256"],
+    );
+    // Super-frames from the master's side: a transfer that may or may not
+    // get through (its big frames are dropped), bounded in time.
+    let server = in_netns(&p.b, || {
+        let l = std::net::TcpListener::bind("10.77.0.2:5002").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let end = Instant::now() + Duration::from_secs(8);
+        let mut got = 0usize;
+        while Instant::now() < end {
+            if let Ok((mut c, _)) = l.accept() {
+                c.set_nonblocking(false).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = c.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got += n;
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        got
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let client = in_netns(&p.a, || {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect("10.77.0.2:5002").unwrap();
+        c.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let block = vec![0x5au8; 1 << 20];
+        for _ in 0..8 {
+            if c.write_all(&block).is_err() {
+                break;
+            }
+        }
+    });
+    client.join().unwrap();
+    let _ = server.join().unwrap();
+    // The queue still reads its interface: small frames cross both ways.
+    assert!(
+        p.a.sh("ping -c 3 -i 0.2 -W 2 10.77.0.2")
+            .contains("3 received"),
+        "the master's side stopped sending"
+    );
+    let err = stop(p.master_take());
+    assert!(
+        summary_count(&err, "too long for the link") > 0,
+        "no super-frame was counted as too long:\n{err}"
+    );
+}
+
 #[test]
 fn deleting_the_interface_ends_the_tap_with_a_message() {
     if !root_or_skip("deleting_the_interface_ends_the_tap_with_a_message") {

@@ -201,7 +201,14 @@ fn decode(p: *const vecring_link) -> Result<(&'static Slot, u64), Error> {
     }
     let index = ((t >> INDEX_SHIFT) & 0xffff) as usize;
     let slot = slot(index).ok_or(Error::fixed(VECRING_E_INVAL, INVALID))?;
-    Ok((slot, t >> GEN_SHIFT))
+    // Generation 0 is never issued (`insert` starts at 1), and a slot not
+    // used yet has lane words of generation 0 without `CLOSED`: such a
+    // token would match it and reach its NULL handle.
+    let gen = t >> GEN_SHIFT;
+    if gen == 0 {
+        return Err(Error::fixed(VECRING_E_INVAL, INVALID));
+    }
+    Ok((slot, gen))
 }
 
 /// Why a lane word refuses a reference for generation `gen`.

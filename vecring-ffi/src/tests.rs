@@ -333,6 +333,11 @@ fn close_ends_a_wait_on_another_thread_many_times() {
 #[test]
 fn values_that_are_no_handle_are_refused() {
     let _w = Watchdog::new("no_handle", LIMIT);
+    // An open link publishes the first 64 slots, most of them never used.
+    let dir = scratch_dir("no_handle");
+    let run_dir = CString::new(dir.to_str().unwrap()).unwrap();
+    let (domain, link) = (CString::new("unit").unwrap(), CString::new("nh").unwrap());
+    let open_one = open(&options(VECRING_ROLE_MASTER, &domain, &link, &run_dir));
     let local = 0u64;
     for p in [
         &local as *const u64 as *mut vecring_link,
@@ -340,6 +345,10 @@ fn values_that_are_no_handle_are_refused() {
         usize::MAX as *mut vecring_link,
         // Well-formed, in a slot that was never used.
         0x0001_0000_fff0_7672usize as *mut vecring_link,
+        // Generation 0 (never issued), in published slots: the last one
+        // of the first segment is used only by the 64th open link.
+        0x0000_0000_003f_7672usize as *mut vecring_link,
+        0x0000_0000_0000_7672usize as *mut vecring_link,
     ] {
         // SAFETY: any value is checked, never dereferenced.
         unsafe {
@@ -347,4 +356,7 @@ fn values_that_are_no_handle_are_refused() {
             assert_eq!(vecring_close(p), VECRING_E_INVAL);
         }
     }
+    // SAFETY: the handle opened above.
+    assert_eq!(unsafe { vecring_close(open_one) }, VECRING_OK);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -38,6 +38,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use vecring_core::{Geometry, LinkRecvError, LinkSendError, PushError, Receiver, Sender};
 
+/// A frame read from the TAP that waits for room on the link: its length
+/// in the buffer, and the bytes whose slots it needs (`Sender::prepare_wait`
+/// counts slots by length: a super-frame's pieces need more than its own
+/// length's).
+#[derive(Clone, Copy)]
+struct Pending {
+    len: usize,
+    room: usize,
+}
+
 /// Frames moved per direction before looking at the other.
 const BATCH: usize = 32;
 
@@ -184,7 +194,7 @@ impl Queue {
         setup().map_err(|e| format!("queue {}: epoll: {e}", self.q))?;
         let mut buf = vec![0u8; BUF_LEN];
         // A frame read from the TAP that waits for room on the link.
-        let mut pending: Option<usize> = None;
+        let mut pending: Option<Pending> = None;
         // Whether the TAP (not the sender's room) is watched.
         let mut watching_tap = true;
         let mut once = Once::default();
@@ -230,7 +240,7 @@ impl Queue {
                 Err(_) => return Ok(()),
             }
             let want_room = match pending {
-                Some(len) => match self.tx.prepare_wait(len) {
+                Some(p) => match self.tx.prepare_wait(p.room) {
                     Ok(true) => true,
                     Ok(false) => {
                         self.rx.cancel_wait();
@@ -350,7 +360,11 @@ impl Queue {
 
     /// Moves up to [`BATCH`] frames from the TAP to the link; says
     /// whether it moved any and whether it dropped any.
-    fn tap_to_link(&mut self, buf: &mut [u8], pending: &mut Option<usize>) -> Result<Step, String> {
+    fn tap_to_link(
+        &mut self,
+        buf: &mut [u8],
+        pending: &mut Option<Pending>,
+    ) -> Result<Step, String> {
         let tap = self.tap.as_raw_fd();
         let prefix = if self.shared.vnet_hdr {
             vnet::VNET_HDR_LEN
@@ -385,26 +399,32 @@ impl Queue {
         let (mut frames, mut bytes) = (0u64, 0u64);
         while seen < BATCH {
             let len = match pending.take() {
-                Some(len) => len,
+                Some(p) => p.len,
                 None => match read_tap(tap, buf).map_err(|e| gone(self.q, "reading", e))? {
                     Some(len) => len,
                     None => break,
                 },
             };
             let frame = &buf[..len];
+            // What a wait for room asks for: the frame's slots, or its
+            // pieces' (each repeats the headers).
+            let mut room = len;
             let pushed = if prefix > 0 && len > max_frame {
                 // A TCP super-frame longer than a frame on the link: in
                 // pieces that fit, all or none.
-                match tso::layout(frame, max_frame) {
-                    Some(lay)
-                        if lay
-                            .piece_lens(len)
-                            .map(|l| g.slots_for(l) as usize)
-                            .sum::<usize>()
-                            > chunk.free_slots() =>
-                    {
-                        Err(PushError::Full)
-                    }
+                let lay = tso::layout(frame, max_frame);
+                let need = lay.as_ref().map_or(0, |lay| {
+                    lay.piece_lens(len)
+                        .map(|l| g.slots_for(l) as usize)
+                        .sum::<usize>()
+                });
+                room = need.saturating_mul(g.slot_size() as usize);
+                match lay {
+                    // More slots than the whole ring (one the master made
+                    // small): it can never fit, and waiting for it would
+                    // spin on a ring that is as empty as it gets.
+                    Some(_) if need > g.slot_count() as usize => Err(PushError::Empty),
+                    Some(_) if need > chunk.free_slots() => Err(PushError::Full),
                     Some(lay) => {
                         let mut ok = true;
                         tso::pieces(frame, &lay, |v, h, p| {
@@ -435,7 +455,7 @@ impl Queue {
                     bytes += len.saturating_sub(prefix) as u64;
                 }
                 Err(PushError::Full) => {
-                    *pending = Some(len);
+                    *pending = Some(Pending { len, room });
                     break;
                 }
                 Err(PushError::TooLarge { .. } | PushError::Empty) => {

@@ -271,8 +271,15 @@ pub struct Pair {
 
 impl Pair {
     pub fn new(name: &str, extra: &[&str]) -> Pair {
+        Pair::with_master(name, extra, &[])
+    }
+
+    /// As [`Pair::new`], the master also given `master_only` (options a
+    /// slave refuses: the ring's geometry).
+    pub fn with_master(name: &str, extra: &[&str], master_only: &[&str]) -> Pair {
         let (a, b, run) = (Netns::new(), Netns::new(), Scratch::new(name));
-        let master = tap(&a, "master", run.path(), extra);
+        let master_args: Vec<&str> = extra.iter().chain(master_only).copied().collect();
+        let master = tap(&a, "master", run.path(), &master_args);
         // The master's interface exists, carrier off, before any peer.
         wait_until(Duration::from_secs(10), "the master's interface", || {
             a.carrier().is_some()

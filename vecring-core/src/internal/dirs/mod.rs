@@ -1,6 +1,6 @@
 //! The link's files, handled so that nobody else's entry is ever followed
 //! or trusted: `<run-dir>/<domain>/<link>.lock` and `<link>.sock` (made
-//! as `.<link>.new` and renamed into place once listening: [`socket`]).
+//! as `.<link>.new` and renamed into place once listening: `socket.rs`).
 //!
 //! The master usually runs as root and the domain directory is reachable
 //! from an untrusted container, so every step works on descriptors:

@@ -290,7 +290,11 @@ fn c_slave_sends_jumbo_frames_through_testpmd() {
     );
     // Frames up to 9216 bytes: testpmd scatters them into mbuf chains on RX
     // and the PMD gathers the chains on TX. Up to 5 slots a frame: a
-    // smaller window keeps the in-flight frames within the ring.
+    // smaller window keeps the in-flight frames within the ring. Enough
+    // frames (some 14 slots each on average) to wrap the 32768-slot ring
+    // some 40 times: the copied-peek check needs a wrap to land in a peek
+    // round (one in three; the rounds turn with every poll), and 10,000
+    // frames, some 4 wraps, once saw none.
     testpmd_echo(
         "pmd-jumbo",
         &[
@@ -298,7 +302,7 @@ fn c_slave_sends_jumbo_frames_through_testpmd() {
             "--enable-scatter",
             "--tx-offloads=0x8000",
         ],
-        "10000",
+        "100000",
         "9216",
         "64",
     );

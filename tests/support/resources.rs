@@ -28,7 +28,7 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Asserts that the process holds at most `fd_slack` more descriptors than
 /// in `before` (from [`resources`]) and no more region mappings, once what
-/// was given up has had [`SETTLE`] to close: a leak stays.
+/// was given up has had `SETTLE` (2 s) to close: a leak stays.
 pub fn assert_no_leak(before: (usize, usize), fd_slack: usize) {
     let (fds, maps) = before;
     let end = std::time::Instant::now() + SETTLE;

@@ -32,11 +32,6 @@ fn built_tool() -> PathBuf {
     vecring_tests::built_binary("vecring")
 }
 
-/// The `vecring` tool's path, for commands run through `nsenter`.
-fn tool() -> String {
-    built_tool().display().to_string()
-}
-
 /// The host's master of k8s/net1 in the container's namespace.
 fn master(c: &Container, run: &std::path::Path, mode: &[&str], env: &[(&str, &str)]) -> Proc {
     let mut cmd = Command::new(built_tool());
@@ -56,23 +51,7 @@ fn master(c: &Container, run: &std::path::Path, mode: &[&str], env: &[(&str, &st
 /// The container's slave of k8s/net1: `--netns self`, and a run directory
 /// that does not exist (nothing is mounted).
 fn slave(c: &Container, uid: Option<u32>, wrap: &[&str], up_timeout: &str) -> Proc {
-    let tool = tool();
-    let mut args: Vec<&str> = wrap.to_vec();
-    args.extend([
-        tool.as_str(),
-        "rxonly",
-        "--domain",
-        "k8s",
-        "--link",
-        "net1",
-        "--netns",
-        "self",
-        "--run-dir",
-        "/nonexistent/run",
-        "--up-timeout",
-        up_timeout,
-    ]);
-    Proc::spawn("slave", &mut c.inside(uid, &args))
+    c.rxonly_slave(uid, wrap, &["--up-timeout", up_timeout])
 }
 
 /// Waits until `p`'s stderr holds `needle`; the stderr then.

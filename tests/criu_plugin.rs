@@ -200,29 +200,7 @@ fn look_alike_host_sockets_of_another_user_cannot_fail_a_netns_pause() {
             .arg(&s.run)
             .args(["--up-timeout", "60", "--seconds", "60"]),
     );
-    let built = vecring_tests::built_binary("vecring").display().to_string();
-    let mut slave = Proc::spawn(
-        "slave",
-        &mut c.inside(
-            None,
-            &[
-                &built,
-                "rxonly",
-                "--domain",
-                "k8s",
-                "--link",
-                "net1",
-                "--netns",
-                "self",
-                "--run-dir",
-                "/nonexistent/run",
-                "--up-timeout",
-                "60",
-                "--interval",
-                "0",
-            ],
-        ),
-    );
+    let mut slave = c.rxonly_slave(None, &[], &["--up-timeout", "60", "--interval", "0"]);
     master.logged("slave attached", 1, PROMPT).unwrap();
     slave.logged("(slave): link up", 1, PROMPT).unwrap();
     // The tool's own lines: the link's are rate-limited.

@@ -529,4 +529,27 @@ impl Container {
         c.args(args);
         c
     }
+
+    /// The `vecring` tool's `rxonly` slave of link k8s/net1, run inside (as
+    /// `uid`, behind the command `wrap`) and meeting its master in this
+    /// namespace: `--netns self`, and a run directory that does not exist
+    /// (nothing is mounted). `extra` ends its arguments.
+    pub fn rxonly_slave(&self, uid: Option<u32>, wrap: &[&str], extra: &[&str]) -> Proc {
+        let tool = built_binary("vecring").display().to_string();
+        let mut args: Vec<&str> = wrap.to_vec();
+        args.extend([
+            tool.as_str(),
+            "rxonly",
+            "--domain",
+            "k8s",
+            "--link",
+            "net1",
+            "--netns",
+            "self",
+            "--run-dir",
+            "/nonexistent/run",
+        ]);
+        args.extend(extra);
+        Proc::spawn("slave", &mut self.inside(uid, &args))
+    }
 }

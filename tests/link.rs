@@ -315,6 +315,43 @@ fn reconnects_many_times_with_fresh_generations() {
     assert_no_leak(before, 0);
 }
 
+/// A slave that closes its link and opens it again at once (a container
+/// restarting its program) is attached, never refused because the master
+/// has not yet seen the previous slave leave: closing a link hangs up its
+/// connection before `drop` returns, and a master asked by a new slave
+/// looks at its attached one first.
+#[test]
+fn a_slave_that_reopens_at_once_is_not_refused() {
+    let _w = Watchdog::new("reopens_at_once", Duration::from_secs(120));
+    let dir = run_dir("reopen");
+    let m = Link::builder("dom", "l0")
+        .role(Role::Master)
+        .run_dir(&dir)
+        .hugepages(HugepagePolicy::Never)
+        .retry_interval(Duration::from_millis(10))
+        .region_budget(RegionBudget::new(1000, Duration::from_secs(60)))
+        .open()
+        .unwrap();
+    let mut mrx = m.receiver().unwrap();
+    let mut last = 0;
+    for round in 0..30u32 {
+        let s = slave(&dir);
+        let generation = s
+            .wait_up(UP)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert!(generation > last, "round {round}: a new generation");
+        last = generation;
+        let mut tx = s.sender().unwrap();
+        tx.send(&round.to_le_bytes()).unwrap();
+        let mut buf = [0u8; 64];
+        let n = mrx.recv_timeout(&mut buf, UP).unwrap();
+        assert_eq!(buf[..n], round.to_le_bytes());
+        drop(tx);
+        drop(s);
+    }
+    assert_eq!(m.counters().rejected_peers, 0, "{:?}", m.counters());
+}
+
 /// Frames a Sender sent and dropped unread stay counted when the
 /// generation ends under a later Sender of the same queue: the count of
 /// frames lost is bounded by what the queue's Senders published in the

@@ -395,6 +395,14 @@ impl Drop for PeerSocket {
             if self.refused {
                 drop(fd);
             } else {
+                // The close itself waits for a closer, but the peer must
+                // see the hang-up now: a slave that closes its link and
+                // opens it again at once finds its master already told.
+                // Shutting down never blocks and leaves the queue (and
+                // what it may hold) to the close. Fails only on a socket
+                // never connected, which has no peer to tell.
+                // SAFETY: a plain system call on a descriptor we own.
+                unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
                 dispose(fd);
             }
         }

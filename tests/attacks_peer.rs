@@ -489,7 +489,7 @@ fn hole_punch_and_madv_remove_with_the_pool_exhausted_cannot_crash_the_master() 
 /// legitimate slave then attaches within a second.
 #[test]
 fn attaching_and_leaving_in_a_loop_is_throttled() {
-    let _w = Watchdog::new("churn", LIMIT);
+    let _w = Watchdog::alone("churn", LIMIT);
     vecring_tests::require_root!();
     let s = Setup::new("churn");
     let owner = owner();

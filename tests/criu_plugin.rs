@@ -11,7 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use vecring_tests::hostile::{mkdir, scratch, set_owner, tool, wait_for_path, Container, Proc};
 use vecring_tests::{built_binary, Watchdog};
 
@@ -136,7 +136,16 @@ fn the_plugin_pauses_a_slave_before_the_freeze_and_lets_it_back_after() {
     master.logged("asked to detach", 1, PROMPT).unwrap();
     // What CRIU would now freeze: nothing of the link but, at most, the
     // next request's connection (its peer is the master's).
-    let (region, sockets) = holds(slave.pid());
+    // The old connection is shut down at once but closed by a closer
+    // thread, a moment later.
+    let settled = Instant::now() + Duration::from_secs(2);
+    let (region, sockets) = loop {
+        let (region, sockets) = holds(slave.pid());
+        if sockets <= 1 || Instant::now() >= settled {
+            break (region, sockets);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(region, 0, "the paused slave still holds its region");
     assert!(sockets <= 1, "the paused slave holds {sockets} sockets");
     // Held off while paused (the slave's own lines: the master's

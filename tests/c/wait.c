@@ -178,7 +178,7 @@ static void blocking(void)
 	CHECK(now_us() - t0 >= 300000, "vecring_recv_timeout(300) returned after %" PRIu64 " us", now_us() - t0);
 
 	/* The peer sends a frame 500 ms after this line, and another 500 ms
-	 * later. */
+	 * after the line that says the first was read. */
 	print("blocking");
 	t0 = now_us();
 	rc = vecring_rx_wait(link_, -1);
@@ -187,6 +187,7 @@ static void blocking(void)
 	      now_us() - t0);
 	receive_one();
 	t0 = now_us();
+	print("blocking, the first frame read");
 	rc = vecring_recv_timeout(link_, mem[0], sizeof mem[0], &len, STALL_MS);
 	CHECK(rc == VECRING_OK, "vecring_recv_timeout returned %d", rc);
 	CHECK(now_us() - t0 >= 400000, "vecring_recv_timeout returned after %" PRIu64 " us, before the frame was sent",

@@ -145,6 +145,7 @@ fn c_receiver_sleeps_in_its_own_epoll_and_wakes_for_frames() {
     step(&mut c, "wait: blocking");
     std::thread::sleep(Duration::from_millis(500));
     send_one(&mut tx, 2 * ROUND);
+    step(&mut c, "wait: blocking, the first frame read");
     std::thread::sleep(Duration::from_millis(500));
     send_one(&mut tx, 2 * ROUND + 1);
     step(&mut c, "wait: blocking ok");

@@ -420,7 +420,13 @@ fn a_slave_whose_queue_count_differs_stays_down_and_says_why() {
     wait_until(Duration::from_secs(10), "the slave's interface", || {
         b.carrier().is_some()
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // The master counts the slave's refusal. The slave logs why on the
+    // thread that sent it, which its link waits for when it closes.
+    wait_until(
+        Duration::from_secs(20),
+        "the slave refusing the master",
+        || link_stats(run.path())["rejected_peers"].as_u64() >= Some(1),
+    );
     assert_eq!(a.carrier(), Some(false));
     assert_eq!(b.carrier(), Some(false));
     let err = stop(slave);

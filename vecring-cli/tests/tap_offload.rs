@@ -146,8 +146,10 @@ fn a_super_frame_the_ring_can_never_hold_is_dropped_and_the_interface_goes_on() 
     );
     // Super-frames from the master's side: a transfer that may or may not
     // get through (its big frames are dropped), bounded in time.
-    let server = in_netns(&p.b, || {
+    let (ready_tx, ready) = std::sync::mpsc::channel();
+    let server = in_netns(&p.b, move || {
         let l = std::net::TcpListener::bind("10.77.0.2:5002").unwrap();
+        ready_tx.send(()).unwrap();
         l.set_nonblocking(true).unwrap();
         let end = Instant::now() + Duration::from_secs(8);
         let mut got = 0usize;
@@ -168,7 +170,7 @@ fn a_super_frame_the_ring_can_never_hold_is_dropped_and_the_interface_goes_on() 
         }
         got
     });
-    std::thread::sleep(Duration::from_millis(200));
+    ready.recv_timeout(Duration::from_secs(10)).unwrap();
     let client = in_netns(&p.a, || {
         use std::io::Write;
         let mut c = std::net::TcpStream::connect("10.77.0.2:5002").unwrap();

@@ -295,6 +295,9 @@ fn close_ends_a_wait_on_another_thread_many_times() {
                             if rc != VECRING_E_LINK_DOWN && rc != VECRING_E_BUSY {
                                 break rc;
                             }
+                            // Polling, but leaving the CPU to the others
+                            // (two CPUs, five threads).
+                            std::thread::yield_now();
                         },
                         // Asleep on the receiver's wait set while down:
                         // only the close bell (or the wait's one-second

@@ -185,6 +185,32 @@ local function link_up(ports)
     end
 end
 
+-- Makes sure each port of `ports` has a transmit rate before a start.
+-- pktgen up to 23.10 zeroes a port's link record once a second, on its
+-- timer thread, before reading the link again; a rate computed in that
+-- window (by `set size`, on this thread) finds no link speed, spaces
+-- bursts pktgen.hz * burst cycles apart (a minute), and the transmit
+-- lcore schedules its next burst that far ahead: the round sends
+-- nothing. Such a rate shows as tx_pps 0 in portInfo's info.tx_debug.
+-- Cycles set to 0 make the lcore read the link, compute the rate again
+-- and restart its schedule from now.
+local function rate_set(list)
+    for _, p in ipairs(list) do
+        for _ = 1, 30 do
+            local ok, info = pcall(pktgen.portInfo, tostring(p))
+            local port = ok and type(info) == "table" and info[p]
+            port = type(port) == "table" and port.info
+            local dbg = type(port) == "table" and port.tx_debug
+            if type(dbg) ~= "table" or (tonumber(dbg.tx_pps) or 1) > 0 then
+                break
+            end
+            print("driver.lua: port " .. p .. " has no transmit rate (tx_pps 0): computing it again")
+            pktgen.set(tostring(p), "cycles", 0)
+            pktgen.delay(100)
+        end
+    end
+end
+
 local round = 1
 while true do
     local go = CTL .. "/go." .. round
@@ -207,11 +233,12 @@ while true do
         pktgen.set(ports, "size", size)
         link_up(ports)
         local before = counts()
+        local list = port_numbers(ports, before.n)
+        rate_set(list)
         pktgen.start(ports)
         if warm then
             -- pktgen refreshes its counters once a second: the first
             -- frames show within a second of being sent.
-            local list = port_numbers(ports, before.n)
             first_ms = 0
             while not all_sent(list, before) and first_ms < 30000 do
                 pktgen.delay(100)

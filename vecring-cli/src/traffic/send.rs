@@ -16,11 +16,14 @@ pub struct Burst {
     pub frames: u64,
     /// Times the ring was full when a batch was offered.
     pub full: u64,
-    /// Whether it stopped because the link went down (the peer left).
+    /// Whether it stopped because the link went down (the peer left), or
+    /// came up again with another peer between two batches.
     pub down: bool,
 }
 
-/// Sends `frame` until `stop`, `abort`, or the link goes down.
+/// Sends `frame` until `stop`, `abort`, or the generation it began in
+/// ends (the link goes down, or a new peer replaced the old one between
+/// two batches: its frames belong to the next generation's figures).
 pub fn send_for(
     tx: &mut vecring_core::Sender,
     frame: &[u8],
@@ -29,9 +32,14 @@ pub fn send_for(
 ) -> Result<Burst, String> {
     let mut b = Burst::default();
     let mut n = 0u32;
+    let generation = tx.generation();
     loop {
         n = n.wrapping_add(1);
         if n % 1024 == 0 && (Instant::now() >= stop || abort.load(Ordering::Relaxed)) {
+            break;
+        }
+        if generation.is_some() && tx.generation() != generation {
+            b.down = true;
             break;
         }
         let k = match tx.send_batch(std::iter::repeat_n(frame, BATCH)) {

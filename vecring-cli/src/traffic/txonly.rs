@@ -111,6 +111,7 @@ fn send_queue(
 /// whether the peer left.
 fn generation(
     link: &Link,
+    id: u64,
     frame: &[u8],
     budget: Duration,
     drain: f64,
@@ -132,13 +133,11 @@ fn generation(
     let mut left = bursts.iter().any(|b| b.down);
     if !left {
         let deadline = Instant::now() + Duration::from_secs_f64(drain);
-        while txs.iter_mut().any(|tx| tx.unread() > 0)
-            && Instant::now() < deadline
-            && link.state().is_up()
-        {
+        let same = || link.state() == LinkState::Up { generation: id };
+        while txs.iter_mut().any(|tx| tx.unread() > 0) && Instant::now() < deadline && same() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        left = !link.state().is_up();
+        left = !same();
     }
     let mut per_queue: Vec<Sent> = bursts
         .iter()
@@ -221,7 +220,7 @@ pub fn txonly(a: &TxonlyArgs) -> Result<(), String> {
             LinkState::Up { generation } => generation,
             LinkState::Down => continue,
         };
-        let (queues, peer_left) = generation(&link, &frame, left, a.drain, &args.cpu)?;
+        let (queues, peer_left) = generation(&link, id, &frame, left, a.drain, &args.cpu)?;
         generations += 1;
         let mut g = Sent::default();
         for (q, s) in queues.iter().enumerate() {

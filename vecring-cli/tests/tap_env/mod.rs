@@ -301,18 +301,24 @@ impl Pair {
 
     /// The master's status as `vecring stats --json` gives it.
     pub fn stats(&self) -> Value {
-        let out = run_bounded(
-            {
-                let mut c = Command::new(TOOL);
-                c.args(["stats", "--json", "--run-dir", self.run.path()]);
-                c
-            },
-            Duration::from_secs(30),
-        );
-        assert!(out.status.success(), "{}", show("vecring stats", &out));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["links"][0].clone()
+        link_stats(self.run.path())
     }
+}
+
+/// The status of the one link under run directory `run`, as `vecring
+/// stats --json` gives it.
+pub fn link_stats(run: &str) -> Value {
+    let out = run_bounded(
+        {
+            let mut c = Command::new(TOOL);
+            c.args(["stats", "--json", "--run-dir", run]);
+            c
+        },
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", show("vecring stats", &out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["links"][0].clone()
 }
 
 impl Drop for Pair {

@@ -318,8 +318,8 @@ fn reconnects_many_times_with_fresh_generations() {
 /// A slave that closes its link and opens it again at once (a container
 /// restarting its program) is attached, never refused because the master
 /// has not yet seen the previous slave leave: closing a link hangs up its
-/// connection before `drop` returns, and a master asked by a new slave
-/// looks at its attached one first.
+/// connection before `drop` returns, so the master hears the hang-up
+/// before the next request.
 #[test]
 fn a_slave_that_reopens_at_once_is_not_refused() {
     let _w = Watchdog::new("reopens_at_once", Duration::from_secs(120));

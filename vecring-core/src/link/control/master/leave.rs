@@ -9,7 +9,6 @@ use super::{planted, Master};
 use crate::closer;
 use crate::handshake;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -62,21 +61,6 @@ impl Master<'_> {
             }),
         }
         self.end_session(a.watch, a.since);
-    }
-
-    /// Whether the attached slave's connection has news (a hang-up or a
-    /// message) not yet handled: [`slave_left`](Self::slave_left) is due.
-    pub(super) fn attached_spoke(&self) -> bool {
-        let Some(a) = &self.attached else {
-            return false;
-        };
-        let mut p = libc::pollfd {
-            fd: a.conn.as_raw_fd(),
-            events: libc::POLLIN | libc::POLLRDHUP,
-            revents: 0,
-        };
-        // SAFETY: one pollfd, live for the call; no waiting.
-        unsafe { libc::poll(&mut p, 1, 0) == 1 }
     }
 
     /// The generation begun at `since` ended. One shorter than

@@ -21,12 +21,6 @@ impl Master<'_> {
     /// the uid offered one least recently, its oldest) if the link has room
     /// for one; refuses requests while a slave is attached.
     pub(super) fn serve(&mut self) {
-        if self.pending.iter().any(|p| p.requested) && self.attached_spoke() {
-            // The slave hung up (or wrote, which ends it too) after this
-            // round's wait: a slave that closes its link and opens it
-            // again at once is not refused for its own last generation.
-            self.slave_left();
-        }
         if self.attached.is_some() {
             while let Some(i) = self.pending.iter().position(|p| p.requested) {
                 let p = self.pending.remove(i);
